@@ -1,0 +1,92 @@
+# vivarium: one Makefile; each folder adds its programs and tests through its
+# module.mk.  `make` builds bin/, `make test` runs every test, `make run`
+# runs the service.  SANITIZE=address,undefined builds with sanitizers.
+
+VERSION		:= 0.1.0
+CC		?= cc
+PKG_CONFIG	?= pkg-config
+PYTHON		?= /usr/bin/python3
+
+WARN	:= -Wall -Wextra -Wformat=2 -Wshadow -Wpointer-arith -Wcast-qual \
+	   -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wimplicit-fallthrough \
+	   -Wundef -Wwrite-strings -Wno-unused-parameter
+CFLAGS	?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"$(VERSION)"' \
+	   $(WARN) $(if $(DEVELOPER),-Werror) -Icommon -MMD -MP \
+	   $(SAN_CFLAGS) $(CFLAGS)
+LDFLAGS	?=
+ALL_LDFLAGS = $(SAN_CFLAGS) $(LDFLAGS)
+
+# Objects go to $(O); programs to $(BIN): bin/ for the normal build,
+# build/san/bin/ for the sanitizer build, so both can coexist.
+ifneq ($(SANITIZE),)
+SAN_CFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+O	:= build/san
+BIN	:= build/san/bin
+else
+O	:= build/rel
+BIN	:= bin
+endif
+
+# pkg-config names; each program links only what it lists.
+PC_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
+PC_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
+
+PROGS		:=
+UNIT_TESTS	:=
+# Make targets that `make test` runs in order; each module.mk appends its own.
+TEST_SUITES	:= test-unit
+
+.PHONY: all
+all: programs
+
+# The shared code: every program links all of common/.
+COMMON_SRCS	:= $(wildcard common/*.c)
+COMMON_OBJS	 = $(COMMON_SRCS:%.c=$(O)/%.o)
+COMMON_PKGS	:= yaml-0.1
+
+$(O)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(call PC_cflags,$(PKGS_$(firstword $(subst /, ,$*)))) -c -o $@ $<
+
+# $(call unit_test,NAME,TEST_SOURCE,EXTRA_OBJECTS,PKGS): a cmocka test binary
+# built from a test source that may #include the .c it tests.
+define unit_test
+UNIT_TESTS += $(O)/t/$(1)
+$(O)/t/$(1): $(2) $(3) $$(COMMON_OBJS)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) -Itests/unit $$(call PC_cflags,$(4) cmocka $$(COMMON_PKGS)) \
+		-o $$@ $(2) $(3) $$(COMMON_OBJS) $$(ALL_LDFLAGS) \
+		$$(call PC_libs,$(4) cmocka $$(COMMON_PKGS)) -lm -lpthread
+endef
+
+# Order matters only for TEST_SUITES: cheap suites first.
+include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
+	egress-proxy/module.mk image/module.mk supervisor/module.mk)
+
+.PHONY: programs
+programs: $(PROGS)
+
+# ---------------------------------------------------------------- tests
+
+.PHONY: test deps unit-tests test-unit
+test: deps
+	@scripts/run-suites $(MAKE) $(TEST_SUITES)
+
+deps:
+	@scripts/deps build test
+
+# Unit tests always run under AddressSanitizer and UBSan.
+unit-tests: $(UNIT_TESTS)
+
+test-unit:
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
+	@scripts/run-unit $(patsubst build/rel/%,build/san/%,$(UNIT_TESTS))
+
+# ---------------------------------------------------------------- misc
+
+.PHONY: clean
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

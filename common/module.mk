@@ -1,0 +1,3 @@
+# common/: linked into every program (see COMMON_OBJS in the Makefile).
+$(eval $(call unit_test,common_buf,tests/unit/common/buf.c,,))
+$(eval $(call unit_test,common_config,tests/unit/common/config.c,,))

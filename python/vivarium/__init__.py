@@ -1,0 +1,1 @@
+"""vivarium: what runs inside the sandbox's Python interpreter."""

@@ -1,0 +1,69 @@
+/*
+ * run.h: one run_python call, from code to result (see
+ * docs/runner-contract.md for the Python side).  The MCP layer (tools.c)
+ * turns a run_result into tool content; nothing here knows about JSON-RPC.
+ */
+#ifndef VIVARIUM_RUN_H
+#define VIVARIUM_RUN_H
+
+#include <stddef.h>
+
+/* The agent's settings a run needs; filled from struct agent_config. */
+struct run_limits {
+	const char	*python;		/* VIVARIUM_PYTHON */
+	const char	*pythonpath;		/* prepended to PYTHONPATH, or NULL */
+	size_t		 output_limit;		/* characters kept per stream (tail) */
+	int		 max_images;		/* VIVARIUM_MAX_IMAGES, 0 disables */
+	int		 max_image_side;	/* VIVARIUM_MAX_IMAGE_SIDE, px */
+	int		 persist_namespace;	/* passed to the runner */
+	unsigned long long namespace_max_bytes;
+	int		 state_summary;
+};
+
+struct run_request {
+	const char	*code;			/* borrowed; valid UTF-8 without NUL */
+	size_t		 code_len;
+	long		 timeout_s;		/* already clamped to VIVARIUM_MAX_TIMEOUT */
+	int		 fresh;
+	const char	*workspace;		/* borrowed; absolute, exists */
+};
+
+/* One returned image: a PNG, already downscaled. */
+struct run_image {
+	char		*name;			/* owned; path relative to the workspace */
+	unsigned char	*png;			/* owned */
+	size_t		 png_len;
+	int		 width, height;		/* as returned */
+	int		 orig_width, orig_height;
+};
+
+struct run_result {
+	int		 exit_code;		/* valid when !signaled && !timed_out */
+	int		 signaled;		/* killed by a signal other than ours */
+	int		 signal;
+	int		 timed_out;
+	int		 spawn_failed;		/* the interpreter could not start */
+	double		 duration;		/* seconds, monotonic */
+	char		*out;			/* owned; tail of stdout, NUL-terminated */
+	size_t		 out_len;
+	unsigned long long out_cut;		/* characters dropped from the front */
+	char		*err;			/* owned; tail of stderr */
+	size_t		 err_len;
+	unsigned long long err_cut;
+	char		*footer;		/* owned; from report.json, or NULL */
+	struct run_image *images;		/* owned; at most max_images */
+	size_t		 nimages;
+	size_t		 images_skipped;	/* changed PNGs over max_images */
+	char		 note[512];		/* a plain-words problem to report, or "" */
+};
+
+/*
+ * Runs one call.  Returns 0 when the process ran (whatever its exit), -1
+ * when it could not be set up, with the reason in errbuf.  res is always
+ * initialised and must be released.
+ */
+int	run_python(const struct run_limits *, const struct run_request *,
+	    struct run_result *res, char *errbuf, size_t errlen);
+void	run_result_release(struct run_result *);
+
+#endif
