@@ -44,6 +44,7 @@ all: programs
 COMMON_SRCS	:= $(wildcard common/*.c)
 COMMON_OBJS	 = $(COMMON_SRCS:%.c=$(O)/%.o)
 COMMON_PKGS	:= yaml-0.1
+PKGS_common	:= $(COMMON_PKGS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
