@@ -1,0 +1,308 @@
+/*
+ * http.c: libmicrohttpd helpers (see http.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http.h"
+#include "log.h"
+#include "banned.h"
+
+/* ------------------------------------------------------------ Origin */
+
+/* Is origin "scheme://host[:port]" with a loopback host? */
+static int
+origin_is_loopback(const char *origin)
+{
+	const char	*h, *end;
+	size_t		 n;
+
+	if (strncasecmp(origin, "http://", 7) == 0)
+		h = origin + 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		h = origin + 8;
+	else
+		return 0;
+	if (*h == '[') {
+		end = strchr(h, ']');
+		if (end == NULL)
+			return 0;
+		n = (size_t)(end - h) + 1;
+		if (n != 5 || strncmp(h, "[::1]", 5) != 0)
+			return 0;
+		h += n;
+	} else {
+		n = strcspn(h, ":/");
+		if (n == 9 && strncasecmp(h, "localhost", 9) == 0)
+			;
+		else if (n >= 4 && strncmp(h, "127.", 4) == 0 &&
+		    strspn(h, "0123456789.") >= n)
+			;
+		else
+			return 0;
+		h += n;
+	}
+	if (*h == ':') {
+		h++;
+		if (*h == '\0' || strspn(h, "0123456789") != strlen(h))
+			return 0;
+		return 1;
+	}
+	return *h == '\0';
+}
+
+int
+http_origin_allowed(const char *list, const char *origin)
+{
+	const char	*p, *e;
+	size_t		 n, olen;
+
+	if (origin == NULL)
+		return 1;
+	if (origin_is_loopback(origin))
+		return 1;
+	if (list == NULL)
+		return 0;
+	olen = strlen(origin);
+	/* A trailing slash is not part of an origin, but be forgiving. */
+	if (olen > 0 && origin[olen - 1] == '/')
+		olen--;
+	for (p = list; *p != '\0'; p = *e ? e + 1 : e) {
+		e = strchr(p, ',');
+		if (e == NULL)
+			e = p + strlen(p);
+		while (p < e && isspace((unsigned char)*p))
+			p++;
+		n = (size_t)(e - p);
+		while (n > 0 && isspace((unsigned char)p[n - 1]))
+			n--;
+		if (n > 0 && p[n - 1] == '/')
+			n--;
+		if (n == 1 && *p == '*')
+			return 1;
+		if (n == olen && n > 0 && strncasecmp(p, origin, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int
+http_origins_check(const char *list, char *err, size_t errlen)
+{
+	const char	*p, *e, *rest;
+	size_t		 n;
+
+	if (list == NULL)
+		return 0;
+	for (p = list; *p != '\0'; p = *e ? e + 1 : e) {
+		e = strchr(p, ',');
+		if (e == NULL)
+			e = p + strlen(p);
+		while (p < e && isspace((unsigned char)*p))
+			p++;
+		n = (size_t)(e - p);
+		while (n > 0 && isspace((unsigned char)p[n - 1]))
+			n--;
+		if (n == 0 || (n == 1 && *p == '*'))
+			continue;
+		if (n > 7 && strncasecmp(p, "http://", 7) == 0)
+			rest = p + 7;
+		else if (n > 8 && strncasecmp(p, "https://", 8) == 0)
+			rest = p + 8;
+		else {
+			snprintf(err, errlen, "'%.*s' is not an origin "
+			    "(expected scheme://host[:port], e.g. "
+			    "https://chat.example.org)", (int)n, p);
+			return -1;
+		}
+		if (memchr(rest, '/', (size_t)(p + n - rest)) != NULL &&
+		    p[n - 1] != '/') {
+			snprintf(err, errlen, "'%.*s' has a path; an origin is "
+			    "only scheme://host[:port]", (int)n, p);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ bodies */
+
+static struct http_request *
+http_request_new(void)
+{
+	struct http_request *req;
+
+	req = calloc(1, sizeof(*req));
+	if (req == NULL)
+		return NULL;
+	/* The max is set in http_collect, from the caller's cap. */
+	buf_init(&req->body, 0);
+	return req;
+}
+
+enum http_collect
+http_collect(struct MHD_Connection *conn, void **con_cls,
+    const char *upload_data, size_t *upload_data_size, size_t max,
+    struct http_request **reqp)
+{
+	struct http_request	*req = *con_cls;
+	const char		*cl;
+	char			*end;
+	unsigned long long	 len;
+
+	if (req == NULL) {
+		/* First call: headers only.  Refuse a declared oversize now. */
+		req = http_request_new();
+		*reqp = req;
+		if (req == NULL)
+			return HTTP_COLLECT_FAILED;
+		req->body.max = max;
+		*con_cls = req;
+		*reqp = req;
+		cl = http_header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl != NULL) {
+			errno = 0;
+			len = strtoull(cl, &end, 10);
+			if (errno == 0 && *end == '\0' && len > max) {
+				req->too_big = 1;
+				req->ret = http_reply_text(conn,
+				    MHD_HTTP_CONTENT_TOO_LARGE,
+				    "request body too large: %llu bytes, "
+				    "the limit is %zu bytes", len, max);
+				return HTTP_COLLECT_ANSWERED;
+			}
+		}
+		return HTTP_COLLECT_MORE;
+	}
+	*reqp = req;
+	if (*upload_data_size > 0) {
+		if (!req->too_big && buf_append(&req->body, upload_data,
+		    *upload_data_size) == -1) {
+			/* ENOSPC (over the cap) or ENOMEM: drop what we have. */
+			req->too_big = 1;
+			buf_release(&req->body);
+		}
+		*upload_data_size = 0;
+		return HTTP_COLLECT_MORE;
+	}
+	if (req->too_big) {
+		req->ret = http_reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+		    "request body too large: the limit is %zu bytes", max);
+		return HTTP_COLLECT_ANSWERED;
+	}
+	return HTTP_COLLECT_DONE;
+}
+
+void
+http_request_completed(void *cls, struct MHD_Connection *conn,
+    void **con_cls, enum MHD_RequestTerminationCode why)
+{
+	struct http_request *req = *con_cls;
+
+	if (req == NULL)
+		return;
+	buf_release(&req->body);
+	free(req);
+	*con_cls = NULL;
+}
+
+/* ------------------------------------------------------------ responses */
+
+struct MHD_Response *
+http_response_json(const json_t *json)
+{
+	struct MHD_Response	*resp;
+	char			*s;
+
+	s = json_dumps(json, JSON_COMPACT);
+	if (s == NULL)
+		return NULL;
+	resp = MHD_create_response_from_buffer(strlen(s), s,
+	    MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(s);
+		return NULL;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "application/json");
+	return resp;
+}
+
+struct MHD_Response *
+http_response_text(const char *text)
+{
+	struct MHD_Response *resp;
+
+	resp = MHD_create_response_from_buffer(strlen(text), (void *)(uintptr_t)text,
+	    MHD_RESPMEM_MUST_COPY);
+	if (resp == NULL)
+		return NULL;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "text/plain; charset=utf-8");
+	return resp;
+}
+
+enum MHD_Result
+http_queue(struct MHD_Connection *conn, unsigned int status,
+    struct MHD_Response *resp)
+{
+	enum MHD_Result ret;
+
+	if (resp == NULL)
+		return MHD_NO;
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+enum MHD_Result
+http_reply_json(struct MHD_Connection *conn, unsigned int status,
+    const json_t *json)
+{
+	return http_queue(conn, status, http_response_json(json));
+}
+
+enum MHD_Result
+http_reply_text(struct MHD_Connection *conn, unsigned int status,
+    const char *fmt, ...)
+{
+	struct buf	 b = BUF_INIT(64 * 1024);
+	va_list		 ap;
+	enum MHD_Result	 ret;
+
+	va_start(ap, fmt);
+	if (buf_vappendf(&b, fmt, ap) == -1 || buf_append(&b, "\n", 1) == -1) {
+		va_end(ap);
+		buf_release(&b);
+		return MHD_NO;
+	}
+	va_end(ap);
+	ret = http_queue(conn, status, http_response_text(buf_str(&b)));
+	buf_release(&b);
+	return ret;
+}
+
+enum MHD_Result
+http_reply_empty(struct MHD_Connection *conn, unsigned int status,
+    const char *allow)
+{
+	struct MHD_Response *resp;
+
+	resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (resp == NULL)
+		return MHD_NO;
+	if (allow != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	return http_queue(conn, status, resp);
+}
+
+const char *
+http_header(struct MHD_Connection *conn, const char *name)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}

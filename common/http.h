@@ -1,0 +1,109 @@
+/*
+ * http.h: small libmicrohttpd helpers shared by the agent and the supervisor.
+ *
+ * Three jobs, nothing more:
+ *   - the Origin check (DNS-rebinding protection) against an allow list;
+ *   - collecting a request body across the access handler's calls, capped,
+ *     with a clear 413 when it is too big;
+ *   - building and queueing JSON (and plain-text) responses.
+ *
+ * A typical access handler:
+ *
+ *	struct http_request *req;
+ *	switch (http_collect(conn, con_cls, upload_data, upload_data_size,
+ *	    MAX_BODY, &req)) {
+ *	case HTTP_COLLECT_MORE:		return MHD_YES;
+ *	case HTTP_COLLECT_ANSWERED:	return req->ret;
+ *	case HTTP_COLLECT_FAILED:	return MHD_NO;
+ *	case HTTP_COLLECT_DONE:		break;	// req->body holds the body
+ *	}
+ *
+ * and MHD_OPTION_NOTIFY_COMPLETED set to http_request_completed, which frees
+ * the per-request state.
+ */
+#ifndef VIVARIUM_HTTP_H
+#define VIVARIUM_HTTP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "buf.h"
+
+/* ------------------------------------------------------------ Origin */
+
+/*
+ * An allow list is a comma-separated list of origins ("scheme://host[:port]",
+ * compared case-insensitively, no path), or "*" for any origin.
+ *
+ * http_origin_allowed returns 1 when the request may proceed: it carries no
+ * Origin header (not a browser), the Origin is on the list, or the Origin is
+ * a loopback one (localhost, 127.0.0.0/8, [::1]; a page served from the
+ * machine itself) -- the attacker's origin in a DNS-rebinding attack is
+ * their own domain, never one of these.  Returns 0 otherwise: answer 403.
+ * list may be NULL or "" (only loopback origins then).
+ */
+int	http_origin_allowed(const char *list, const char *origin);
+/* Checks a list's syntax; 0, or -1 with the reason in err. */
+int	http_origins_check(const char *list, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ bodies */
+
+/* Per-request state, kept in MHD's *con_cls; freed by http_request_completed. */
+struct http_request {
+	struct buf	 body;		/* the request body, NUL-terminated */
+	int		 too_big;	/* over the cap: the rest is discarded */
+	enum MHD_Result	 ret;		/* with HTTP_COLLECT_ANSWERED */
+};
+
+enum http_collect {
+	HTTP_COLLECT_MORE,		/* return MHD_YES and wait for more */
+	HTTP_COLLECT_DONE,		/* the whole body is in (*reqp)->body */
+	HTTP_COLLECT_ANSWERED,		/* a 413 is queued: return (*reqp)->ret */
+	HTTP_COLLECT_FAILED,		/* out of memory: return MHD_NO (*reqp NULL) */
+};
+
+/*
+ * Accumulates the body of the current request, at most max bytes.  A
+ * Content-Length over max is answered 413 before any of the body is read; a
+ * chunked body that grows past max is drained and then answered 413, so the
+ * connection stays usable.  *reqp is set on every return (NULL only with
+ * HTTP_COLLECT_FAILED).
+ */
+enum http_collect http_collect(struct MHD_Connection *, void **con_cls,
+	    const char *upload_data, size_t *upload_data_size, size_t max,
+	    struct http_request **reqp);
+/* For MHD_OPTION_NOTIFY_COMPLETED. */
+void	http_request_completed(void *cls, struct MHD_Connection *,
+	    void **con_cls, enum MHD_RequestTerminationCode);
+
+/* ------------------------------------------------------------ responses */
+
+/*
+ * New responses (NULL when out of memory).  The caller may add headers and
+ * then hands the response to http_queue, which queues and destroys it.
+ * http_response_json serialises json compactly (json borrowed).
+ */
+struct MHD_Response *http_response_json(const json_t *json);
+struct MHD_Response *http_response_text(const char *text);
+enum MHD_Result http_queue(struct MHD_Connection *, unsigned int status,
+	    struct MHD_Response *);
+
+/* Shorthands: build, queue, destroy.  json is borrowed; text gets a newline. */
+enum MHD_Result http_reply_json(struct MHD_Connection *, unsigned int status,
+	    const json_t *json);
+enum MHD_Result http_reply_text(struct MHD_Connection *, unsigned int status,
+	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An empty body (e.g. 202 Accepted); allow, when set, fills an Allow header. */
+enum MHD_Result http_reply_empty(struct MHD_Connection *, unsigned int status,
+	    const char *allow);
+
+/* A request header (case-insensitive), borrowed, or NULL. */
+const char *http_header(struct MHD_Connection *, const char *name);
+
+#endif
