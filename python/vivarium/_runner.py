@@ -1,40 +1,422 @@
-"""Minimal runner: runs $VIVARIUM_RUN_DIR/code.py and writes report.json.
+"""The runner: runs one run_python call's code the way `python3 script.py`
+would, with the namespace of the previous call restored before and saved
+after, and writes report.json for the agent.  docs/runner-contract.md is the
+interface; docs/python.md says what carries over and what the footer means.
 
-See docs/runner-contract.md.  The namespace store and the footer are added
-by the Python issue; this version keeps the contract only.
+main() does all the work and returns the exit status without exiting, so a
+warm fork server can call it in a forked child as well as `python3 -m
+vivarium._runner` does.  Only the standard library's light modules are
+imported up front: a call that prints "hi" with nothing stored never loads
+cloudpickle, pandas or the footer's helpers beyond os.scandir.
 """
-import json
+import builtins
 import os
 import sys
-import traceback
+import types
+
+CODE_FILENAME = "<run_python>"
+STORE_NAME = "namespace.store"   # the same as _store.STORE_NAME
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 
-def _write_report(run_dir, report):
+class Config:
+    """The VIVARIUM_* variables of the contract.  The agent validates them;
+    a bad value here falls back to the default rather than failing the run."""
+
+    def __init__(self, env):
+        self.run_dir = env.get("VIVARIUM_RUN_DIR", "")
+        self.workspace = os.getcwd()
+        self.state_dir = env.get("VIVARIUM_STATE_DIR") or \
+            os.path.join(self.workspace, ".vivarium")
+        self.fresh = env.get("VIVARIUM_FRESH", "0") == "1"
+        self.persist = env.get("VIVARIUM_PERSIST_NAMESPACE", "1") != "0"
+        self.summary = env.get("VIVARIUM_STATE_SUMMARY", "1") != "0"
+        try:
+            self.max_bytes = int(env.get("VIVARIUM_NAMESPACE_MAX_BYTES",
+                                         DEFAULT_MAX_BYTES))
+            if self.max_bytes < 0:
+                raise ValueError
+        except ValueError:
+            self.max_bytes = DEFAULT_MAX_BYTES
+
+
+class State:
+    """What the footer reports about the namespace."""
+
+    def __init__(self):
+        self.first = None          # the namespace: line
+        self.not_restored = []     # (name, reason)
+        self.modules = {}          # alias -> module name, as restored
+        self.imports = []          # dotted submodules kept imported
+        self.values = []           # (name, value) stored for the next call
+        self.aliases = []          # (alias, module name) for the next call
+        self.gone = []             # (name, reason)
+        self.dropped = []          # (name, size)
+        self.size = None           # bytes stored
+        self.save_error = None
+
+
+# ------------------------------------------------------------------ running
+
+def _user_traceback(exc):
+    """The exception's traceback starting at the user's first frame: the
+    runner's own frames say nothing to the reader."""
+    tb = exc.__traceback__
+    t = tb
+    while t is not None and t.tb_frame.f_code.co_filename != CODE_FILENAME:
+        t = t.tb_next
+    return t if t is not None else tb
+
+
+def _print_exception(exc, tb):
+    import traceback
+    try:
+        traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+    except Exception:
+        sys.stderr.write("%s: %s\n" % (type(exc).__name__, exc))
+
+
+def _exit_status(code):
+    """SystemExit's code as the process status, as the interpreter does it."""
+    if code is None:
+        return 0
+    if isinstance(code, bool) or not isinstance(code, int):
+        try:
+            sys.stderr.write("%s\n" % (code,))
+        except Exception:
+            pass
+        return 1
+    return code & 0xFF
+
+
+def _run(source, ns):
+    """Compiles and runs source in ns.  Returns (status, ran): ran is False
+    when the code did not even compile."""
+    import linecache
+    lines = source.splitlines(True)
+    linecache.cache[CODE_FILENAME] = (len(source), None, lines, CODE_FILENAME)
+    try:
+        code = compile(source, CODE_FILENAME, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        _print_exception(e, None)
+        return 1, False
+    try:
+        exec(code, ns)
+    except SystemExit as e:
+        return _exit_status(e.code), True
+    except BaseException as e:
+        _print_exception(e, _user_traceback(e))
+        return 1, True
+    return 0, True
+
+
+def _flush():
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:
+            pass
+
+
+# ------------------------------------------------------------ the namespace
+
+def _restore(cfg, ns, st):
+    path = os.path.join(cfg.state_dir, STORE_NAME)
+    if cfg.fresh:
+        if not os.path.exists(path):
+            st.first = "namespace: fresh start (nothing was stored)"
+            return
+        from vivarium import _store
+        n = _store.count_names(path)
+        try:
+            os.unlink(path)
+        except OSError as e:
+            st.save_error = "could not discard the stored namespace: %s" % e
+        if n is None:
+            st.first = "namespace: fresh start, discarded an unreadable store"
+        else:
+            st.first = "namespace: fresh start, discarded %d stored name(s)" % n
+        return
+    if not os.path.exists(path):
+        st.first = "namespace: empty (nothing stored yet)"
+        return
+    from vivarium import _store
+    before = set(ns)
+    try:
+        res = _store.load(path, ns)
+    except Exception as e:
+        for k in list(ns):
+            if k not in before:
+                del ns[k]
+        moved = _store.move_aside(cfg.state_dir, path)
+        where = (" moved aside to .vivarium/%s;" % moved) if moved else " removed;"
+        st.first = "namespace: the store was unreadable (%s: %s);%s starting empty" \
+            % (type(e).__name__, _store._short(e, 80), where)
+        return
+    st.first = "namespace: restored %d name(s)" % len(res.restored)
+    st.not_restored = res.failed
+    st.imports = res.imports
+    st.modules = dict(res.modules)
+
+
+def _spelled_imports(source):
+    """From the code's import statements: alias -> the dotted name it was
+    imported as (so `from os import path` says os.path, not posixpath), and
+    the dotted `import a.b.c` forms, whose submodules must stay imported."""
+    spelled = {}
+    dotted = []
+    if "import" not in source:
+        return spelled, dotted
+    import ast
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return spelled, dotted
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    spelled[a.asname] = a.name
+                elif "." in a.name:
+                    dotted.append(a.name)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                if a.name != "*":
+                    spelled[a.asname or a.name] = node.module + "." + a.name
+    return spelled, dotted
+
+
+def _pickle_failure(name, value, exc):
+    """Why a value can't be kept, in the footer's words."""
+    import re
+    t = type(value).__name__
+    msg = str(exc)
+    m = re.search(r"cannot pickle '([^']+)' object", msg)
+    if m:
+        inner = m.group(1).rsplit(".", 1)[-1]
+        if inner == t:
+            return "%s is not picklable" % t
+        return "%s is not picklable: holds a %s" % (t, inner)
+    from vivarium._store import _short
+    return "%s is not picklable: %s: %s" % (t, type(exc).__name__, _short(exc, 80))
+
+
+def _save(cfg, ns, st, source):
+    if not any(isinstance(n, str) and _stored_name(n) for n in ns) and \
+            not os.path.exists(os.path.join(cfg.state_dir, STORE_NAME)):
+        st.size = 0
+        return      # nothing to keep and nothing to remove
+    from vivarium import _store
+    spelled, dotted = _spelled_imports(source)
+    modules = []         # header entries for module aliases
+    pickled = []         # _store.Pickled
+    same = []            # (name, first name bound to the same object)
+    first_of = {}
+    simple = (str, int, float, bool, bytes, type(None))
+    for name, value in list(ns.items()):
+        if not isinstance(name, str) or not _store.is_stored_name(name):
+            continue
+        if isinstance(value, types.ModuleType):
+            target = None
+            for cand in (spelled.get(name), st.modules.get(name)):
+                if cand and sys.modules.get(cand) is value:
+                    target = cand
+                    break
+            if target is None:
+                target = getattr(value, "__name__", None)
+            if not isinstance(target, str) or sys.modules.get(target) is not value:
+                st.gone.append((name, "module %s can't be re-imported by name" % target))
+                continue
+            modules.append({"name": name, "kind": "module", "module": target})
+            st.aliases.append((name, target))
+            continue
+        if not isinstance(value, simple):
+            other = first_of.get(id(value))
+            if other is not None:
+                same.append((name, other))
+                continue
+            first_of[id(value)] = name
+        try:
+            pickled.append(_store.pickle_value(name, value, ns))
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            st.gone.append((name, _pickle_failure(name, value, e)))
+    total = sum(p.size for p in pickled)
+    if total > cfg.max_bytes:
+        for p in sorted(pickled, key=lambda p: -p.size):
+            if total <= cfg.max_bytes:
+                break
+            st.dropped.append((p.name, p.size))
+            total -= p.size
+        dropped = {n for n, _ in st.dropped}
+        pickled = [p for p in pickled if p.name not in dropped]
+    kept = {p.name for p in pickled}
+    entries = list(pickled) + modules
+    for name, other in same:
+        if other in kept:
+            entries.append({"name": name, "kind": "same", "as": other})
+            kept.add(name)
+        else:
+            why = [r for n, r in st.gone if n == other]
+            if why:
+                st.gone.append((name, why[0]))
+            else:
+                st.dropped.append((name, 0))
+    bound = {name for name, _ in st.aliases}
+    imports = []
+    for m in list(st.imports) + dotted:
+        top = m.split(".", 1)[0]
+        if top in bound and m in sys.modules and m not in imports:
+            imports.append(m)
+    st.values = [(n, ns[n]) for n in kept]
+    st.size = total
+    _store.write(cfg.state_dir, entries, imports)
+
+
+def _stored_name(name):
+    # As _store.is_stored_name, without importing _store for a plain call.
+    return not name.startswith("_vivarium") and \
+        not (len(name) > 4 and name.startswith("__") and name.endswith("__"))
+
+
+def _ensure_state_dir(path):
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        pass
+
+
+# ------------------------------------------------------------------ footer
+
+def _footer(cfg, st, before, after):
+    from vivarium import _footer as F
+    lines = ["--- state ---"]
+    if not cfg.persist:
+        lines.append("namespace: not kept between calls (VIVARIUM_PERSIST_NAMESPACE=0)")
+    else:
+        lines.append(st.first or "namespace: empty")
+        if st.not_restored:
+            items = ["%s (%s)" % (n, r) for n, r in st.not_restored]
+            lines.append("not restored: " + F.bounded_join(items, F.LIST_MAX, sep=", "))
+        if st.values:
+            lines.append(F.vars_line(st.values))
+        if st.aliases:
+            lines.append(F.imports_line(st.aliases))
+        if st.gone:
+            items = ["%s (%s)" % (n, r) for n, r in sorted(st.gone)]
+            lines.append("gone next call: " + F.bounded_join(items, F.LIST_MAX, sep=", "))
+        if st.dropped:
+            items = ["%s %s" % (n, F.mb(s)) if s else "%s (same object)" % n
+                     for n, s in st.dropped]
+            lines.append("dropped, namespace over %s (largest first): %s"
+                         % (F.mb(cfg.max_bytes),
+                            F.bounded_join(items, F.LIST_MAX, sep=", ")))
+        if st.save_error:
+            lines.append("namespace not saved: " + st.save_error)
+        elif st.size is not None:
+            lines.append("namespace size: " + F.mb(st.size))
+    if before is not None and after is not None:
+        w = F.wrote_line(before, after)
+        if w:
+            lines.append(w)
+    if after is not None:
+        lines.append(F.workspace_line(after))
+    return "\n".join(lines)
+
+
+def _json_str(s):
+    """A JSON string literal (the json module costs more to import than the
+    whole report needs)."""
+    out = []
+    for ch in s:
+        o = ord(ch)
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif o < 0x20:
+            out.append("\\u%04x" % o)
+        elif 0xD800 <= o <= 0xDFFF:
+            out.append("\ufffd")  # a lone surrogate (an undecodable file name)
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _write_report(run_dir, exit_code, footer):
+    text = '{"version": 1, "exit_code": %d, "footer": %s}\n' % (
+        exit_code, "null" if footer is None else _json_str(footer))
     tmp = os.path.join(run_dir, "report.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(report, f)
+        f.write(text)
     os.replace(tmp, os.path.join(run_dir, "report.json"))
 
 
-def main():
-    run_dir = os.environ["VIVARIUM_RUN_DIR"]
-    with open(os.path.join(run_dir, "code.py"), encoding="utf-8") as f:
-        source = f.read()
-    sys.path.insert(0, os.getcwd())
-    ns = {"__name__": "__main__", "__builtins__": __builtins__}
-    status = 0
+# --------------------------------------------------------------------- main
+
+def main(env=None):
+    env = os.environ if env is None else env
+    cfg = Config(env)
+    if not cfg.run_dir:
+        sys.stderr.write("vivarium runner: VIVARIUM_RUN_DIR is not set\n")
+        return 2
     try:
-        exec(compile(source, "<run_python>", "exec"), ns)
-    except SystemExit as e:
-        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:
-        traceback.print_exc()
-        status = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    _write_report(run_dir, {"version": 1, "exit_code": status, "footer": None})
+        with open(os.path.join(cfg.run_dir, "code.py"), encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        sys.stderr.write("vivarium runner: can't read code.py: %s\n" % e)
+        _write_report(cfg.run_dir, 2, None)
+        return 2
+
+    # As `python3 script.py` would: the script's directory first on the path.
+    if not sys.path or sys.path[0] != cfg.workspace:
+        sys.path.insert(0, cfg.workspace)
+    sys.argv = [CODE_FILENAME]
+    main_mod = types.ModuleType("__main__")
+    ns = main_mod.__dict__
+    ns["__builtins__"] = builtins
+    sys.modules["__main__"] = main_mod
+
+    st = State()
+    before = after = None
+    if cfg.summary:
+        from vivarium._footer import Snapshot
+        before = Snapshot(cfg.workspace)
+    if cfg.persist:
+        _restore(cfg, ns, st)
+        ns["__builtins__"] = builtins
+        ns["__name__"] = "__main__"
+
+    status, ran = _run(source, ns)
+    _flush()
+
+    if cfg.persist and st.save_error is None and (ran or cfg.fresh):
+        try:
+            _ensure_state_dir(cfg.state_dir)
+            _save(cfg, ns, st, source)
+        except Exception as e:
+            st.save_error = "%s: %s" % (type(e).__name__, e)
+    elif cfg.persist and not ran:
+        # The code did not compile: the stored namespace stays as it was.
+        from vivarium._store import is_stored_name
+        st.values = [(n, v) for n, v in ns.items() if isinstance(n, str)
+                     and is_stored_name(n) and n not in st.modules]
+        st.aliases = list(st.modules.items())
+    _flush()
+
+    footer = None
+    if cfg.summary:
+        from vivarium._footer import Snapshot
+        after = Snapshot(cfg.workspace)
+        try:
+            footer = _footer(cfg, st, before, after)
+        except Exception as e:  # the footer must never cost the result
+            footer = "--- state ---\n(footer failed: %s: %s)" % (type(e).__name__, e)
+    _write_report(cfg.run_dir, status, footer)
     return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python3 -m vivarium._runner`: this file is __main__ now, but
+    # the user's code must be __main__, so work from the imported module.
+    from vivarium import _runner
+    sys.exit(_runner.main())

@@ -1,0 +1,187 @@
+"""The --- state --- footer: what the next call starts with, what this call
+wrote, and what the workspace holds.
+
+Every line is bounded: the footer rides along with every result, so a
+namespace of a thousand names or a workspace of a million files still gives
+a footer of a few hundred characters.
+"""
+import os
+import types
+
+VARS_MAX = 400        # characters on the vars line
+LIST_MAX = 300        # characters on the other list lines
+NAME_MAX = 40
+WALK_MAX = 20000      # directory entries looked at per workspace walk
+WALK_DEPTH = 8
+STATE_DIRNAME = ".vivarium"
+
+
+# ------------------------------------------------------------- summaries
+
+def _cut(s, n):
+    return s if len(s) <= n else s[:n - 1] + "…"
+
+
+def _is(obj, module_prefix, clsname):
+    t = type(obj)
+    return t.__name__ == clsname and (t.__module__ or "").startswith(module_prefix)
+
+
+def summarize(value):
+    """A few words on a value, in the shape the footer uses."""
+    try:
+        return _summarize(value)
+    except Exception:
+        return type(value).__name__
+
+
+def _shape(shape):
+    return "x".join(str(n) for n in shape)
+
+
+def _summarize(v):
+    if v is None or isinstance(v, (bool, int, float, complex)):
+        s = repr(v)
+        return s if len(s) <= 24 else type(v).__name__
+    if isinstance(v, str):
+        return "%d chars" % len(v)
+    if isinstance(v, (bytes, bytearray)):
+        return "%d bytes" % len(v)
+    if _is(v, "pandas", "DataFrame"):
+        cols = [str(c) for c in list(v.columns[:4])]
+        more = ", …" if len(v.columns) > 4 else ""
+        return "%s [%s%s]" % (_shape(v.shape), ", ".join(_cut(c, 20) for c in cols[:4]), more)
+    if _is(v, "pandas", "Series"):
+        name = "" if v.name is None else " %s" % _cut(str(v.name), 20)
+        return "Series%s %d %s" % (name, len(v), v.dtype)
+    if _is(v, "numpy", "ndarray"):
+        return "array %s %s" % (_shape(v.shape), v.dtype)
+    if isinstance(v, dict):
+        return "%d keys" % len(v)
+    if isinstance(v, list):
+        return "list of %d" % len(v)
+    if isinstance(v, tuple):
+        return "tuple of %d" % len(v)
+    if isinstance(v, (set, frozenset)):
+        return "%s of %d" % (type(v).__name__, len(v))
+    if isinstance(v, types.FunctionType):
+        if v.__name__ == "<lambda>":
+            return "lambda"
+        return "%s()" % _cut(v.__name__, NAME_MAX)
+    if isinstance(v, (types.BuiltinFunctionType, types.MethodType)):
+        return "%s()" % _cut(getattr(v, "__name__", "?"), NAME_MAX)
+    if isinstance(v, type):
+        return "class %s" % _cut(v.__name__, NAME_MAX)
+    return _cut(type(v).__name__, NAME_MAX)
+
+
+def bounded_join(items, limit, sep="  "):
+    """Joins items with sep; past limit characters, ends with a count of
+    what was left out."""
+    out = []
+    used = 0
+    for i, it in enumerate(items):
+        add = len(it) + (len(sep) if out else 0)
+        rest = len(items) - i
+        tail = len(sep) + len("… %d more" % rest)
+        if used + add + (tail if rest > 1 else 0) > limit and out:
+            out.append("… %d more" % rest)
+            return sep.join(out)
+        out.append(it)
+        used += add
+    return sep.join(out)
+
+
+def vars_line(values):
+    """values: (name, value) pairs of what the next call gets."""
+    items = ["%s %s" % (_cut(n, NAME_MAX), summarize(v))
+             for n, v in sorted(values, key=lambda kv: kv[0])]
+    return "vars: " + bounded_join(items, VARS_MAX - 6)
+
+
+def imports_line(modules):
+    """modules: (alias, module name) pairs."""
+    items = ["%s=%s" % (_cut(a, NAME_MAX), _cut(m, 60)) for a, m in sorted(modules)]
+    return "already imported (do not re-import): " + bounded_join(items, LIST_MAX)
+
+
+def human_size(n):
+    """64K, 1.2M: the way ls -h says it."""
+    for unit in ("B", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            if unit == "B":
+                return "%dB" % n
+            return ("%.1f%s" % (n, unit)) if n < 10 else ("%d%s" % (round(n), unit))
+        n /= 1024.0
+    return "%dB" % n
+
+
+def mb(n):
+    if not n:
+        return "0 MB"
+    if n < 0.05 * 1024 * 1024:
+        return "<0.1 MB"
+    return "%.1f MB" % (n / (1024.0 * 1024.0))
+
+
+# ------------------------------------------------------------- workspace
+
+class Snapshot:
+    """A bounded walk of the workspace: path -> (mtime_ns, size)."""
+
+    def __init__(self, root):
+        self.files = {}
+        self.truncated = False
+        self._walk(root)
+
+    def _walk(self, root):
+        seen = 0
+        stack = [("", 0)]
+        while stack:
+            rel, depth = stack.pop()
+            try:
+                it = os.scandir(os.path.join(root, rel) if rel else root)
+            except OSError:
+                continue
+            with it:
+                for de in it:
+                    seen += 1
+                    if seen > WALK_MAX:
+                        self.truncated = True
+                        return
+                    p = de.name if not rel else rel + "/" + de.name
+                    try:
+                        if de.is_dir(follow_symlinks=False):
+                            if p == STATE_DIRNAME:
+                                continue
+                            if depth + 1 < WALK_DEPTH:
+                                stack.append((p, depth + 1))
+                            else:
+                                self.truncated = True
+                            continue
+                        if not de.is_file(follow_symlinks=False):
+                            continue
+                        st = de.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    self.files[p] = (st.st_mtime_ns, st.st_size)
+
+
+def wrote_line(before, after):
+    """Files new or changed between two snapshots; None when there are none."""
+    changed = [p for p, sig in after.files.items() if before.files.get(p) != sig]
+    if not changed:
+        return None
+    changed.sort(key=lambda p: (-after.files[p][0], p))
+    items = ["%s (%s)" % (_cut(p, 80), human_size(after.files[p][1])) for p in changed]
+    return "wrote: " + bounded_join(items, LIST_MAX, sep=", ")
+
+
+def workspace_line(snap):
+    n = len(snap.files)
+    count = "%d%s file%s" % (n, "+" if snap.truncated else "",
+                             "" if n == 1 and not snap.truncated else "s")
+    if not n:
+        return "workspace: %s" % count
+    newest = sorted(snap.files, key=lambda p: (-snap.files[p][0], p))[:3]
+    return "workspace: %s, newest: %s" % (count, ", ".join(_cut(p, 60) for p in newest))
