@@ -1,0 +1,232 @@
+/*
+ * config.c: the agent's settings, read once from VIVARIUM_* variables.
+ * Every problem is collected so one start reports all of them.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "http.h"
+#include "log.h"
+#include "banned.h"
+
+/* An HTTP header name is an RFC 9110 token. */
+static int
+header_name_valid(const char *s)
+{
+	static const char extra[] = "!#$%&'*+-.^_`|~";
+
+	if (*s == '\0' || strlen(s) > 128)
+		return 0;
+	for (; *s != '\0'; s++)
+		if (!isalnum((unsigned char)*s) && strchr(extra, *s) == NULL)
+			return 0;
+	return 1;
+}
+
+/* Is name an executable, directly or on PATH? */
+static int
+executable_found(const char *name)
+{
+	const char	*path, *p, *e;
+	char		 full[PATH_MAX];
+	int		 n;
+
+	if (strchr(name, '/') != NULL)
+		return access(name, X_OK) == 0;
+	path = getenv("PATH");
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; ; p = e + 1) {
+		e = strchr(p, ':');
+		if (e == NULL)
+			e = p + strlen(p);
+		if (e == p)
+			n = snprintf(full, sizeof(full), "./%s", name);
+		else
+			n = snprintf(full, sizeof(full), "%.*s/%s",
+			    (int)(e - p), p, name);
+		if (n > 0 && (size_t)n < sizeof(full) && access(full, X_OK) == 0)
+			return 1;
+		if (*e == '\0')
+			return 0;
+	}
+}
+
+/*
+ * The default VIVARIUM_PYTHONPATH: the python/ folder beside the bin/ the
+ * binary is in (a checkout: bin/vivarium-agent next to python/vivarium).
+ */
+static char *
+default_pythonpath(void)
+{
+	char		 exe[PATH_MAX], dir[PATH_MAX];
+	ssize_t		 n;
+	char		*slash;
+	struct stat	 st;
+	int		 r;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return NULL;
+	*slash = '\0';				/* .../bin */
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return NULL;
+	*slash = '\0';				/* ... */
+	r = snprintf(dir, sizeof(dir), "%s/python", exe[0] ? exe : "");
+	if (r < 0 || (size_t)r >= sizeof(dir))
+		return NULL;
+	if (stat(dir, &st) == -1 || !S_ISDIR(st.st_mode))
+		return NULL;
+	return strdup(dir);
+}
+
+static void
+load_listen(struct agent_config *cfg, struct confdiag *d)
+{
+	struct addrinfo	 hints, *res;
+	const char	*v;
+	int		 rc;
+
+	cfg->host = config_env_str("VIVARIUM_HOST", "0.0.0.0");
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	rc = getaddrinfo(cfg->host, NULL, &hints, &res);
+	if (rc != 0)
+		confdiag_add(d, 0, "VIVARIUM_HOST=\"%s\": not an address this "
+		    "machine can listen on (%s)", cfg->host, gai_strerror(rc));
+	else
+		freeaddrinfo(res);
+
+	v = config_env_str("VIVARIUM_PORT", NULL);
+	if (v != NULL && strcasecmp(v, "off") == 0)
+		cfg->port = -1;
+	else if (v != NULL && config_parse_long(v, 0, 65535, &cfg->port) == -1) {
+		confdiag_add(d, 0, "VIVARIUM_PORT=\"%s\": expected a port "
+		    "from 0 to 65535 (0 picks a free one), or \"off\"", v);
+		cfg->port = 8000;
+	} else if (v == NULL)
+		cfg->port = 8000;
+
+	cfg->socket = config_env_str("VIVARIUM_SOCKET", NULL);
+	if (cfg->socket != NULL) {
+		if (strlen(cfg->socket) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+			confdiag_add(d, 0, "VIVARIUM_SOCKET: the path is "
+			    "longer than a unix socket path may be (%zu bytes)",
+			    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		else if (cfg->socket[0] != '/')
+			confdiag_add(d, 0, "VIVARIUM_SOCKET=\"%s\": expected an "
+			    "absolute path", cfg->socket);
+	}
+	if (cfg->port == -1 && cfg->socket == NULL)
+		confdiag_add(d, 0, "VIVARIUM_PORT=off needs VIVARIUM_SOCKET: "
+		    "the agent would listen nowhere");
+}
+
+static void
+load_workdir(struct agent_config *cfg, struct confdiag *d)
+{
+	const char	*v = config_env_str("VIVARIUM_WORKDIR", "/workspace");
+	struct stat	 st;
+
+	if (stat(v, &st) == -1) {
+		confdiag_add(d, 0, "VIVARIUM_WORKDIR=\"%s\": %s", v,
+		    strerror(errno));
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		confdiag_add(d, 0, "VIVARIUM_WORKDIR=\"%s\": not a directory", v);
+		return;
+	}
+	cfg->workdir = realpath(v, NULL);
+	if (cfg->workdir == NULL)
+		confdiag_add(d, 0, "VIVARIUM_WORKDIR=\"%s\": %s", v,
+		    strerror(errno));
+}
+
+static void
+load_python(struct agent_config *cfg, struct confdiag *d)
+{
+	const char	*v;
+	struct stat	 st;
+
+	cfg->python = config_env_str("VIVARIUM_PYTHON", "python3");
+	if (!executable_found(cfg->python))
+		confdiag_add(d, 0, "VIVARIUM_PYTHON=\"%s\": no such executable%s",
+		    cfg->python, strchr(cfg->python, '/') ? "" : " on PATH");
+
+	v = config_env_str("VIVARIUM_PYTHONPATH", NULL);
+	if (v == NULL) {
+		cfg->pythonpath = default_pythonpath();
+		return;
+	}
+	if (stat(v, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		confdiag_add(d, 0, "VIVARIUM_PYTHONPATH=\"%s\": not a directory",
+		    v);
+		return;
+	}
+	cfg->pythonpath = strdup(v);
+	if (cfg->pythonpath == NULL)
+		confdiag_add(d, 0, "out of memory");
+}
+
+int
+agent_config_load(struct agent_config *cfg, struct confdiag *d)
+{
+	char	 err[512];
+	int	 before = d->count;
+
+	memset(cfg, 0, sizeof(*cfg));
+	load_workdir(cfg, d);
+	load_listen(cfg, d);
+	config_env_long(d, "VIVARIUM_MAX_TIMEOUT", 300, 1, 7 * 24 * 3600,
+	    &cfg->max_timeout);
+	/* Characters per stream; 10M characters is up to 40 MB held per stream. */
+	config_env_long(d, "VIVARIUM_OUTPUT_LIMIT", 20000, 0, 10000000,
+	    &cfg->output_limit);
+	config_env_long(d, "VIVARIUM_MAX_IMAGES", 4, 0, 100, &cfg->max_images);
+	config_env_long(d, "VIVARIUM_MAX_IMAGE_SIDE", 1280, 16, 16384,
+	    &cfg->max_image_side);
+	config_env_bool(d, "VIVARIUM_PERSIST_NAMESPACE", 1,
+	    &cfg->persist_namespace);
+	config_env_size(d, "VIVARIUM_NAMESPACE_MAX_BYTES", 268435456ULL,
+	    1ULL << 40, &cfg->namespace_max_bytes);
+	config_env_bool(d, "VIVARIUM_STATE_SUMMARY", 1, &cfg->state_summary);
+
+	cfg->user_header = config_env_str("VIVARIUM_USER_HEADER", NULL);
+	if (cfg->user_header != NULL && !header_name_valid(cfg->user_header))
+		confdiag_add(d, 0, "VIVARIUM_USER_HEADER=\"%s\": not an HTTP "
+		    "header name (letters, digits and -, e.g. X-User-ID)",
+		    cfg->user_header);
+
+	cfg->allowed_origins = config_env_str("VIVARIUM_ALLOWED_ORIGINS", "");
+	if (http_origins_check(cfg->allowed_origins, err, sizeof(err)) == -1)
+		confdiag_add(d, 0, "VIVARIUM_ALLOWED_ORIGINS: %s", err);
+
+	load_python(cfg, d);
+	return d->count == before ? 0 : -1;
+}
+
+void
+agent_config_release(struct agent_config *cfg)
+{
+	free(cfg->workdir);
+	free(cfg->pythonpath);
+	memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,364 @@
+/*
+ * http.c: the agent's listeners and its one access handler.
+ *
+ * libmicrohttpd runs in thread-per-connection mode.  A run_python request
+ * blocks its connection's thread for as long as the code runs (up to
+ * VIVARIUM_MAX_TIMEOUT), so a fixed pool would let a few long runs starve
+ * /health, tools/list and list_files; with a thread per connection every
+ * other connection keeps being served, and per-workspace serialisation is
+ * a lock (workspace.c), not a property of the thread model.  The number of
+ * connections, hence threads, is capped.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "http.h"
+#include "log.h"
+#include "banned.h"
+
+#define MAX_CONNECTIONS		256
+#define IDLE_TIMEOUT_S		300
+
+static struct MHD_Daemon	*tcp_daemon, *unix_daemon;
+static const struct agent_config *conf;
+static dev_t			 sock_dev;
+static ino_t			 sock_ino;
+
+/* An HTTP-level refusal on /mcp, worded as a JSON-RPC error for MCP clients. */
+static enum MHD_Result
+mcp_refuse(struct MHD_Connection *conn, unsigned int status, const char *msg)
+{
+	json_t		*e;
+	enum MHD_Result	 ret;
+
+	e = mcp_error(NULL, status == 400 ? RPC_INVALID_REQUEST : -32000,
+	    "%s", msg);
+	if (e == NULL)
+		return MHD_NO;
+	ret = http_reply_json(conn, status, e);
+	json_decref(e);
+	return ret;
+}
+
+/*
+ * Checks done before reading a POST body; answers and returns 1 on refusal.
+ * Content-Type is not checked: the body must parse as JSON either way, and
+ * browsers' cross-site "simple" requests are stopped by the Origin check.
+ */
+static int
+mcp_precheck(struct MHD_Connection *conn, enum MHD_Result *ret)
+{
+	const char	*id;
+	char		 msg[512];
+
+	if (conf->user_header == NULL)
+		return 0;
+	id = http_header(conn, conf->user_header);
+	if (id == NULL) {
+		snprintf(msg, sizeof(msg), "Bad Request: the %s header is "
+		    "required (it names the user whose workspace to use)",
+		    conf->user_header);
+		*ret = mcp_refuse(conn, 400, msg);
+		return 1;
+	}
+	if (!workspace_user_id_valid(id)) {
+		snprintf(msg, sizeof(msg), "Bad Request: the %s header must be "
+		    "a safe user id: 1 to 64 letters, digits, '-', '_' or '.', "
+		    "not starting with '.'", conf->user_header);
+		*ret = mcp_refuse(conn, 400, msg);
+		return 1;
+	}
+	return 0;
+}
+
+static enum MHD_Result
+mcp_post(struct MHD_Connection *conn, const struct http_request *req)
+{
+	struct agent_ctx	 ctx;
+	struct MHD_Response	*resp;
+	char			 ws[4096], label[128], err[512];
+	const char		*id = NULL;
+	json_t			*reply;
+	unsigned int		 status;
+
+	ctx.cfg = conf;
+	ctx.workspace = conf->workdir;
+	ctx.label = "workspace";
+	if (conf->user_header != NULL) {
+		id = http_header(conn, conf->user_header);
+		if (workspace_user_dir(conf->workdir, id, ws, sizeof(ws), err,
+		    sizeof(err)) == -1) {
+			log_warnx("user %s: %s", id, err);
+			return mcp_refuse(conn, 500, err);
+		}
+		snprintf(label, sizeof(label), "user %s", id);
+		ctx.workspace = ws;
+		ctx.label = label;
+	}
+	status = mcp_handle(&ctx, http_header(conn, "MCP-Protocol-Version"),
+	    buf_str(&req->body), req->body.len, &reply);
+	if (reply == NULL)
+		return http_reply_empty(conn, status == 202 ? 202 : 500, NULL);
+	resp = http_response_json(reply);
+	json_decref(reply);
+	return http_queue(conn, status, resp);
+}
+
+static enum MHD_Result
+agent_access(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	struct http_request	*req;
+	enum MHD_Result		 ret;
+	const char		*origin;
+
+	if (strcmp(url, "/health") == 0) {
+		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+			return http_reply_empty(conn,
+			    MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD");
+		return http_reply_text(conn, 200, "ok");
+	}
+	if (strcmp(url, "/mcp") != 0 && strcmp(url, "/mcp/") != 0)
+		return http_reply_text(conn, 404, "not found: the MCP endpoint "
+		    "is /mcp, the health check /health");
+
+	if (*con_cls == NULL) {
+		/* DNS-rebinding protection: any Host, but only known Origins. */
+		origin = http_header(conn, "Origin");
+		if (!http_origin_allowed(conf->allowed_origins, origin)) {
+			log_warnx("refused a request from Origin %.200s (not in "
+			    "VIVARIUM_ALLOWED_ORIGINS)", origin);
+			return mcp_refuse(conn, 403, "Forbidden: this Origin is "
+			    "not allowed (see VIVARIUM_ALLOWED_ORIGINS)");
+		}
+		if (strcmp(method, "POST") != 0) {
+			/* No SSE stream and no sessions: GET and DELETE are 405. */
+			struct MHD_Response *r;
+
+			r = http_response_text("only POST is served on /mcp (no "
+			    "SSE stream, no sessions)\n");
+			if (r != NULL)
+				MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+				    "POST");
+			return http_queue(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+		}
+		if (mcp_precheck(conn, &ret))
+			return ret;
+	}
+	switch (http_collect(conn, con_cls, upload_data, upload_data_size,
+	    AGENT_MAX_BODY, &req)) {
+	case HTTP_COLLECT_MORE:
+		return MHD_YES;
+	case HTTP_COLLECT_ANSWERED:
+		return req->ret;
+	case HTTP_COLLECT_FAILED:
+		return MHD_NO;
+	case HTTP_COLLECT_DONE:
+		break;
+	}
+	return mcp_post(conn, req);
+}
+
+static void
+mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_warnx("http: %s", line);
+}
+
+/* ------------------------------------------------------------ listeners */
+
+static int
+listen_tcp(const char *host, long port)
+{
+	struct addrinfo	 hints, *res = NULL, *ai;
+	char		 pstr[32], addr[INET6_ADDRSTRLEN];
+	struct sockaddr_storage ss;
+	socklen_t	 sl = sizeof(ss);
+	int		 fd = -1, one = 1, rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	snprintf(pstr, sizeof(pstr), "%ld", port);
+	if ((rc = getaddrinfo(host, pstr, &hints, &res)) != 0) {
+		log_warnx("VIVARIUM_HOST=%s: %s", host, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(fd, 128) == 0)
+			break;
+		log_warn("listen on %s port %ld", host, port);
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd == -1)
+		return -1;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+			inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
+			log_info("listening on http://[%s]:%d/mcp", addr,
+			    ntohs(s6->sin6_port));
+		} else {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+			inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
+			log_info("listening on http://%s:%d/mcp", addr,
+			    ntohs(s4->sin_port));
+		}
+	}
+	return fd;
+}
+
+/*
+ * The unix socket: only its owner may connect (mode 0600, set through the
+ * umask so there is no window with a wider mode).  A socket file left by a
+ * dead agent is replaced; a live one, or any other file, is not.
+ */
+static int
+listen_unix(const char *path)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 st;
+	mode_t			 old;
+	int			 fd = -1, probe;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("VIVARIUM_SOCKET: path too long");
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_warnx("VIVARIUM_SOCKET=%s exists and is not a "
+			    "socket; not replacing it", path);
+			return -1;
+		}
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+		    sizeof(sun)) == 0) {
+			close(probe);
+			log_warnx("VIVARIUM_SOCKET=%s: another process is "
+			    "listening on it", path);
+			return -1;
+		}
+		if (probe != -1)
+			close(probe);
+		if (unlink(path) == -1 && errno != ENOENT) {
+			log_warn("VIVARIUM_SOCKET=%s: removing the stale socket",
+			    path);
+			return -1;
+		}
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		log_warn("socket");
+		return -1;
+	}
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		log_warn("VIVARIUM_SOCKET=%s: bind", path);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (listen(fd, 128) == -1 || stat(path, &st) == -1) {
+		log_warn("VIVARIUM_SOCKET=%s: listen", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	sock_dev = st.st_dev;
+	sock_ino = st.st_ino;
+	log_info("listening on unix:%s (path /mcp)", path);
+	return fd;
+}
+
+static struct MHD_Daemon *
+daemon_start(int fd)
+{
+	struct MHD_Daemon *d;
+
+	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+	    MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, agent_access, NULL,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+	    MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+	    MHD_OPTION_NOTIFY_COMPLETED, http_request_completed, NULL,
+	    MHD_OPTION_END);
+	if (d == NULL) {
+		log_warnx("libmicrohttpd could not start");
+		close(fd);
+	}
+	return d;
+}
+
+int
+agent_http_start(const struct agent_config *cfg)
+{
+	int fd;
+
+	conf = cfg;
+	if (cfg->socket != NULL) {
+		if ((fd = listen_unix(cfg->socket)) == -1 ||
+		    (unix_daemon = daemon_start(fd)) == NULL)
+			goto fail;
+	}
+	if (cfg->port >= 0) {
+		if ((fd = listen_tcp(cfg->host, cfg->port)) == -1 ||
+		    (tcp_daemon = daemon_start(fd)) == NULL)
+			goto fail;
+	}
+	return 0;
+fail:
+	agent_http_stop();
+	return -1;
+}
+
+void
+agent_http_stop(void)
+{
+	struct stat st;
+
+	/* Waits for requests in progress (a run ends by its timeout). */
+	if (tcp_daemon != NULL)
+		MHD_stop_daemon(tcp_daemon);
+	if (unix_daemon != NULL) {
+		MHD_stop_daemon(unix_daemon);
+		/* Remove the socket only if it is still ours. */
+		if (stat(conf->socket, &st) == 0 && st.st_dev == sock_dev &&
+		    st.st_ino == sock_ino)
+			unlink(conf->socket);
+	}
+	tcp_daemon = unix_daemon = NULL;
+}

@@ -1,0 +1,163 @@
+/*
+ * vivarium-agent: the MCP server that runs Python for a model, inside a
+ * sandbox (or on a host for single-user use).  See docs/agent.md.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "banned.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: vivarium-agent [-n] [-v] [--help] [--version]\n"
+"\n"
+"An MCP server (streamable HTTP at /mcp, health at /health) with the tools\n"
+"run_python, list_files and read_text_file over one workspace directory.\n"
+"\n"
+"  -n         check the configuration, print it, and exit (0 when valid)\n"
+"  -v         verbose logging\n"
+"  --help     this text\n"
+"  --version  print the version\n"
+"\n"
+"Configuration comes from the environment (defaults in brackets):\n"
+"  VIVARIUM_WORKDIR            workspace directory [/workspace]\n"
+"  VIVARIUM_HOST, VIVARIUM_PORT  TCP listener [0.0.0.0, 8000]; PORT=off: none,\n"
+"                              PORT=0: any free port (logged)\n"
+"  VIVARIUM_SOCKET             also listen on this unix socket (mode 0600)\n"
+"  VIVARIUM_MAX_TIMEOUT        upper bound for timeout_seconds [300]\n"
+"  VIVARIUM_OUTPUT_LIMIT       characters kept per stream, tail [20000]\n"
+"  VIVARIUM_MAX_IMAGES         PNGs returned per call, 0 = none [4]\n"
+"  VIVARIUM_MAX_IMAGE_SIDE     longest side of returned PNGs, px [1280]\n"
+"  VIVARIUM_PERSIST_NAMESPACE  keep the Python namespace between calls [1]\n"
+"  VIVARIUM_NAMESPACE_MAX_BYTES  cap on the stored namespace [268435456]\n"
+"  VIVARIUM_STATE_SUMMARY      append the '--- state ---' footer [1]\n"
+"  VIVARIUM_USER_HEADER        header naming the user; each user gets\n"
+"                              users/<id>/ [unset: one shared workspace]\n"
+"  VIVARIUM_ALLOWED_ORIGINS    comma-separated browser Origins allowed\n"
+"                              besides loopback ones, or * [none]\n"
+"  VIVARIUM_PYTHON             interpreter [python3]\n"
+"  VIVARIUM_PYTHONPATH         where the vivarium runner package is\n"
+"                              [python/ beside the bin/ holding this program]\n");
+}
+
+static void
+print_config(const struct agent_config *c)
+{
+	printf("workdir            %s\n", c->workdir);
+	if (c->port >= 0)
+		printf("tcp                %s:%ld\n", c->host, c->port);
+	else
+		printf("tcp                off\n");
+	printf("socket             %s\n", c->socket ? c->socket : "(none)");
+	printf("max_timeout        %ld s\n", c->max_timeout);
+	printf("output_limit       %ld characters\n", c->output_limit);
+	printf("max_images         %ld\n", c->max_images);
+	printf("max_image_side     %ld px\n", c->max_image_side);
+	printf("persist_namespace  %d\n", c->persist_namespace);
+	printf("namespace_max      %llu bytes\n", c->namespace_max_bytes);
+	printf("state_summary      %d\n", c->state_summary);
+	printf("user_header        %s\n", c->user_header ? c->user_header :
+	    "(unset: one shared workspace)");
+	printf("allowed_origins    %s\n", c->allowed_origins[0] ?
+	    c->allowed_origins : "(loopback only)");
+	printf("python             %s\n", c->python);
+	printf("pythonpath         %s\n", c->pythonpath ? c->pythonpath :
+	    "(none)");
+}
+
+/* After the first signal: a second one ends the program at once. */
+static void *
+second_signal(void *arg)
+{
+	sigset_t	*set = arg;
+	int		 sig;
+
+	if (sigwait(set, &sig) == 0) {
+		log_warnx("signal %d again: exiting without waiting", sig);
+		_exit(128 + sig);
+	}
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct agent_config	 cfg;
+	struct confdiag		 diag;
+	sigset_t		 set;
+	pthread_t		 tid;
+	int			 i, check = 0, verbose = 0, sig;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			printf("vivarium-agent %s\n", VIVARIUM_VERSION);
+			return 0;
+		} else if (strcmp(argv[i], "-n") == 0)
+			check = 1;
+		else if (strcmp(argv[i], "-v") == 0)
+			verbose = 1;
+		else {
+			fprintf(stderr, "vivarium-agent: unknown argument '%s'\n",
+			    argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	log_init("vivarium-agent", verbose);
+
+	confdiag_init(&diag, NULL);
+	if (agent_config_load(&cfg, &diag) == -1) {
+		fprintf(stderr, "vivarium-agent: %d configuration problem(s):\n%s",
+		    diag.count, buf_str(&diag.text));
+		confdiag_release(&diag);
+		agent_config_release(&cfg);
+		return 1;
+	}
+	confdiag_release(&diag);
+	if (check) {
+		print_config(&cfg);
+		printf("configuration OK\n");
+		agent_config_release(&cfg);
+		return 0;
+	}
+
+	/*
+	 * Block the stop signals before any thread exists, so every thread
+	 * inherits the mask and only sigwait below sees them.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	if (agent_http_start(&cfg) == -1) {
+		agent_config_release(&cfg);
+		return 1;
+	}
+	log_info("serving workspace %s%s (vivarium-agent %s)", cfg.workdir,
+	    cfg.user_header ? " (per-user: users/<id>/)" : "", VIVARIUM_VERSION);
+
+	while (sigwait(&set, &sig) != 0)
+		;
+	log_info("signal %d: finishing requests in progress, then exiting "
+	    "(send it again to exit now)", sig);
+	if (pthread_create(&tid, NULL, second_signal, &set) == 0)
+		pthread_detach(tid);
+	agent_http_stop();
+	log_info("stopped");
+	agent_config_release(&cfg);
+	return 0;
+}

@@ -1,0 +1,275 @@
+/*
+ * mcp.c: JSON-RPC framing and the MCP methods (initialize, ping,
+ * tools/list, tools/call).  Knows nothing of HTTP beyond the status code it
+ * suggests: 400 for a body that is not a usable JSON-RPC message, 200 for
+ * every answered request (method errors included), 202 when there is
+ * nothing to answer.
+ *
+ * The agent issues no Mcp-Session-Id: all state belongs to the workspace,
+ * so any request may come on any connection, and there is no session table
+ * to bound or expire.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent.h"
+#include "log.h"
+#include "banned.h"
+
+static const char *const versions[] = {
+	"2025-11-25", "2025-06-18", "2025-03-26", NULL
+};
+
+static const char instructions[] =
+    "This server runs Python 3 for data work, in a sandbox with a persistent "
+    "workspace directory.\n"
+    "- run_python(code): runs a script in a new process with the workspace "
+    "as working directory. Variables, functions and imports carry over to "
+    "the next call; the '--- state ---' footer at the end of each result "
+    "says what is defined and imported, so do not re-import, re-download or "
+    "re-read what is already there. fresh=true starts from an empty "
+    "namespace. print() what you need to see; output is cut to its tail "
+    "when long. New or changed .png files come back as images.\n"
+    "- list_files() and read_text_file(path) look at workspace files "
+    "without running code.\n"
+    "Charts: from vivarium_charts import line_chart, bar_chart, "
+    "scatter_chart, clean_numeric. line_chart(df, x=\"year\", "
+    "y=[\"a\", \"b\"], title=\"...\") writes a PNG and returns its name; "
+    "x and y are optional (index and all numeric columns). "
+    "df = clean_numeric(df) turns 'NA', ':' and '' into NaN before any "
+    "arithmetic. Use plain matplotlib and plt.savefig('name.png') only when "
+    "the helpers cannot draw it.";
+
+int
+mcp_version_supported(const char *v)
+{
+	size_t i;
+
+	for (i = 0; versions[i] != NULL; i++)
+		if (strcmp(v, versions[i]) == 0)
+			return 1;
+	return 0;
+}
+
+json_t *
+mcp_error(json_t *id, int code, const char *fmt, ...)
+{
+	char	 msg[1024];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:s, s:O?, s:{s:i, s:s}}", "jsonrpc", "2.0",
+	    "id", id, "error", "code", code, "message", msg);
+}
+
+static json_t *
+mcp_result(json_t *id, json_t *result)
+{
+	if (result == NULL)
+		return mcp_error(id, RPC_INTERNAL_ERROR, "out of memory");
+	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+	    "result", result);
+}
+
+/* ------------------------------------------------------------ methods */
+
+static json_t *
+method_initialize(json_t *id, json_t *params)
+{
+	json_t		*pv = json_object_get(params, "protocolVersion");
+	const char	*v;
+
+	if (!json_is_string(pv))
+		return mcp_error(id, RPC_INVALID_PARAMS, "initialize needs "
+		    "params.protocolVersion (a string such as \"%s\")",
+		    MCP_LATEST_VERSION);
+	v = json_string_value(pv);
+	if (!mcp_version_supported(v))
+		v = MCP_LATEST_VERSION;
+	return mcp_result(id, json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, "
+	    "s:s}",
+	    "protocolVersion", v,
+	    "capabilities", "tools", "listChanged", 0,
+	    "serverInfo", "name", "vivarium-agent", "title", "vivarium",
+	    "version", VIVARIUM_VERSION,
+	    "instructions", instructions));
+}
+
+static json_t *
+method_tools_call(const struct agent_ctx *ctx, json_t *id, json_t *params)
+{
+	struct rpc_error	 err;
+	json_t			*name, *args, *res;
+
+	name = json_object_get(params, "name");
+	args = json_object_get(params, "arguments");
+	if (name == NULL)
+		return mcp_error(id, RPC_INVALID_PARAMS, "tools/call needs "
+		    "params.name: the tool to call (see tools/list)");
+	if (!json_is_string(name))
+		return mcp_error(id, RPC_INVALID_PARAMS, "tools/call: "
+		    "params.name must be a string");
+	if (args != NULL && json_is_null(args))
+		args = NULL;
+	if (args != NULL && !json_is_object(args))
+		return mcp_error(id, RPC_INVALID_PARAMS, "tools/call: "
+		    "params.arguments must be an object of named arguments");
+	memset(&err, 0, sizeof(err));
+	res = tools_call(ctx, json_string_value(name), args, &err);
+	if (res == NULL)
+		return mcp_error(id, err.code ? err.code : RPC_INTERNAL_ERROR,
+		    "%s", err.message[0] ? err.message : "internal error");
+	return mcp_result(id, res);
+}
+
+/* ------------------------------------------------------------ framing */
+
+/*
+ * One message.  Returns the response (new), or NULL when none is due
+ * (a notification, or a response from the client).  *bad is set when the
+ * message itself was unusable (-32600), which a lone message answers 400.
+ */
+static json_t *
+mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
+{
+	json_t		*jv, *id, *method, *params;
+	const char	*m;
+
+	*bad = 0;
+	if (!json_is_object(msg)) {
+		*bad = 1;
+		return mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: a "
+		    "JSON-RPC message is a JSON object, not %s",
+		    json_is_array(msg) ? "an array" : json_is_string(msg) ?
+		    "a string" : json_is_null(msg) ? "null" : "a scalar");
+	}
+	id = json_object_get(msg, "id");
+	if (id != NULL && !json_is_string(id) && !json_is_integer(id)) {
+		*bad = 1;
+		return mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: "
+		    "'id' must be a string or an integer");
+	}
+	jv = json_object_get(msg, "jsonrpc");
+	if (!json_is_string(jv) || strcmp(json_string_value(jv), "2.0") != 0) {
+		*bad = 1;
+		return mcp_error(id, RPC_INVALID_REQUEST, "Invalid Request: "
+		    "'jsonrpc' must be \"2.0\"");
+	}
+	method = json_object_get(msg, "method");
+	if (method == NULL) {
+		if (id != NULL && (json_object_get(msg, "result") != NULL ||
+		    json_object_get(msg, "error") != NULL))
+			return NULL;	/* a response to us: nothing to say */
+		*bad = 1;
+		return mcp_error(id, RPC_INVALID_REQUEST, "Invalid Request: "
+		    "no 'method'");
+	}
+	if (!json_is_string(method)) {
+		*bad = 1;
+		return mcp_error(id, RPC_INVALID_REQUEST, "Invalid Request: "
+		    "'method' must be a string");
+	}
+	params = json_object_get(msg, "params");
+	if (params != NULL && !json_is_object(params)) {
+		if (id == NULL)
+			return NULL;
+		return mcp_error(id, RPC_INVALID_PARAMS, "'params' must be an "
+		    "object");
+	}
+	if (id == NULL)
+		return NULL;		/* notifications: initialized, cancelled, ... */
+
+	m = json_string_value(method);
+	if (strcmp(m, "initialize") == 0) {
+		if (in_batch)
+			return mcp_error(id, RPC_INVALID_REQUEST, "initialize "
+			    "must not be part of a batch");
+		return method_initialize(id, params);
+	}
+	if (strcmp(m, "ping") == 0)
+		return mcp_result(id, json_object());
+	if (strcmp(m, "tools/list") == 0)
+		return mcp_result(id, tools_list());
+	if (strcmp(m, "tools/call") == 0) {
+		if (params == NULL)
+			return mcp_error(id, RPC_INVALID_PARAMS, "tools/call "
+			    "needs params {name, arguments}");
+		return method_tools_call(ctx, id, params);
+	}
+	return mcp_error(id, RPC_METHOD_NOT_FOUND, "Method not found: "
+	    "'%.100s' (this server offers initialize, ping, tools/list and "
+	    "tools/call)", m);
+}
+
+unsigned int
+mcp_handle(const struct agent_ctx *ctx, const char *pver, const char *body,
+    size_t len, json_t **reply)
+{
+	json_error_t	 jerr;
+	json_t		*msg, *out, *r, *m, *method;
+	size_t		 i;
+	int		 bad;
+	unsigned int	 status = 200;
+
+	*reply = NULL;
+	msg = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (msg == NULL) {
+		*reply = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: the body "
+		    "is not valid JSON (%s, at line %d column %d)", jerr.text,
+		    jerr.line, jerr.column);
+		return 400;
+	}
+	/* MCP-Protocol-Version applies after initialize. */
+	method = json_is_object(msg) ? json_object_get(msg, "method") : NULL;
+	if (pver != NULL && !mcp_version_supported(pver) &&
+	    !(json_is_string(method) &&
+	    strcmp(json_string_value(method), "initialize") == 0)) {
+		*reply = mcp_error(NULL, RPC_INVALID_REQUEST, "Bad Request: "
+		    "unsupported MCP-Protocol-Version '%.40s' (supported: "
+		    "2025-11-25, 2025-06-18, 2025-03-26)", pver);
+		json_decref(msg);
+		return 400;
+	}
+	if (json_is_array(msg)) {
+		/* Batches existed only in 2025-03-26. */
+		if (pver != NULL && strcmp(pver, "2025-03-26") != 0) {
+			*reply = mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid "
+			    "Request: batches are not part of protocol %s; "
+			    "send one message per request", pver);
+			json_decref(msg);
+			return 400;
+		}
+		if (json_array_size(msg) == 0) {
+			*reply = mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid "
+			    "Request: empty batch");
+			json_decref(msg);
+			return 400;
+		}
+		out = json_array();
+		json_array_foreach(msg, i, m) {
+			r = mcp_one(ctx, m, 1, &bad);
+			if (r != NULL && out != NULL)
+				json_array_append_new(out, r);
+			else
+				json_decref(r);
+		}
+		json_decref(msg);
+		if (out != NULL && json_array_size(out) == 0) {
+			json_decref(out);
+			return 202;
+		}
+		*reply = out;
+		return out != NULL ? 200 : 500;
+	}
+	r = mcp_one(ctx, msg, 0, &bad);
+	json_decref(msg);
+	if (r == NULL)
+		return 202;
+	*reply = r;
+	if (bad)
+		status = 400;
+	return status;
+}

@@ -1,0 +1,609 @@
+/*
+ * workspace.c: the files a caller may see, and the per-workspace run lock.
+ *
+ * Containment never works on path strings alone.  read_text_file walks the
+ * path one component at a time with openat(O_NOFOLLOW) from a descriptor of
+ * the workspace, so neither "..", an absolute path, a symlink (anywhere in
+ * the path) nor a rename racing with us can lead outside it: every step is
+ * relative to a directory already known to be inside.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "banned.h"
+
+#define STATE_DIR		".vivarium"	/* the runner's; never shown */
+#define LIST_MAX_LINES		1000		/* entries shown by list_files */
+#define LIST_MAX_WALK		200000		/* entries counted at most */
+#define LIST_MAX_DEPTH		32
+#define LIST_MAX_PER_DIR	50000
+#define READ_MAX_PATH		4096
+
+/* ------------------------------------------------------------ user ids */
+
+int
+workspace_user_id_valid(const char *id)
+{
+	size_t	 n = 0;
+
+	if (id == NULL || *id == '\0' || *id == '.')
+		return 0;
+	for (; id[n] != '\0'; n++) {
+		char c = id[n];
+
+		if (n >= 64)
+			return 0;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Makes name (a directory) under dfd unless it exists; a new fd or -1. */
+static int
+mkdir_open(int dfd, const char *name)
+{
+	if (mkdirat(dfd, name, 0700) == -1 && errno != EEXIST)
+		return -1;
+	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+int
+workspace_user_dir(const char *workdir, const char *id, char *out,
+    size_t outlen, char *err, size_t errlen)
+{
+	int	 wfd = -1, ufd = -1, ifd = -1, r = -1, n;
+
+	if (!workspace_user_id_valid(id)) {
+		snprintf(err, errlen, "not a safe user id");
+		return -1;
+	}
+	if ((wfd = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (ufd = mkdir_open(wfd, "users")) == -1 ||
+	    (ifd = mkdir_open(ufd, id)) == -1) {
+		snprintf(err, errlen, "cannot make the workspace users/%s: %s",
+		    id, strerror(errno));
+		goto fail;
+	}
+	n = snprintf(out, outlen, "%s/users/%s", workdir, id);
+	if (n < 0 || (size_t)n >= outlen) {
+		snprintf(err, errlen, "workspace path too long");
+		goto fail;
+	}
+	r = 0;
+fail:
+	if (ifd != -1)
+		close(ifd);
+	if (ufd != -1)
+		close(ufd);
+	if (wfd != -1)
+		close(wfd);
+	return r;
+}
+
+/* ------------------------------------------------------------ list_files */
+
+struct listing {
+	struct buf	 lines;
+	size_t		 shown, files, dirs, others, walked;
+	unsigned long long bytes;
+	int		 cut;		/* some entries not shown */
+	int		 walk_cut;	/* the walk stopped early */
+};
+
+static void
+human_size(unsigned long long n, char *out, size_t len)
+{
+	if (n < 1024)
+		snprintf(out, len, "%llu B", n);
+	else if (n < 1024ULL * 1024)
+		snprintf(out, len, "%.1f KB", (double)n / 1024);
+	else if (n < 1024ULL * 1024 * 1024)
+		snprintf(out, len, "%.1f MB", (double)n / (1024.0 * 1024));
+	else
+		snprintf(out, len, "%.1f GB", (double)n / (1024.0 * 1024 * 1024));
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+listing_line(struct listing *L, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+listing_line(struct listing *L, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (L->shown >= LIST_MAX_LINES) {
+		L->cut = 1;
+		return;
+	}
+	va_start(ap, fmt);
+	if (buf_vappendf(&L->lines, fmt, ap) == -1)
+		L->cut = 1;
+	else
+		L->shown++;
+	va_end(ap);
+}
+
+static void
+list_dir(struct listing *L, int dfd, const char *prefix, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		**names = NULL, **tmp, path[PATH_MAX];
+	size_t		 n = 0, cap = 0, i;
+	struct stat	 st;
+	char		 size[32];
+	int		 sub;
+
+	if ((d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (depth == 0 && strcmp(de->d_name, STATE_DIR) == 0)
+			continue;
+		if (n >= LIST_MAX_PER_DIR) {
+			L->walk_cut = 1;
+			break;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((tmp = realloc(names, cap * sizeof(*names))) == NULL)
+				break;
+			names = tmp;
+		}
+		if ((names[n] = strdup(de->d_name)) == NULL)
+			break;
+		n++;
+	}
+	if (n > 0)
+		qsort(names, n, sizeof(*names), name_cmp);
+	for (i = 0; i < n; i++) {
+		if (L->walked >= LIST_MAX_WALK) {
+			L->walk_cut = 1;
+			break;
+		}
+		L->walked++;
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if (snprintf(path, sizeof(path), "%s%s", prefix, names[i]) >=
+		    (int)sizeof(path))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			L->dirs++;
+			listing_line(L, "%s/\n", path);
+			if (depth + 1 >= LIST_MAX_DEPTH) {
+				L->walk_cut = 1;
+				continue;
+			}
+			sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (sub != -1) {
+				char	 sp[PATH_MAX];
+				int	 k;
+
+				k = snprintf(sp, sizeof(sp), "%s/", path);
+				if (k > 0 && (size_t)k < sizeof(sp))
+					list_dir(L, sub, sp, depth + 1);
+				else
+					close(sub);
+			}
+		} else if (S_ISREG(st.st_mode)) {
+			L->files++;
+			L->bytes += (unsigned long long)st.st_size;
+			human_size((unsigned long long)st.st_size, size, sizeof(size));
+			listing_line(L, "%s  %s\n", path, size);
+		} else if (S_ISLNK(st.st_mode)) {
+			L->others++;
+			listing_line(L, "%s  (symbolic link)\n", path);
+		} else {
+			L->others++;
+			listing_line(L, "%s  (not a regular file)\n", path);
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+}
+
+int
+workspace_list(const char *root, struct buf *out, char *err, size_t errlen)
+{
+	struct listing	 L;
+	char		 total[32];
+	int		 fd;
+
+	memset(&L, 0, sizeof(L));
+	buf_init(&L.lines, 256 * 1024);
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno == ENOENT) {
+			buf_appends(out, "The workspace is empty.\n");
+			buf_release(&L.lines);
+			return 0;
+		}
+		snprintf(err, errlen, "cannot open the workspace: %s",
+		    strerror(errno));
+		buf_release(&L.lines);
+		return -1;
+	}
+	list_dir(&L, fd, "", 0);
+	if (L.files + L.dirs + L.others == 0) {
+		buf_appends(out, "The workspace is empty.\n");
+		buf_release(&L.lines);
+		return 0;
+	}
+	human_size(L.bytes, total, sizeof(total));
+	buf_appendf(out, "%s%zu file(s), %zu folder(s), %s in files%s:\n",
+	    L.walk_cut ? "at least " : "", L.files, L.dirs, total,
+	    L.walk_cut ? " (the walk stopped early)" : "");
+	buf_append(out, L.lines.data ? L.lines.data : "", L.lines.len);
+	if (L.cut)
+		buf_appendf(out, "[listing cut after %zu entries; use "
+		    "run_python (os.walk / glob) to look further]\n", L.shown);
+	buf_release(&L.lines);
+	return 0;
+}
+
+/* ------------------------------------------------------------ read_text_file */
+
+/*
+ * Length of the valid UTF-8 sequence at p (at most n bytes), 0 when invalid,
+ * -1 when valid so far but cut off by the end of the data.
+ */
+static int
+utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned int	 c = p[0], need, i, cp, min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 1; cp = c & 0x1f; min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 2; cp = c & 0x0f; min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 3; cp = c & 0x07; min = 0x10000;
+	} else
+		return 0;
+	for (i = 1; i <= need; i++) {
+		if (i >= n)
+			return -1;
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return (int)need + 1;
+}
+
+/*
+ * Checks data[0..len) is text and finds where max_chars characters end.
+ * at_eof says the data is the whole file (a cut-off sequence is then an
+ * error).  Returns 0 with *cut_at (bytes) and *chars, or -1 with err.
+ */
+static int
+text_scan(const unsigned char *data, size_t len, int at_eof, long max_chars,
+    size_t *cut_at, long *chars, char *err, size_t errlen)
+{
+	size_t	 i = 0;
+	long	 c = 0;
+	int	 k;
+
+	*cut_at = len;
+	while (i < len) {
+		if (data[i] == '\0') {
+			snprintf(err, errlen, "it looks binary (it contains NUL "
+			    "bytes); use run_python to inspect it");
+			return -1;
+		}
+		k = utf8_seq(data + i, len - i);
+		if (k == -1 && !at_eof) {
+			*cut_at = i;
+			break;
+		}
+		if (k <= 0) {
+			snprintf(err, errlen, "it is not UTF-8 text (invalid "
+			    "byte at offset %zu): binary, or another encoding; "
+			    "use run_python to read it", i);
+			return -1;
+		}
+		if (c == max_chars && *cut_at == len)
+			*cut_at = i;		/* keep scanning for binary */
+		if (c < max_chars)
+			c++;
+		i += (size_t)k;
+	}
+	*chars = c;
+	return 0;
+}
+
+/* Opens path under rootfd one component at a time, never following links. */
+static int
+open_beneath(int rootfd, const char *path, char *err, size_t errlen)
+{
+	char		 comp[NAME_MAX + 1];
+	const char	*p = path, *e;
+	int		 fd, nfd, first = 1;
+	size_t		 n;
+
+	fd = dup(rootfd);
+	if (fd == -1)
+		goto sys;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		e = strchr(p, '/');
+		if (e == NULL)
+			e = p + strlen(p);
+		n = (size_t)(e - p);
+		if (n == 0) {
+			/* "dir/" or "" or "." alone: not a file. */
+			snprintf(err, errlen, "'%s' is not a file", path);
+			close(fd);
+			return -1;
+		}
+		if (n > NAME_MAX) {
+			snprintf(err, errlen, "a component of '%s' is too long",
+			    path);
+			close(fd);
+			return -1;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		while (*e == '/')
+			e++;
+		if (strcmp(comp, ".") == 0) {
+			if (*e == '\0') {
+				snprintf(err, errlen, "'%s' is not a file", path);
+				close(fd);
+				return -1;
+			}
+			p = e;
+			continue;
+		}
+		if (strcmp(comp, "..") == 0) {
+			snprintf(err, errlen, "'%s' leads outside the workspace "
+			    "('..' is not allowed)", path);
+			close(fd);
+			return -1;
+		}
+		if (first && strcmp(comp, STATE_DIR) == 0) {
+			snprintf(err, errlen, "'%s' is the runner's private "
+			    "state, not a workspace file", path);
+			close(fd);
+			return -1;
+		}
+		first = 0;
+		if (*e == '\0') {
+			nfd = openat(fd, comp, O_RDONLY | O_NOFOLLOW |
+			    O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		} else {
+			nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd == -1) {
+			int		 saved = errno;
+			struct stat	 lst;
+
+			if (saved == ENOTDIR && fstatat(fd, comp, &lst,
+			    AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode))
+				saved = ELOOP;
+			close(fd);
+			if (saved == ELOOP) {
+				snprintf(err, errlen, "'%s' goes through a "
+				    "symbolic link ('%s'); links are not followed "
+				    "because they can lead outside the workspace",
+				    path, comp);
+			} else if (saved == ENOTDIR) {
+				snprintf(err, errlen, "'%s': '%s' is not a "
+				    "directory", path, comp);
+			} else if (saved == ENOENT) {
+				snprintf(err, errlen, "'%s' does not exist in the "
+				    "workspace (list_files shows what does)", path);
+			} else {
+				snprintf(err, errlen, "cannot open '%s': %s", path,
+				    strerror(saved));
+			}
+			return -1;
+		}
+		close(fd);
+		fd = nfd;
+		if (*e == '\0')
+			return fd;
+		p = e;
+	}
+sys:
+	snprintf(err, errlen, "cannot open the workspace: %s", strerror(errno));
+	return -1;
+}
+
+int
+workspace_read_text(const char *root, const char *path, long max_chars,
+    struct buf *out, char *err, size_t errlen)
+{
+	struct stat	 st;
+	unsigned char	*data = NULL;
+	size_t		 want, got = 0, cut_at;
+	ssize_t		 r;
+	long		 chars;
+	int		 rootfd = -1, fd = -1, ret = -1;
+
+	if (*path == '\0') {
+		snprintf(err, errlen, "path is empty");
+		return -1;
+	}
+	if (path[0] == '/') {
+		snprintf(err, errlen, "'%s' is an absolute path; give a path "
+		    "relative to the workspace (e.g. data/file.csv)", path);
+		return -1;
+	}
+	if (strlen(path) > READ_MAX_PATH) {
+		snprintf(err, errlen, "path is too long");
+		return -1;
+	}
+	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd == -1) {
+		if (errno == ENOENT)
+			snprintf(err, errlen, "'%s' does not exist in the "
+			    "workspace (the workspace is empty)", path);
+		else
+			snprintf(err, errlen, "cannot open the workspace: %s",
+			    strerror(errno));
+		return -1;
+	}
+	if ((fd = open_beneath(rootfd, path, err, errlen)) == -1)
+		goto fail;
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "cannot read '%s': %s", path,
+		    strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "'%s' is a directory; list_files shows "
+		    "its contents", path);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "'%s' is not a regular file", path);
+		goto fail;
+	}
+	/* At most 4 bytes a character, plus one character to see a cut. */
+	want = (size_t)max_chars * 4 + 4;
+	if ((unsigned long long)st.st_size < want)
+		want = (size_t)st.st_size;
+	if ((data = malloc(want + 1)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	while (got < want) {
+		r = read(fd, data + got, want - got);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			snprintf(err, errlen, "cannot read '%s': %s", path,
+			    strerror(errno));
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	if (text_scan(data, got, got >= (size_t)st.st_size, max_chars, &cut_at,
+	    &chars, err, errlen) == -1) {
+		char reason[400];
+
+		snprintf(reason, sizeof(reason), "%s", err);
+		snprintf(err, errlen, "'%s' is not shown: %s", path, reason);
+		goto fail;
+	}
+	if (buf_append(out, data, cut_at) == -1) {
+		snprintf(err, errlen, "the text is too large to return");
+		goto fail;
+	}
+	if (cut_at < (size_t)st.st_size)
+		buf_appendf(out, "\n[truncated: showing the first %ld "
+		    "characters of '%s' (%lld bytes); call read_text_file "
+		    "with a larger max_chars, or read a part with run_python]\n",
+		    chars, path, (long long)st.st_size);
+	ret = 0;
+fail:
+	free(data);
+	if (fd != -1)
+		close(fd);
+	if (rootfd != -1)
+		close(rootfd);
+	return ret;
+}
+
+/* ------------------------------------------------------------ run lock */
+
+/*
+ * One entry per workspace with a run in progress or waiting; entries go away
+ * when nobody holds or waits for them, so the table stays as small as the
+ * number of busy workspaces.
+ */
+struct wslock {
+	struct wslock	*next;
+	char		*root;
+	int		 refs;
+	int		 held;
+	pthread_cond_t	 cond;
+};
+
+static pthread_mutex_t	 wslock_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct wslock	*wslock_head;
+
+struct wslock *
+wslock_acquire(const char *root)
+{
+	struct wslock *l;
+
+	pthread_mutex_lock(&wslock_mtx);
+	for (l = wslock_head; l != NULL; l = l->next)
+		if (strcmp(l->root, root) == 0)
+			break;
+	if (l == NULL) {
+		if ((l = calloc(1, sizeof(*l))) == NULL ||
+		    (l->root = strdup(root)) == NULL) {
+			free(l);
+			pthread_mutex_unlock(&wslock_mtx);
+			return NULL;
+		}
+		pthread_cond_init(&l->cond, NULL);
+		l->next = wslock_head;
+		wslock_head = l;
+	}
+	l->refs++;
+	while (l->held)
+		pthread_cond_wait(&l->cond, &wslock_mtx);
+	l->held = 1;
+	pthread_mutex_unlock(&wslock_mtx);
+	return l;
+}
+
+void
+wslock_release(struct wslock *l)
+{
+	struct wslock **pp;
+
+	pthread_mutex_lock(&wslock_mtx);
+	l->held = 0;
+	if (--l->refs > 0) {
+		pthread_cond_signal(&l->cond);
+		pthread_mutex_unlock(&wslock_mtx);
+		return;
+	}
+	for (pp = &wslock_head; *pp != l; pp = &(*pp)->next)
+		;
+	*pp = l->next;
+	pthread_mutex_unlock(&wslock_mtx);
+	pthread_cond_destroy(&l->cond);
+	free(l->root);
+	free(l);
+}
