@@ -1,0 +1,338 @@
+/*
+ * forward.c: a minimal HTTP/1.1 client for the agent's unix socket.
+ *
+ * The supervisor sends one request per connection (Connection: close) and
+ * hands the body on piece by piece as it arrives, so an SSE stream reaches
+ * the client event by event.  Only what the agent (libmicrohttpd) sends is
+ * understood: Content-Length, chunked, or a body ending at EOF.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "supervisor.h"
+#include "banned.h"
+
+#define HEAD_MAX	16384
+
+static int
+wait_fd(int fd, short ev, int timeout_ms)
+{
+	struct pollfd	 p = { .fd = fd, .events = ev };
+	int		 r;
+
+	do
+		r = poll(&p, 1, timeout_ms);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		errno = ETIMEDOUT;
+	return r > 0 ? 0 : -1;
+}
+
+static int
+write_all(int fd, const char *p, size_t n, int timeout_ms)
+{
+	ssize_t	 w;
+
+	while (n > 0) {
+		w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w == -1 && (errno == EAGAIN || errno == EINTR)) {
+			if (wait_fd(fd, POLLOUT, timeout_ms) == -1)
+				return -1;
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Reads more into rbuf; returns bytes read, 0 at EOF, -1 on error. */
+static ssize_t
+fill(struct agent_conn *c)
+{
+	ssize_t	 r;
+
+	if (c->rpos > 0 && c->rpos == c->rlen)
+		c->rpos = c->rlen = 0;
+	if (c->rpos > 0 && c->rlen == sizeof(c->rbuf)) {
+		memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+		c->rlen -= c->rpos;
+		c->rpos = 0;
+	}
+	if (c->rlen == sizeof(c->rbuf)) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	for (;;) {
+		r = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen,
+		    MSG_DONTWAIT);
+		if (r >= 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -1;
+		if (wait_fd(c->fd, POLLIN, c->timeout_ms) == -1)
+			return -1;
+	}
+	c->rlen += (size_t)r;
+	return r;
+}
+
+/* A line (without CRLF) from rbuf, reading more as needed; NULL on error. */
+static char *
+read_line(struct agent_conn *c)
+{
+	char	*start, *nl;
+
+	for (;;) {
+		start = c->rbuf + c->rpos;
+		nl = memchr(start, '\n', c->rlen - c->rpos);
+		if (nl != NULL) {
+			*nl = '\0';
+			if (nl > start && nl[-1] == '\r')
+				nl[-1] = '\0';
+			c->rpos = (size_t)(nl - c->rbuf) + 1;
+			return start;
+		}
+		if (fill(c) <= 0)
+			return NULL;
+	}
+}
+
+static void
+copy_value(char *dst, size_t len, const char *v)
+{
+	while (*v == ' ' || *v == '\t')
+		v++;
+	snprintf(dst, len, "%s", v);
+}
+
+static int
+parse_head(struct agent_conn *c, char *err, size_t errlen)
+{
+	struct agent_head	*h = &c->head;
+	char			*line, *colon;
+	size_t			 total = 0;
+	int			 minor;
+
+	if ((line = read_line(c)) == NULL) {
+		snprintf(err, errlen, "the sandbox closed the connection "
+		    "without answering (%s)", strerror(errno));
+		return -1;
+	}
+	if (sscanf(line, "HTTP/1.%d %d", &minor, &h->status) != 2
+	    || h->status < 100 || h->status > 599) {
+		snprintf(err, errlen, "the sandbox sent a malformed status line");
+		return -1;
+	}
+	h->content_length = -1;
+	for (;;) {
+		if ((line = read_line(c)) == NULL) {
+			snprintf(err, errlen, "the sandbox's reply ended inside "
+			    "its headers");
+			return -1;
+		}
+		if (*line == '\0')
+			break;
+		if ((total += strlen(line)) > HEAD_MAX) {
+			snprintf(err, errlen, "the sandbox's reply headers are "
+			    "too large");
+			return -1;
+		}
+		if ((colon = strchr(line, ':')) == NULL)
+			continue;
+		*colon++ = '\0';
+		if (strcasecmp(line, "Content-Length") == 0)
+			h->content_length = strtoll(colon, NULL, 10);
+		else if (strcasecmp(line, "Transfer-Encoding") == 0)
+			h->chunked = strcasestr(colon, "chunked") != NULL;
+		else if (strcasecmp(line, "Content-Type") == 0)
+			copy_value(h->content_type, sizeof(h->content_type),
+			    colon);
+		else if (strcasecmp(line, "Mcp-Session-Id") == 0)
+			copy_value(h->session_id, sizeof(h->session_id), colon);
+		else if (strcasecmp(line, "MCP-Protocol-Version") == 0)
+			copy_value(h->protocol_version,
+			    sizeof(h->protocol_version), colon);
+		else if (strcasecmp(line, "Cache-Control") == 0)
+			copy_value(h->cache_control, sizeof(h->cache_control),
+			    colon);
+	}
+	if (h->chunked)
+		h->content_length = -1;
+	if (h->status == 204 || h->status == 304 || h->status < 200)
+		c->done = 1;
+	else if (!h->chunked && h->content_length == 0)
+		c->done = 1;
+	c->remaining = h->chunked ? 0 : h->content_length;
+	return 0;
+}
+
+static int
+unix_connect(const char *path, int *connect_failed)
+{
+	struct sockaddr_un	 sun;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		int e = errno;
+		if (e == ENOENT || e == ECONNREFUSED)
+			*connect_failed = 1;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int
+agent_open(struct agent_conn *c, const char *sock, const struct agent_req *r,
+    int timeout_ms, int *connect_failed, char *err, size_t errlen)
+{
+	struct buf	 req = BUF_INIT(HEAD_MAX + 4096);
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->timeout_ms = timeout_ms;
+	*connect_failed = 0;
+	if ((c->fd = unix_connect(sock, connect_failed)) == -1) {
+		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
+		    "%s: %s", sock, strerror(errno));
+		goto fail;
+	}
+	(void)buf_appendf(&req, "%s %s HTTP/1.1\r\nHost: sandbox\r\n"
+	    "Connection: close\r\n", r->method, r->path);
+	if (r->body_len > 0 || strcmp(r->method, "POST") == 0)
+		(void)buf_appendf(&req, "Content-Length: %zu\r\n", r->body_len);
+#define HDR(name, v) \
+	if ((v) != NULL) \
+		(void)buf_appendf(&req, name ": %s\r\n", (v))
+	HDR("Content-Type", r->content_type);
+	HDR("Accept", r->accept);
+	HDR("Mcp-Session-Id", r->session_id);
+	HDR("MCP-Protocol-Version", r->protocol_version);
+	HDR("Last-Event-ID", r->last_event_id);
+#undef HDR
+	if (buf_append(&req, "\r\n", 2) == -1) {
+		snprintf(err, errlen, "request headers too large");
+		goto fail;
+	}
+	if (write_all(c->fd, req.data, req.len, timeout_ms) == -1
+	    || (r->body_len > 0
+	    && write_all(c->fd, r->body, r->body_len, timeout_ms) == -1)) {
+		snprintf(err, errlen, "cannot send the request to the sandbox: "
+		    "%s", strerror(errno));
+		goto fail;
+	}
+	if (parse_head(c, err, errlen) == -1)
+		goto fail;
+	buf_release(&req);
+	return 0;
+fail:
+	buf_release(&req);
+	agent_close(c);
+	return -1;
+}
+
+static size_t
+take(struct agent_conn *c, char *dst, size_t max)
+{
+	size_t	 n = c->rlen - c->rpos;
+
+	if (n > max)
+		n = max;
+	memcpy(dst, c->rbuf + c->rpos, n);
+	c->rpos += n;
+	return n;
+}
+
+ssize_t
+agent_read(struct agent_conn *c, char *dst, size_t max)
+{
+	char		*line, *end;
+	size_t		 n;
+	ssize_t		 r;
+
+	if (c->done)
+		return 0;
+	if (!c->head.chunked && c->head.content_length < 0) {
+		/* The body ends when the agent closes. */
+		if (c->rpos == c->rlen && (r = fill(c)) <= 0) {
+			c->done = 1;
+			return r;
+		}
+		return (ssize_t)take(c, dst, max);
+	}
+	if (c->head.chunked && c->remaining == 0) {
+		if ((line = read_line(c)) == NULL)
+			return -1;
+		c->remaining = strtoll(line, &end, 16);
+		if (end == line || c->remaining < 0)
+			return -1;
+		if (c->remaining == 0) {
+			/* Trailers up to an empty line. */
+			while ((line = read_line(c)) != NULL && *line != '\0')
+				;
+			c->done = 1;
+			return 0;
+		}
+	}
+	if (c->rpos == c->rlen && fill(c) <= 0)
+		return -1;	/* EOF inside a body is an error */
+	if ((long long)max > c->remaining)
+		max = (size_t)c->remaining;
+	n = take(c, dst, max);
+	c->remaining -= (long long)n;
+	if (c->remaining == 0) {
+		if (c->head.chunked) {
+			/* The CRLF after the chunk's data. */
+			if ((line = read_line(c)) == NULL || *line != '\0')
+				return -1;
+		} else
+			c->done = 1;
+	}
+	return (ssize_t)n;
+}
+
+void
+agent_close(struct agent_conn *c)
+{
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
+}
+
+int
+agent_probe(const char *sock, int timeout_ms)
+{
+	struct agent_conn	 c;
+	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	char			 err[256];
+	int			 cf, ok;
+
+	if (agent_open(&c, sock, &r, timeout_ms, &cf, err, sizeof(err)) == -1)
+		return -1;
+	ok = c.head.status == 200;
+	agent_close(&c);
+	return ok ? 0 : -1;
+}

@@ -1,0 +1,496 @@
+/*
+ * main.c: vivarium-supervisor, the multi-tenant front.
+ *
+ * LibreChat sends MCP to /mcp (user in a header) or /u/<user>/mcp; the
+ * supervisor checks the token, Origin and user id, finds or creates the
+ * user's sandbox through Podman, and relays the request to the agent on the
+ * sandbox's unix socket, streaming the answer back as it comes.
+ *
+ * libmicrohttpd runs a thread per connection: provisioning and relaying
+ * block, and the number of connections LibreChat keeps is small.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
+#include "supervisor.h"
+#include "banned.h"
+
+#define DEFAULT_CONF	"/etc/vivarium/supervisor.yaml"
+
+static struct conf	 conf;
+static struct podman	*podman;
+static volatile int	 quitting;
+static pthread_mutex_t	 reaper_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	 reaper_cond = PTHREAD_COND_INITIALIZER;
+static int		 adopted;
+
+/* ---------------------------------------------------------------- replies */
+
+static enum MHD_Result
+reply_error(struct MHD_Connection *conn, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Errors go out as a JSON-RPC error object: MCP clients show its message,
+ * and a person reading the body with curl sees the same sentence.
+ */
+static enum MHD_Result
+reply_error(struct MHD_Connection *conn, int status, const char *fmt, ...)
+{
+	struct MHD_Response	*resp;
+	json_t			*j;
+	char			 msg[1024];
+	va_list			 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+	    "error", "code", -32000, "message", msg);
+	resp = http_response_json(j);
+	json_decref(j);
+	if (resp == NULL)
+		return MHD_NO;
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		    "Bearer realm=\"vivarium\"");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+		    "GET, POST, DELETE");
+	metrics_request(status);
+	return http_queue(conn, (unsigned)status, resp);
+}
+
+static enum MHD_Result
+reply_health(struct MHD_Connection *conn)
+{
+	json_t		*j;
+	enum MHD_Result	 r;
+
+	j = json_pack("{s:s, s:s}", "status", "ok", "version", VIVARIUM_VERSION);
+	metrics_request(200);
+	r = http_reply_json(conn, 200, j);
+	json_decref(j);
+	return r;
+}
+
+static enum MHD_Result
+reply_metrics(struct MHD_Connection *conn)
+{
+	struct buf		 b = BUF_INIT(1 << 20);
+	struct MHD_Response	*resp;
+	char			*s;
+	size_t			 len;
+
+	metrics_request(200);	/* counted before rendering: includes itself */
+	if (metrics_render(&b) == -1) {
+		buf_release(&b);
+		return reply_error(conn, 500, "cannot render metrics");
+	}
+	s = buf_detach(&b, &len);
+	resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "text/plain; version=0.0.4");
+	return http_queue(conn, 200, resp);
+}
+
+/* ---------------------------------------------------------------- relay */
+
+struct relay {
+	struct agent_conn	 agent;
+	struct sandbox		*sb;
+	size_t			 sent;
+};
+
+static ssize_t
+relay_read(void *cls, uint64_t pos, char *dst, size_t max)
+{
+	struct relay	*r = cls;
+	ssize_t		 n;
+
+	n = agent_read(&r->agent, dst, max);
+	if (n == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n < 0) {
+		log_warnx("%s: the sandbox's reply broke off after %zu bytes",
+		    pool_sock(r->sb), r->sent);
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	r->sent += (size_t)n;
+	if (r->sent > conf.max_response) {
+		log_warnx("%s: reply over the %zu-byte cap, cut off",
+		    pool_sock(r->sb), conf.max_response);
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	return n;
+}
+
+static void
+relay_free(void *cls)
+{
+	struct relay	*r = cls;
+
+	agent_close(&r->agent);
+	pool_release(r->sb);
+	free(r);
+}
+
+static enum MHD_Result
+relay(struct MHD_Connection *conn, const char *method, const char *user,
+    const char *body, size_t body_len)
+{
+	struct agent_req	 ar;
+	struct pool_err		 perr;
+	struct relay		*r;
+	struct MHD_Response	*resp;
+	struct sandbox		*sb;
+	const struct agent_head	*h;
+	char			 err[512];
+	int			 cf, attempt, timeout;
+
+	memset(&ar, 0, sizeof(ar));
+	ar.method = method;
+	ar.path = "/mcp";
+	ar.content_type = http_header(conn, "Content-Type");
+	ar.accept = http_header(conn, "Accept");
+	ar.session_id = http_header(conn, "Mcp-Session-Id");
+	ar.protocol_version = http_header(conn, "MCP-Protocol-Version");
+	ar.last_event_id = http_header(conn, "Last-Event-ID");
+	ar.body = body;
+	ar.body_len = body_len;
+	/* A GET is a stream the server may keep open as long as it likes. */
+	timeout = strcmp(method, "GET") == 0 ? -1
+	    : (int)(conf.agent_timeout * 1000);
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return MHD_NO;
+	if ((sb = pool_acquire(user, 0, &perr)) == NULL) {
+		free(r);
+		return reply_error(conn, perr.http, "%s", perr.msg);
+	}
+	for (attempt = 0;; attempt++) {
+		if (agent_open(&r->agent, pool_sock(sb), &ar, timeout, &cf, err,
+		    sizeof(err)) == 0)
+			break;
+		if (!cf || attempt > 0) {
+			pool_release(sb);
+			free(r);
+			return reply_error(conn, 502, "the sandbox for \"%s\" did "
+			    "not answer: %s", user, err);
+		}
+		/* Nobody listens: it died, was removed or stopped.  Look. */
+		{
+			unsigned gen = pool_gen(sb);
+			pool_release(sb);
+			if ((sb = pool_acquire(user, gen, &perr)) == NULL) {
+				free(r);
+				return reply_error(conn, perr.http, "%s",
+				    perr.msg);
+			}
+		}
+	}
+	r->sb = sb;
+	h = &r->agent.head;
+	resp = MHD_create_response_from_callback(
+	    h->content_length >= 0 ? (uint64_t)h->content_length
+	    : MHD_SIZE_UNKNOWN, 32 * 1024, relay_read, r, relay_free);
+	if (resp == NULL) {
+		relay_free(r);
+		return MHD_NO;
+	}
+	if (h->content_type[0])
+		MHD_add_response_header(resp, "Content-Type", h->content_type);
+	if (h->session_id[0])
+		MHD_add_response_header(resp, "Mcp-Session-Id", h->session_id);
+	if (h->protocol_version[0])
+		MHD_add_response_header(resp, "MCP-Protocol-Version",
+		    h->protocol_version);
+	if (h->cache_control[0])
+		MHD_add_response_header(resp, "Cache-Control", h->cache_control);
+	metrics_request(h->status);
+	return http_queue(conn, (unsigned)h->status, resp);
+}
+
+/* ---------------------------------------------------------------- access */
+
+/* The user a request is for: from the path or the configured header. */
+static int
+request_user(struct MHD_Connection *conn, enum route rt, const char *purl,
+    size_t plen, char *out, size_t outlen, char *why, size_t whylen)
+{
+	const char	*u;
+	size_t		 len;
+
+	if (rt == ROUTE_USER_MCP) {
+		u = purl;
+		len = plen;
+	} else {
+		u = http_header(conn, conf.user_header);
+		if (u == NULL || *u == '\0') {
+			snprintf(why, whylen, "missing %s header: the supervisor "
+			    "needs to know whose sandbox to use (LibreChat: "
+			    "headers: %s: \"{{LIBRECHAT_USER_ID}}\"), or use "
+			    "/u/<user>/mcp", conf.user_header, conf.user_header);
+			return -1;
+		}
+		len = strlen(u);
+	}
+	if (route_user_valid(u, len) == -1) {
+		snprintf(why, whylen, "invalid user id \"%.*s\": %s",
+		    len > 80 ? 80 : (int)len, u, route_user_rule);
+		return -1;
+	}
+	if (len >= outlen)
+		return -1;
+	memcpy(out, u, len);
+	out[len] = '\0';
+	return 0;
+}
+
+static enum MHD_Result
+access_handler(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	struct http_request	*req;
+	enum route		 rt;
+	const char		*purl;
+	size_t			 plen;
+	char			 user[USER_ID_MAX + 1], why[512];
+
+	rt = route_match(url, &purl, &plen);
+	if (*con_cls == NULL) {
+		/* First call, headers only: every check before any body. */
+		switch (rt) {
+		case ROUTE_NONE:
+			return reply_error(conn, 404, "no such endpoint %.100s: "
+			    "MCP is at /mcp or /u/<user>/mcp", url);
+		case ROUTE_HEALTH:
+			return reply_health(conn);
+		case ROUTE_METRICS:
+			return reply_metrics(conn);
+		case ROUTE_MCP:
+		case ROUTE_USER_MCP:
+			break;
+		}
+		if (!http_origin_allowed(conf.origins,
+		    http_header(conn, "Origin")))
+			return reply_error(conn, 403, "Origin %.200s is not "
+			    "allowed (allowed_origins in the supervisor's "
+			    "config)", http_header(conn, "Origin"));
+		if (!route_token_ok(http_header(conn, "Authorization"),
+		    conf.token))
+			return reply_error(conn, 401, "%s",
+			    http_header(conn, "Authorization") == NULL
+			    ? "missing Authorization: Bearer <token> header"
+			    : "wrong token in the Authorization header");
+		if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
+		    sizeof(why)) == -1)
+			return reply_error(conn, 400, "%s", why);
+		if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0
+		    && strcmp(method, "DELETE") != 0)
+			return reply_error(conn, 405, "method %.20s is not "
+			    "allowed on the MCP endpoint (GET, POST, DELETE)",
+			    method);
+	}
+	switch (http_collect(conn, con_cls, upload_data, upload_data_size,
+	    conf.max_body, &req)) {
+	case HTTP_COLLECT_MORE:
+		return MHD_YES;
+	case HTTP_COLLECT_ANSWERED:
+		metrics_request(413);
+		return req->ret;
+	case HTTP_COLLECT_FAILED:
+		return MHD_NO;
+	case HTTP_COLLECT_DONE:
+		break;
+	}
+	if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
+	    sizeof(why)) == -1)
+		return reply_error(conn, 400, "%s", why);
+	return relay(conn, method, user, req->body.data ? req->body.data : "",
+	    req->body.len);
+}
+
+/* ---------------------------------------------------------------- reaper */
+
+/* Stops idle sandboxes and retries adoption while Podman was down. */
+static void *
+reaper(void *arg)
+{
+	struct timespec	 ts;
+	long		 tick;
+
+	tick = conf.idle_stop_after / 10;
+	if (tick < 1)
+		tick = 1;
+	if (tick > 30)
+		tick = 30;
+	pthread_mutex_lock(&reaper_lock);
+	while (!quitting) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += tick;
+		pthread_cond_timedwait(&reaper_cond, &reaper_lock, &ts);
+		if (quitting)
+			break;
+		pthread_mutex_unlock(&reaper_lock);
+		if (!adopted && pool_adopt() == 0)
+			adopted = 1;
+		pool_reap();
+		pthread_mutex_lock(&reaper_lock);
+	}
+	pthread_mutex_unlock(&reaper_lock);
+	return NULL;
+}
+
+static void
+podman_error_hook(const struct perr *e)
+{
+	if (e->status == 0 || e->status >= 500)
+		metrics_podman_error();
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: vivarium-supervisor [-nv] [-f config.yaml]\n"
+	    "  -f FILE  configuration (default %s when it exists)\n"
+	    "  -n       check the configuration and exit\n"
+	    "  -v       verbose logging\n", DEFAULT_CONF);
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct confdiag		 diag;
+	struct MHD_Daemon	*d;
+	struct perr		 e;
+	pthread_t		 rt;
+	sigset_t		 set;
+	const char		*path = NULL;
+	int			 ch, check = 0, verbose = 0, sig;
+
+	log_init("vivarium-supervisor", 0);
+	while ((ch = getopt(argc, argv, "f:hnv")) != -1) {
+		switch (ch) {
+		case 'f': path = optarg; break;
+		case 'n': check = 1; break;
+		case 'v': verbose++; break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (path == NULL && access(DEFAULT_CONF, F_OK) == 0)
+		path = DEFAULT_CONF;
+	log_setverbose(verbose);
+
+	confdiag_init(&diag, path);
+	if (conf_load(&conf, path, &diag) == -1) {
+		fputs(buf_str(&diag.text), stderr);
+		fprintf(stderr, "vivarium-supervisor: %d error(s) in the "
+		    "configuration\n", diag.count);
+		return 1;
+	}
+	confdiag_release(&diag);
+	if (check) {
+		printf("configuration OK%s%s: listen %s:%d, podman %s, image %s, "
+		    "provisioning %s\n", path ? " in " : "", path ? path : "",
+		    conf.listen_host, conf.listen_port, conf.podman_socket,
+		    conf.image, conf_provisioning_name(conf.provisioning));
+		conf_release(&conf);
+		return 0;
+	}
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	signal(SIGPIPE, SIG_IGN);
+	if ((podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
+	    == NULL)
+		fatal("podman_new");
+	podman->on_error = podman_error_hook;
+	pool_init(&conf, podman);
+	if (podman_version(podman, &e) == -1)
+		log_warnx("%s; sandboxes will be started once it is back", e.msg);
+	else {
+		log_info("Podman %s at %s", podman->version, conf.podman_socket);
+		if (pool_adopt() == 0)
+			adopted = 1;
+	}
+
+	/* Signals are taken by sigwait below, in this thread only. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	{
+		struct sockaddr_storage	 ss;
+		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_PASSIVE,
+		    .ai_socktype = SOCK_STREAM }, *ai;
+		char port[16];
+		int gai;
+
+		snprintf(port, sizeof(port), "%d", conf.listen_port);
+		if ((gai = getaddrinfo(conf.listen_host, port, &hints, &ai)) != 0)
+			fatalx("listen address %s: %s", conf.listen_host,
+			    gai_strerror(gai));
+		memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+		d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION
+		    | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG
+		    | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+		    (uint16_t)conf.listen_port, NULL, NULL, access_handler, NULL,
+		    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)conf.max_connections,
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+		    MHD_OPTION_NOTIFY_COMPLETED, http_request_completed, NULL,
+		    MHD_OPTION_END);
+		freeaddrinfo(ai);
+	}
+	if (d == NULL)
+		fatalx("cannot listen on %s:%d (in use, or not an address of "
+		    "this machine?)", conf.listen_host, conf.listen_port);
+	log_info("listening on %s:%d, MCP at /mcp and /u/<user>/mcp, "
+	    "provisioning %s, idle stop after %lds", conf.listen_host,
+	    conf.listen_port, conf_provisioning_name(conf.provisioning),
+	    conf.idle_stop_after);
+	if (pthread_create(&rt, NULL, reaper, NULL) != 0)
+		fatalx("cannot start the reaper thread");
+
+	while (sigwait(&set, &sig) == 0 && sig != SIGINT && sig != SIGTERM)
+		;
+	log_info("shutting down");
+	pthread_mutex_lock(&reaper_lock);
+	quitting = 1;
+	pthread_cond_signal(&reaper_cond);
+	pthread_mutex_unlock(&reaper_lock);
+	pthread_join(rt, NULL);
+	MHD_stop_daemon(d);
+	pool_shutdown();
+	podman_free(podman);
+	conf_release(&conf);
+	curl_global_cleanup();
+	return 0;
+}

@@ -1,0 +1,526 @@
+/*
+ * podman.c: the libpod REST client (see podman.h).
+ *
+ * One curl easy handle per call: calls come from several threads and a
+ * unix-socket connect costs microseconds, so pooling would buy nothing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "buf.h"
+#include "log.h"
+#include "podman.h"
+#include "banned.h"
+
+#define PODMAN_REPLY_MAX	(16u << 20)
+
+struct podman *
+podman_new(const char *socket, long timeout_ms)
+{
+	struct podman	*p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	if ((p->socket = strdup(socket)) == NULL) {
+		free(p);
+		return NULL;
+	}
+	p->timeout_ms = timeout_ms;
+	return p;
+}
+
+void
+podman_free(struct podman *p)
+{
+	if (p == NULL)
+		return;
+	free(p->socket);
+	free(p);
+}
+
+static size_t
+podman_write(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct buf	*b = arg;
+
+	if (buf_append(b, ptr, size * n) == -1)
+		return 0;	/* curl reports CURLE_WRITE_ERROR */
+	return size * n;
+}
+
+/* Fills perr from Podman's error body, falling back to the raw text. */
+static void
+perr_from_reply(struct perr *e, const char *method, const char *path,
+    long status, const struct buf *body)
+{
+	json_t		*j;
+	const char	*cause = NULL, *msg = NULL;
+	json_error_t	 jerr;
+
+	e->status = status;
+	e->cause[0] = '\0';
+	j = json_loadb(body->data ? body->data : "", body->len, 0, &jerr);
+	if (j != NULL && json_is_object(j)) {
+		cause = json_string_value(json_object_get(j, "cause"));
+		msg = json_string_value(json_object_get(j, "message"));
+	}
+	if (cause != NULL)
+		snprintf(e->cause, sizeof(e->cause), "%s", cause);
+	if (msg != NULL && *msg != '\0')
+		snprintf(e->msg, sizeof(e->msg), "Podman answered %ld to %s %s: %s",
+		    status, method, path, msg);
+	else if (cause != NULL && *cause != '\0')
+		snprintf(e->msg, sizeof(e->msg), "Podman answered %ld to %s %s: %s",
+		    status, method, path, cause);
+	else
+		snprintf(e->msg, sizeof(e->msg), "Podman answered %ld to %s %s: %.200s",
+		    status, method, path, body->len ? buf_str(body) : "(empty body)");
+	json_decref(j);
+}
+
+int
+podman_call(struct podman *p, const char *method, const char *path,
+    json_t *body, json_t **reply, long *statusp, struct perr *e)
+{
+	CURL			*c = NULL;
+	struct curl_slist	*hdrs = NULL;
+	struct buf		 in = BUF_INIT(PODMAN_REPLY_MAX);
+	char			 url[1024], errbuf[CURL_ERROR_SIZE];
+	char			*payload = NULL;
+	long			 status = 0;
+	CURLcode		 rc;
+	json_error_t		 jerr;
+	int			 ret = -1;
+
+	if (reply != NULL)
+		*reply = NULL;
+	if (statusp != NULL)
+		*statusp = 0;
+	memset(e, 0, sizeof(*e));
+	if ((c = curl_easy_init()) == NULL) {
+		snprintf(e->msg, sizeof(e->msg), "cannot set up a curl handle");
+		goto fail;
+	}
+	snprintf(url, sizeof(url), "http://d%s", path);
+	errbuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, p->socket);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, podman_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &in);
+	/* Podman reads a body without this header as a form (500 ... EOF). */
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	if (body != NULL) {
+		if ((payload = json_dumps(body, JSON_COMPACT)) == NULL) {
+			snprintf(e->msg, sizeof(e->msg), "cannot encode request");
+			goto fail;
+		}
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload);
+	} else if (strcmp(method, "POST") == 0)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+
+	if ((rc = curl_easy_perform(c)) != CURLE_OK) {
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		e->status = 0;
+		if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT
+		    || rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR
+		    || rc == CURLE_SEND_ERROR)
+			snprintf(e->msg, sizeof(e->msg),
+			    "Podman is not reachable at %s (%s): is "
+			    "`podman system service` running?", p->socket,
+			    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		else
+			snprintf(e->msg, sizeof(e->msg),
+			    "request to Podman failed: %s %s: %s", method, path,
+			    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		goto fail;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (statusp != NULL)
+		*statusp = status;
+	if (!((status >= 200 && status < 300) || status == 304)) {
+		perr_from_reply(e, method, path, status, &in);
+		goto fail;
+	}
+	if (reply != NULL && in.len > 0) {
+		*reply = json_loadb(in.data, in.len, 0, &jerr);
+		if (*reply == NULL) {
+			e->status = status;
+			snprintf(e->msg, sizeof(e->msg),
+			    "Podman sent a reply to %s %s that is not JSON: %s",
+			    method, path, jerr.text);
+			goto fail;
+		}
+	}
+	ret = 0;
+fail:
+	if (ret == -1) {
+		log_debug("podman: %s", e->msg);
+		if (p->on_error != NULL)
+			p->on_error(e);
+	}
+	free(payload);
+	buf_release(&in);
+	curl_slist_free_all(hdrs);
+	if (c != NULL)
+		curl_easy_cleanup(c);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- version */
+
+static int
+parse_version(const char *s, int *ma, int *mi, int *pa)
+{
+	*ma = *mi = *pa = 0;
+	if (s == NULL || sscanf(s, "%d.%d.%d", ma, mi, pa) < 2)
+		return -1;
+	return 0;
+}
+
+int
+podman_version(struct podman *p, struct perr *e)
+{
+	json_t		*v = NULL, *comp;
+	const char	*api = NULL;
+	size_t		 i;
+	int		 ma, mi, pa;
+
+	if (p->major != 0)
+		return 0;
+	if (podman_call(p, "GET", PODMAN_API "/version", NULL, &v, NULL, e) == -1)
+		return -1;
+	json_array_foreach(json_object_get(v, "Components"), i, comp) {
+		api = json_string_value(json_object_get(
+		    json_object_get(comp, "Details"), "APIVersion"));
+		if (api != NULL)
+			break;
+	}
+	if (api == NULL)	/* the top level carries it too */
+		api = json_string_value(json_object_get(v, "Version"));
+	if (parse_version(api, &ma, &mi, &pa) == -1) {
+		memset(e, 0, sizeof(*e));
+		e->status = 200;
+		snprintf(e->msg, sizeof(e->msg),
+		    "cannot read Podman's version from /version");
+		json_decref(v);
+		return -1;
+	}
+	snprintf(p->version, sizeof(p->version), "%d.%d.%d", ma, mi, pa);
+	p->minor = mi;
+	p->patch = pa;
+	p->major = ma;	/* last: the "known" flag */
+	json_decref(v);
+	return 0;
+}
+
+int
+podman_at_least(const struct podman *p, int major, int minor)
+{
+	return p->major > major || (p->major == major && p->minor >= minor);
+}
+
+const char *
+podman_isolate_value(const struct podman *p)
+{
+	/* "strict" (no routing to any other network) exists from 4.6. */
+	return podman_at_least(p, 4, 6) ? "strict" : "true";
+}
+
+/* ---------------------------------------------------------------- objects */
+
+/* pre + escaped name + post: no caller-built format strings. */
+static int
+path_fmt(char *dst, size_t len, const char *pre, const char *name,
+    const char *post)
+{
+	char	*esc;
+	int	 n;
+
+	if ((esc = curl_easy_escape(NULL, name, 0)) == NULL)
+		return -1;
+	n = snprintf(dst, len, "%s%s%s", pre, esc, post);
+	curl_free(esc);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int
+exists(struct podman *p, const char *pre, const char *name, const char *post,
+    struct perr *e)
+{
+	char	 path[512];
+	long	 status;
+
+	if (path_fmt(path, sizeof(path), pre, name, post) == -1) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "name too long");
+		return -1;
+	}
+	if (podman_call(p, "GET", path, NULL, NULL, &status, e) == 0)
+		return 1;
+	return e->status == 404 ? 0 : -1;
+}
+
+static int
+simple(struct podman *p, const char *method, const char *pre,
+    const char *name, const char *post, json_t *body, struct perr *e)
+{
+	char	 path[512];
+
+	if (path_fmt(path, sizeof(path), pre, name, post) == -1) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "name too long");
+		return -1;
+	}
+	return podman_call(p, method, path, body, NULL, NULL, e);
+}
+
+int
+podman_network_exists(struct podman *p, const char *name, struct perr *e)
+{
+	return exists(p, PODMAN_API "/networks/", name, "/exists", e);
+}
+
+int
+podman_network_create(struct podman *p, json_t *spec, struct perr *e)
+{
+	return podman_call(p, "POST", PODMAN_API "/networks/create", spec,
+	    NULL, NULL, e);
+}
+
+int
+podman_network_remove(struct podman *p, const char *name, struct perr *e)
+{
+	return simple(p, "DELETE", PODMAN_API "/networks/", name, "?force=true",
+	    NULL, e);
+}
+
+int
+podman_network_connect(struct podman *p, const char *network,
+    const char *container, const char *alias, struct perr *e)
+{
+	json_t	*body;
+	int	 r;
+
+	body = json_pack("{s:s, s:[s]}", "container", container, "aliases",
+	    alias);
+	if (body == NULL) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "out of memory");
+		return -1;
+	}
+	r = simple(p, "POST", PODMAN_API "/networks/", network, "/connect", body,
+	    e);
+	json_decref(body);
+	return r;
+}
+
+int
+podman_volume_exists(struct podman *p, const char *name, struct perr *e)
+{
+	return exists(p, PODMAN_API "/volumes/", name, "/exists", e);
+}
+
+int
+podman_volume_create(struct podman *p, json_t *spec, struct perr *e)
+{
+	return podman_call(p, "POST", PODMAN_API "/volumes/create", spec,
+	    NULL, NULL, e);
+}
+
+int
+podman_volume_remove(struct podman *p, const char *name, struct perr *e)
+{
+	return simple(p, "DELETE", PODMAN_API "/volumes/", name, "?force=true",
+	    NULL, e);
+}
+
+int
+podman_container_create(struct podman *p, json_t *spec, struct perr *e)
+{
+	return podman_call(p, "POST", PODMAN_API "/containers/create", spec,
+	    NULL, NULL, e);
+}
+
+int
+podman_container_start(struct podman *p, const char *name, struct perr *e)
+{
+	return simple(p, "POST", PODMAN_API "/containers/", name, "/start", NULL,
+	    e);
+}
+
+int
+podman_container_stop(struct podman *p, const char *name, int timeout,
+    struct perr *e)
+{
+	char	 post[64];
+
+	snprintf(post, sizeof(post), "/stop?timeout=%d", timeout);
+	return simple(p, "POST", PODMAN_API "/containers/", name, post, NULL, e);
+}
+
+int
+podman_container_remove(struct podman *p, const char *name, struct perr *e)
+{
+	return simple(p, "DELETE", PODMAN_API "/containers/", name,
+	    "?force=true&timeout=0", NULL, e);
+}
+
+int
+podman_container_inspect(struct podman *p, const char *name, json_t **out,
+    struct perr *e)
+{
+	char	 path[512];
+
+	*out = NULL;
+	if (path_fmt(path, sizeof(path), PODMAN_API "/containers/", name,
+	    "/json") == -1) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "name too long");
+		return -1;
+	}
+	if (podman_call(p, "GET", path, NULL, out, NULL, e) == 0)
+		return 0;
+	return e->status == 404 ? 0 : -1;
+}
+
+enum ctr_state
+podman_ctr_state(const json_t *inspect)
+{
+	const char	*s;
+
+	if (inspect == NULL)
+		return CTR_MISSING;
+	s = json_string_value(json_object_get(json_object_get(inspect, "State"),
+	    "Status"));
+	if (s == NULL)
+		s = json_string_value(json_object_get(inspect, "State"));
+	if (s == NULL)
+		return CTR_OTHER;
+	if (strcmp(s, "running") == 0)
+		return CTR_RUNNING;
+	if (strcmp(s, "created") == 0)
+		return CTR_CREATED;
+	if (strcmp(s, "exited") == 0 || strcmp(s, "stopped") == 0
+	    || strcmp(s, "configured") == 0 || strcmp(s, "initialized") == 0)
+		return CTR_STOPPED;
+	if (strcmp(s, "paused") == 0)
+		return CTR_PAUSED;
+	if (strcmp(s, "stopping") == 0 || strcmp(s, "removing") == 0)
+		return CTR_TRANSIENT;
+	return CTR_OTHER;
+}
+
+const char *
+podman_ctr_state_name(enum ctr_state s)
+{
+	static const char *names[] = { "missing", "created", "running",
+	    "stopped", "paused", "transient", "other" };
+
+	return names[s];
+}
+
+static int
+list(struct podman *p, const char *what, json_t **out, struct perr *e)
+{
+	char	 path[512], *esc;
+	int	 r;
+
+	*out = NULL;
+	esc = curl_easy_escape(NULL, "{\"label\":[\"io.vivarium.managed=true\"]}",
+	    0);
+	if (esc == NULL) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "out of memory");
+		return -1;
+	}
+	snprintf(path, sizeof(path), PODMAN_API "/%s?%sfilters=%s", what,
+	    strcmp(what, "containers/json") == 0 ? "all=true&" : "", esc);
+	curl_free(esc);
+	r = podman_call(p, "GET", path, NULL, out, NULL, e);
+	if (r == 0 && !json_is_array(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		memset(e, 0, sizeof(*e));
+		e->status = 200;
+		snprintf(e->msg, sizeof(e->msg),
+		    "Podman's %s reply is not a list", what);
+		return -1;
+	}
+	return r;
+}
+
+int
+podman_container_list(struct podman *p, json_t **out, struct perr *e)
+{
+	return list(p, "containers/json", out, e);
+}
+
+int
+podman_network_list(struct podman *p, json_t **out, struct perr *e)
+{
+	return list(p, "networks/json", out, e);
+}
+
+int
+podman_volume_list(struct podman *p, json_t **out, struct perr *e)
+{
+	return list(p, "volumes/json", out, e);
+}
+
+int
+podman_container_memory(struct podman *p, const char *name,
+    unsigned long long *bytes, struct perr *e)
+{
+	char	 path[512];
+	json_t	*r = NULL, *st;
+	json_int_t v;
+
+	if (path_fmt(path, sizeof(path),
+	    PODMAN_API "/containers/stats?stream=false&containers=", name,
+	    "") == -1) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "name too long");
+		return -1;
+	}
+	if (podman_call(p, "GET", path, NULL, &r, NULL, e) == -1)
+		return -1;
+	st = json_array_get(json_object_get(r, "Stats"), 0);
+	v = json_integer_value(json_object_get(st, "MemUsage"));
+	json_decref(r);
+	if (st == NULL) {
+		memset(e, 0, sizeof(*e));
+		e->status = 200;
+		snprintf(e->msg, sizeof(e->msg), "no statistics for %s", name);
+		return -1;
+	}
+	*bytes = v < 0 ? 0 : (unsigned long long)v;
+	return 0;
+}
+
+int
+perr_exists(const struct perr *e)
+{
+	/*
+	 * 4.3.1 says so in different ways: 409 for networks, 500 with
+	 * "already exists" for volumes, 500 "name is in use" for containers.
+	 */
+	if (e->status == 409)
+		return 1;
+	if (e->status != 500)
+		return 0;
+	return strstr(e->cause, "already exists") != NULL
+	    || strstr(e->cause, "in use") != NULL
+	    || strstr(e->msg, "already exists") != NULL
+	    || strstr(e->msg, "is already in use") != NULL;
+}

@@ -1,0 +1,99 @@
+/*
+ * podman.h: a small client for Podman's libpod REST API over its unix
+ * socket (libcurl), shared by vivarium-supervisor and vivariumctl.
+ *
+ * Every call returns 0 on success and -1 on failure; a failure fills the
+ * caller's struct perr with the HTTP status (0 when Podman could not be
+ * reached at all) and a sentence a person can act on, built from Podman's
+ * error body ({"cause", "message", "response"}) or from curl's error text.
+ * Calls are safe from several threads at once: each uses its own handle.
+ */
+#ifndef VIVARIUM_PODMAN_H
+#define VIVARIUM_PODMAN_H
+
+#include <jansson.h>
+
+#define PODMAN_API	"/v4.0.0/libpod"
+#define PODMAN_ERRLEN	512
+
+struct perr;
+
+struct podman {
+	char	*socket;	/* owned */
+	long	 timeout_ms;	/* per request */
+	/* Learned from /version on first contact (0 until then). */
+	int	 major, minor, patch;
+	char	 version[32];
+	/* Called after every failed call (may be NULL): metrics. */
+	void	(*on_error)(const struct perr *);
+};
+
+struct perr {
+	long	 status;	/* HTTP status; 0: Podman unreachable */
+	char	 cause[128];	/* Podman's "cause" when it sent one */
+	char	 msg[PODMAN_ERRLEN];
+};
+
+/* What a container's State.Status says, folded to what we act on. */
+enum ctr_state {
+	CTR_MISSING,
+	CTR_CREATED,
+	CTR_RUNNING,
+	CTR_STOPPED,	/* exited, stopped, configured */
+	CTR_PAUSED,
+	CTR_TRANSIENT,	/* stopping, removing: look again shortly */
+	CTR_OTHER,
+};
+
+/* Returns a new client, or NULL (ENOMEM).  socket is copied. */
+struct podman	*podman_new(const char *socket, long timeout_ms);
+void		 podman_free(struct podman *);
+
+/*
+ * One request: body (borrowed, may be NULL) is sent as JSON; *reply gets a
+ * new reference to the decoded JSON answer when the caller wants it and the
+ * answer is JSON.  *status gets the HTTP status.  2xx and 304 are success;
+ * anything else is returned as -1 with perr filled.
+ */
+int	podman_call(struct podman *, const char *method, const char *path,
+	    json_t *body, json_t **reply, long *status, struct perr *);
+
+/* Reads the version if not known yet; 0 or -1. */
+int	podman_version(struct podman *, struct perr *);
+/* Nonzero when the service is at least major.minor (version must be known). */
+int	podman_at_least(const struct podman *, int major, int minor);
+/* The value for the bridge "isolate" option that this Podman accepts. */
+const char *podman_isolate_value(const struct podman *);
+
+/* Objects.  *_exists returns 1, 0, or -1 with perr. */
+int	podman_network_exists(struct podman *, const char *name, struct perr *);
+int	podman_network_create(struct podman *, json_t *spec, struct perr *);
+int	podman_network_remove(struct podman *, const char *name, struct perr *);
+int	podman_network_connect(struct podman *, const char *network,
+	    const char *container, const char *alias, struct perr *);
+int	podman_volume_exists(struct podman *, const char *name, struct perr *);
+int	podman_volume_create(struct podman *, json_t *spec, struct perr *);
+int	podman_volume_remove(struct podman *, const char *name, struct perr *);
+int	podman_container_create(struct podman *, json_t *spec, struct perr *);
+int	podman_container_start(struct podman *, const char *name, struct perr *);
+int	podman_container_stop(struct podman *, const char *name, int timeout,
+	    struct perr *);
+int	podman_container_remove(struct podman *, const char *name, struct perr *);
+/* *out gets a new reference to the inspect JSON, or NULL when missing. */
+int	podman_container_inspect(struct podman *, const char *name, json_t **out,
+	    struct perr *);
+/* State of a container from its inspect JSON (borrowed; NULL: missing). */
+enum ctr_state	 podman_ctr_state(const json_t *inspect);
+const char	*podman_ctr_state_name(enum ctr_state);
+/* *out: new reference to an array, objects labelled io.vivarium.managed=true. */
+int	podman_container_list(struct podman *, json_t **out, struct perr *);
+int	podman_network_list(struct podman *, json_t **out, struct perr *);
+int	podman_volume_list(struct podman *, json_t **out, struct perr *);
+/* Memory in use by a running container, in bytes; -1 with perr. */
+int	podman_container_memory(struct podman *, const char *name,
+	    unsigned long long *bytes, struct perr *);
+
+/* True when the error says the object already exists / the name is taken. */
+int	perr_exists(const struct perr *);
+
+#endif

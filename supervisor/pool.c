@@ -1,0 +1,356 @@
+/*
+ * pool.c: the supervisor's table of per-user sandboxes.
+ *
+ * One entry per user seen.  At most one thread works on a user's sandbox at
+ * a time (the busy flag); the others wait on the condition variable, so 20
+ * concurrent first requests create one container and all use it.  Requests
+ * in flight are counted so that the idle reaper never stops a sandbox that
+ * is serving a call or holding a stream open.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "supervisor.h"
+#include "banned.h"
+
+struct sandbox {
+	char		 user[USER_ID_MAX + 1];
+	struct names	 names;
+	enum sb_state	 state;
+	int		 busy;		/* a thread is starting or stopping it */
+	int		 inflight;	/* requests being served */
+	unsigned	 gen;		/* bumped by every successful ensure */
+	time_t		 last_used;	/* CLOCK_MONOTONIC seconds */
+	struct sandbox	*next;
+};
+
+static pthread_mutex_t	 lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	 cond = PTHREAD_COND_INITIALIZER;
+static struct sandbox	*sandboxes;
+static const struct conf *conf;
+static struct podman	*podman;
+
+static time_t
+mono_now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+static double
+mono_now_f(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+const char *
+pool_state_name(enum sb_state s)
+{
+	static const char *names[SB_NSTATES] = { "unknown", "starting",
+	    "ready", "stopping", "stopped", "failed" };
+
+	return names[s];
+}
+
+int
+pool_init(const struct conf *c, struct podman *p)
+{
+	conf = c;
+	podman = p;
+	return 0;
+}
+
+/* Called with lock held. */
+static struct sandbox *
+find(const char *user, int add)
+{
+	struct sandbox	*sb;
+
+	for (sb = sandboxes; sb != NULL; sb = sb->next)
+		if (strcmp(sb->user, user) == 0)
+			return sb;
+	if (!add || (sb = calloc(1, sizeof(*sb))) == NULL)
+		return NULL;
+	snprintf(sb->user, sizeof(sb->user), "%s", user);
+	(void)sandbox_names(conf, user, &sb->names);
+	sb->state = SB_UNKNOWN;
+	sb->last_used = mono_now();
+	sb->next = sandboxes;
+	sandboxes = sb;
+	return sb;
+}
+
+int
+pool_adopt(void)
+{
+	json_t		*list = NULL, *c;
+	struct perr	 e;
+	struct sandbox	*sb;
+	const char	*user, *state;
+	size_t		 i;
+	int		 adopted = 0;
+
+	if (podman_container_list(podman, &list, &e) == -1) {
+		log_warnx("cannot list sandboxes to adopt: %s", e.msg);
+		return -1;
+	}
+	json_array_foreach(list, i, c) {
+		user = sandbox_label_user(c);
+		state = json_string_value(json_object_get(c, "State"));
+		if (user == NULL || route_user_valid(user, strlen(user)) == -1)
+			continue;
+		if (state != NULL && strcmp(state, "created") == 0) {
+			/* Never started: a crash between create and start. */
+			struct names n;
+			(void)sandbox_names(conf, user, &n);
+			log_info("%s: removing a container stuck in \"created\"",
+			    n.container);
+			if (podman_container_remove(podman, n.container, &e) == -1)
+				log_warnx("%s", e.msg);
+			continue;
+		}
+		pthread_mutex_lock(&lock);
+		if ((sb = find(user, 1)) != NULL) {
+			if (state != NULL && strcmp(state, "running") == 0)
+				sb->state = SB_READY;
+			else
+				sb->state = SB_STOPPED;
+			sb->last_used = mono_now();
+			adopted++;
+		}
+		pthread_mutex_unlock(&lock);
+	}
+	json_decref(list);
+	log_info("adopted %d sandbox(es)", adopted);
+	return 0;
+}
+
+/* May this user get a new container?  1, 0 (refused, msg set), -1. */
+static int
+may_create(const char *user, const struct names *n, struct pool_err *err)
+{
+	struct perr	 e;
+	int		 r;
+
+	switch (conf->provisioning) {
+	case PROV_AUTO:
+		return 1;
+	case PROV_ALLOWLIST:
+		if (conf_user_listed(conf, user))
+			return 1;
+		snprintf(err->msg, sizeof(err->msg), "user \"%s\" has no "
+		    "sandbox here: this supervisor only serves the users listed "
+		    "in its configuration (provisioning: allowlist)", user);
+		return 0;
+	case PROV_MANUAL:
+		/* vivariumctl add-user makes the network; that registers. */
+		if ((r = podman_network_exists(podman, n->network, &e)) == 1)
+			return 1;
+		if (r == -1) {
+			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
+			err->http = e.status == 0 ? 503 : 500;
+			return -1;
+		}
+		snprintf(err->msg, sizeof(err->msg), "user \"%s\" has no "
+		    "sandbox here and this supervisor does not create them "
+		    "(provisioning: manual): ask the operator to run "
+		    "`vivariumctl add-user %s`", user, user);
+		return 0;
+	}
+	return 0;
+}
+
+struct sandbox *
+pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
+{
+	struct sandbox	*sb;
+	struct perr	 e;
+	double		 t0;
+	int		 created = 0, allow, r;
+
+	memset(err, 0, sizeof(*err));
+	pthread_mutex_lock(&lock);
+	if ((sb = find(user, 1)) == NULL) {
+		pthread_mutex_unlock(&lock);
+		err->http = 500;
+		snprintf(err->msg, sizeof(err->msg), "out of memory");
+		return NULL;
+	}
+	for (;;) {
+		if (sb->busy) {
+			pthread_cond_wait(&cond, &lock);
+			continue;
+		}
+		if (sb->state == SB_READY && (stale_gen == 0
+		    || sb->gen != stale_gen)) {
+			sb->inflight++;
+			sb->last_used = mono_now();
+			pthread_mutex_unlock(&lock);
+			return sb;
+		}
+		break;
+	}
+	sb->busy = 1;
+	sb->state = SB_STARTING;
+	pthread_mutex_unlock(&lock);
+
+	t0 = mono_now_f();
+	if (conf->provisioning != PROV_AUTO
+	    && (allow = may_create(user, &sb->names, err)) != 1) {
+		/* A sandbox made earlier (e.g. by vivariumctl) still counts. */
+		json_t *ins = NULL;
+		if (allow == 0
+		    && podman_container_inspect(podman, sb->names.container,
+		    &ins, &e) == 0 && ins != NULL) {
+			json_decref(ins);
+			allow = 1;
+		}
+	} else
+		allow = 1;
+	if (allow == 1) {
+		r = sandbox_ensure(conf, podman, user, 1, &created, &e);
+		if (r == -1) {
+			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
+			err->http = e.status == 0 ? 503 : e.status == 504 ? 504
+			    : e.status == 400 ? 400 : 500;
+			if (e.status == 0)
+				snprintf(err->msg, sizeof(err->msg), "the sandbox "
+				    "for \"%s\" cannot be started right now: %s",
+				    user, e.msg);
+		}
+	} else {
+		r = -1;
+		if (err->http == 0)
+			err->http = 400;
+	}
+
+	pthread_mutex_lock(&lock);
+	sb->busy = 0;
+	if (r == 0) {
+		sb->state = SB_READY;
+		sb->gen++;
+		if (sb->gen == 0)
+			sb->gen = 1;
+		sb->inflight++;
+		sb->last_used = mono_now();
+	} else
+		sb->state = SB_FAILED;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&lock);
+	if (r == 0) {
+		if (created)
+			metrics_spawn(mono_now_f() - t0);
+		log_info("%s: ready in %.0f ms%s", sb->names.container,
+		    (mono_now_f() - t0) * 1000, created ? " (created)" : "");
+		return sb;
+	}
+	log_warnx("%s: %s", user, err->msg);
+	return NULL;
+}
+
+void
+pool_release(struct sandbox *sb)
+{
+	pthread_mutex_lock(&lock);
+	sb->inflight--;
+	sb->last_used = mono_now();
+	pthread_mutex_unlock(&lock);
+	/* vivariumctl reads the idle time from the directory's mtime. */
+	(void)utimensat(AT_FDCWD, sb->names.rundir, NULL, 0);
+}
+
+void
+pool_touch(struct sandbox *sb)
+{
+	/* A word-sized store; a torn read only shifts an idle decision. */
+	pthread_mutex_lock(&lock);
+	sb->last_used = mono_now();
+	pthread_mutex_unlock(&lock);
+}
+
+const char *
+pool_sock(const struct sandbox *sb)
+{
+	return sb->names.sock;
+}
+
+unsigned
+pool_gen(const struct sandbox *sb)
+{
+	return sb->gen;
+}
+
+void
+pool_reap(void)
+{
+	struct sandbox	*sb;
+	struct perr	 e;
+	time_t		 now;
+	int		 r;
+
+	if (conf->idle_stop_after <= 0)
+		return;
+	pthread_mutex_lock(&lock);
+	for (;;) {
+		now = mono_now();
+		for (sb = sandboxes; sb != NULL; sb = sb->next)
+			if (sb->state == SB_READY && !sb->busy
+			    && sb->inflight == 0
+			    && now - sb->last_used >= conf->idle_stop_after)
+				break;
+		if (sb == NULL)
+			break;
+		sb->busy = 1;
+		sb->state = SB_STOPPING;
+		pthread_mutex_unlock(&lock);
+		log_info("%s: idle for %lds, stopping", sb->names.container,
+		    (long)(now - sb->last_used));
+		r = sandbox_stop(conf, podman, sb->user, &e);
+		if (r == -1)
+			log_warnx("%s: %s", sb->names.container, e.msg);
+		pthread_mutex_lock(&lock);
+		sb->busy = 0;
+		/* Unknown after a failed stop: the next request looks. */
+		sb->state = r == 0 ? SB_STOPPED : SB_UNKNOWN;
+		pthread_cond_broadcast(&cond);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void
+pool_count_states(long counts[SB_NSTATES])
+{
+	struct sandbox	*sb;
+
+	memset(counts, 0, sizeof(long) * SB_NSTATES);
+	pthread_mutex_lock(&lock);
+	for (sb = sandboxes; sb != NULL; sb = sb->next)
+		counts[sb->state]++;
+	pthread_mutex_unlock(&lock);
+}
+
+void
+pool_shutdown(void)
+{
+	struct sandbox	*sb, *next;
+
+	pthread_mutex_lock(&lock);
+	for (sb = sandboxes; sb != NULL; sb = next) {
+		next = sb->next;
+		free(sb);
+	}
+	sandboxes = NULL;
+	pthread_mutex_unlock(&lock);
+}

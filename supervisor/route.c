@@ -1,0 +1,86 @@
+/*
+ * route.c: which endpoint a URL names, whether a user id is acceptable, and
+ * the bearer token check.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "supervisor.h"
+#include "banned.h"
+
+const char route_user_rule[] =
+    "user ids may contain only lowercase letters a-z, digits and '-', must "
+    "start and end with a letter or digit, and be at most 63 characters";
+
+enum route
+route_match(const char *url, const char **user, size_t *userlen)
+{
+	const char	*p, *slash;
+	size_t		 n;
+
+	*user = NULL;
+	*userlen = 0;
+	/* MHD hands us the path without the query string. */
+	if (strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0)
+		return ROUTE_MCP;
+	if (strcmp(url, "/health") == 0)
+		return ROUTE_HEALTH;
+	if (strcmp(url, "/metrics") == 0)
+		return ROUTE_METRICS;
+	if (strncmp(url, "/u/", 3) != 0)
+		return ROUTE_NONE;
+	p = url + 3;
+	if ((slash = strchr(p, '/')) == NULL)
+		return ROUTE_NONE;
+	if (strcmp(slash, "/mcp") != 0 && strcmp(slash, "/mcp/") != 0)
+		return ROUTE_NONE;
+	n = (size_t)(slash - p);
+	*user = p;
+	*userlen = n;
+	return ROUTE_USER_MCP;
+}
+
+int
+route_user_valid(const char *id, size_t len)
+{
+	size_t	 i;
+
+	if (len == 0 || len > USER_ID_MAX)
+		return -1;
+	for (i = 0; i < len; i++) {
+		char c = id[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+			continue;
+		if (c == '-' && i != 0 && i != len - 1)
+			continue;
+		return -1;
+	}
+	return 0;
+}
+
+int
+route_token_ok(const char *auth, const char *token)
+{
+	size_t			 alen, tlen, i;
+	volatile unsigned char	 diff = 0;
+	const char		*p;
+
+	if (auth == NULL || token == NULL)
+		return 0;
+	if (strncasecmp(auth, "Bearer ", 7) != 0)
+		return 0;
+	p = auth + 7;
+	while (*p == ' ')
+		p++;
+	alen = strlen(p);
+	tlen = strlen(token);
+	/*
+	 * Look at every byte of the expected token whatever the input, so the
+	 * time taken says nothing about how much of it matched.
+	 */
+	diff = (unsigned char)(alen != tlen);
+	for (i = 0; i < tlen; i++)
+		diff |= (unsigned char)(token[i] ^ (i < alen ? p[i] : 0));
+	return diff == 0;
+}

@@ -1,0 +1,239 @@
+/*
+ * supervisor.h: the private header of vivarium-supervisor and vivariumctl.
+ */
+#ifndef VIVARIUM_SUPERVISOR_H
+#define VIVARIUM_SUPERVISOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "podman.h"
+
+#define USER_ID_MAX	63
+/* 107 (sun_path) - "/" - USER_ID_MAX - "/agent.sock" */
+#define STATE_DIR_MAX	32
+
+/* ---------------------------------------------------------------- conf.c */
+
+enum provisioning {
+	PROV_AUTO,
+	PROV_ALLOWLIST,
+	PROV_MANUAL,
+};
+
+struct limits {
+	unsigned long long	 memory;	/* bytes */
+	long			 cpus_milli;	/* 2000 = 2 CPUs */
+	long			 pids;
+};
+
+struct user_conf {
+	char		 id[USER_ID_MAX + 1];
+	struct limits	 limits;
+};
+
+struct kv {
+	char	*key;		/* owned */
+	char	*value;		/* owned */
+};
+
+struct conf {
+	char		*path;		/* owned; NULL: built-in defaults only */
+	char		*listen_host;	/* owned */
+	int		 listen_port;
+	char		*token;		/* owned */
+	char		*user_header;	/* owned */
+	char		*origins;	/* owned: comma-separated (http.h) */
+	char		*podman_socket;	/* owned */
+	long		 podman_timeout_ms;
+	char		*state_dir;	/* owned: users/<id>/ for agent sockets */
+	char		*image;		/* owned */
+	char		*sandbox_user;	/* owned: "uid:gid" */
+	unsigned long long tmp_size;
+	enum provisioning provisioning;
+	long		 idle_stop_after;	/* seconds; 0: never */
+	long		 ready_timeout;		/* seconds */
+	long		 stop_timeout;		/* seconds */
+	long		 agent_timeout;		/* seconds, per forwarded POST */
+	size_t		 max_body;
+	size_t		 max_response;
+	struct limits	 limits;
+	struct user_conf *users;	/* owned */
+	size_t		 nusers;
+	struct kv	*env;		/* owned: extra sandbox environment */
+	size_t		 nenv;
+	char		*egress_container;	/* owned; NULL: no proxy */
+	char		*egress_url;		/* owned */
+	char		*egress_alias;		/* owned */
+	long		 max_connections;
+};
+
+/* Defaults, then the file (when path is not NULL), then the environment.
+ * Every problem goes to diag; returns 0, or -1 when diag has errors. */
+int	conf_load(struct conf *, const char *path, struct confdiag *diag);
+void	conf_release(struct conf *);
+/* The user's limits: an override from users: or the defaults. */
+const struct limits *conf_limits(const struct conf *, const char *user);
+/* Listed under users: (the allowlist). */
+int	conf_user_listed(const struct conf *, const char *user);
+const char *conf_provisioning_name(enum provisioning);
+/* "15m", "30s", "2h", or plain seconds. */
+int	conf_parse_duration(const char *, long max, long *out);
+
+/* ---------------------------------------------------------------- route.c */
+
+enum route {
+	ROUTE_NONE,
+	ROUTE_HEALTH,
+	ROUTE_METRICS,
+	ROUTE_MCP,		/* /mcp: the user comes from a header */
+	ROUTE_USER_MCP,		/* /u/<user>/mcp */
+};
+
+/* Sorts a URL path; for ROUTE_USER_MCP, *user / *userlen point into url. */
+enum route route_match(const char *url, const char **user, size_t *userlen);
+/* 0 when id is DNS-safe (see docs/supervisor.md), else -1. */
+int	route_user_valid(const char *id, size_t len);
+extern const char route_user_rule[];
+/* Constant-time check of "Bearer <token>"; 1 when it matches. */
+int	route_token_ok(const char *authorization, const char *token);
+
+/* ---------------------------------------------------------------- forward.c */
+
+/* A parsed response head from the agent. */
+struct agent_head {
+	int	 status;
+	long long content_length;	/* -1: unknown */
+	int	 chunked;
+	char	 content_type[128];
+	char	 session_id[256];
+	char	 protocol_version[64];
+	char	 cache_control[64];
+};
+
+/* A streaming read of an agent's response body. */
+struct agent_conn {
+	int		 fd;
+	struct agent_head head;
+	char		 rbuf[16384];
+	size_t		 rpos, rlen;
+	long long	 remaining;	/* in the current chunk or body */
+	int		 done;
+	int		 timeout_ms;	/* per read; -1: none */
+};
+
+/* Header values the supervisor passes on to the agent (NULL: absent). */
+struct agent_req {
+	const char	*method;
+	const char	*path;
+	const char	*content_type;
+	const char	*accept;
+	const char	*session_id;
+	const char	*protocol_version;
+	const char	*last_event_id;
+	const char	*body;
+	size_t		 body_len;
+};
+
+/* Connects, sends and reads the head; 0, or -1 with err filled and
+ * *connect_failed set when nobody listens on the socket. */
+int	agent_open(struct agent_conn *, const char *sock,
+	    const struct agent_req *, int timeout_ms, int *connect_failed,
+	    char *err, size_t errlen);
+/* Next piece of the body: >0 bytes, 0 at the end, -1 on error. */
+ssize_t	agent_read(struct agent_conn *, char *dst, size_t max);
+void	agent_close(struct agent_conn *);
+/* GET /health on the socket; 0 when it answers 200. */
+int	agent_probe(const char *sock, int timeout_ms);
+
+/* ---------------------------------------------------------------- sandbox.c */
+
+/* Names and paths of one user's objects. */
+struct names {
+	char	container[USER_ID_MAX + 16];
+	char	network[USER_ID_MAX + 16];
+	char	volume[USER_ID_MAX + 32];
+	char	rundir[STATE_DIR_MAX + USER_ID_MAX + 2];
+	char	sock[STATE_DIR_MAX + USER_ID_MAX + 16];
+};
+
+int	sandbox_names(const struct conf *, const char *user, struct names *);
+/* New references to the request bodies for the user's objects. */
+json_t	*sandbox_network_spec(const struct conf *, struct podman *,
+	    const char *user);
+json_t	*sandbox_volume_spec(const char *user);
+json_t	*sandbox_container_spec(const struct conf *, const char *user);
+
+/*
+ * Brings the user's sandbox to "running and answering": creates what is
+ * missing (network, volume, runtime dir, container), removes a container
+ * stuck in "created", starts a stopped one, connects the egress proxy, and
+ * waits for the agent to answer.  *created says whether a container was
+ * made; without allow_create a missing one is a 403.  0, or -1 with err.  Not thread-safe per user: callers serialise.
+ */
+int	sandbox_ensure(const struct conf *, struct podman *, const char *user,
+	    int allow_create, int *created, struct perr *err);
+/* Creates network, volume and container without starting; 0 or -1. */
+int	sandbox_create(const struct conf *, struct podman *, const char *user,
+	    struct perr *err);
+int	sandbox_stop(const struct conf *, struct podman *, const char *user,
+	    struct perr *err);
+/* Removes container and network; the volume too when purge. */
+int	sandbox_remove(const struct conf *, struct podman *, const char *user,
+	    int purge, struct perr *err);
+/* The user of a labelled Podman object (borrowed), or NULL. */
+const char *sandbox_label_user(const json_t *obj);
+
+/* ---------------------------------------------------------------- pool.c */
+
+enum sb_state {
+	SB_UNKNOWN,	/* not looked at yet */
+	SB_STARTING,
+	SB_READY,
+	SB_STOPPING,
+	SB_STOPPED,
+	SB_FAILED,
+	SB_NSTATES,
+};
+
+struct sandbox;
+
+struct pool_err {
+	int	 http;		/* status to answer with */
+	char	 msg[PODMAN_ERRLEN + 64];
+};
+
+int	pool_init(const struct conf *, struct podman *);
+/* Lists labelled containers and adopts them; removes stuck "created". */
+int	pool_adopt(void);
+/*
+ * Returns the user's sandbox, running and ready, counted as in use until
+ * pool_release.  NULL with err (400 refused, 503 Podman down, 500 other).
+ * stale_gen: 0, or the pool_gen of a sandbox whose agent the caller could
+ * not reach: then it is looked at again unless someone already did.
+ */
+struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
+	    struct pool_err *err);
+void	pool_release(struct sandbox *);
+void	pool_touch(struct sandbox *);
+const char *pool_sock(const struct sandbox *);
+unsigned pool_gen(const struct sandbox *);
+/* Stops sandboxes idle for idle_stop_after; called by the reaper thread. */
+void	pool_reap(void);
+void	pool_count_states(long counts[SB_NSTATES]);
+const char *pool_state_name(enum sb_state);
+void	pool_shutdown(void);
+
+/* ---------------------------------------------------------------- metrics.c */
+
+void	metrics_request(int status);
+void	metrics_spawn(double seconds);
+void	metrics_podman_error(void);
+/* Appends the Prometheus text; 0 or -1. */
+int	metrics_render(struct buf *);
+
+#endif
