@@ -370,10 +370,6 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "%s: %s", sp->argv[0], strerror(e));
 		return -1;
 	}
-	if ((chunk = malloc(SPAWN_CHUNK)) == NULL) {
-		snprintf(errbuf, errlen, "spawn: %s", strerror(errno));
-		return -1;
-	}
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1 ||
 	    pipe2(outp, O_CLOEXEC) == -1 || pipe2(errp, O_CLOEXEC) == -1 ||
 	    pipe2(rep, O_CLOEXEC) == -1) {
@@ -419,6 +415,13 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 		goto fail;
 	}
 
+	if ((chunk = malloc(SPAWN_CHUNK)) == NULL) {
+		/* Cannot read its output: do not let it run unwatched. */
+		kill(-sp->pid, SIGKILL);
+		reap(sp);
+		snprintf(errbuf, errlen, "spawn: %s", strerror(errno));
+		goto fail;
+	}
 #ifdef SYS_pidfd_open
 	pidfd = (int)syscall(SYS_pidfd_open, sp->pid, 0);
 #endif

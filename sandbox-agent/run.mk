@@ -3,3 +3,4 @@
 # Included by sandbox-agent/module.mk.
 
 $(eval $(call unit_test,common_spawn,tests/unit/common/spawn.c,,))
+$(eval $(call unit_test,agent_png,tests/unit/sandbox-agent/png.c,,libpng))

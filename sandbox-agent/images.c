@@ -1,0 +1,636 @@
+/*
+ * images.c: PNG change detection in the workspace, and thumbnails made with
+ * libpng (see images.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <png.h>
+
+#include "buf.h"
+#include "images.h"
+#include "banned.h"
+
+/* ---------------------------------------------------------------- snapshot */
+
+struct walk {
+	struct img_snap	*snap;
+	size_t		 seen;
+	char		 path[4096];	/* relative path being built */
+};
+
+static int
+is_png_name(const char *name)
+{
+	size_t	 n = strlen(name);
+
+	return n > 4 && strcasecmp(name + n - 4, ".png") == 0;
+}
+
+static int
+snap_add(struct img_snap *s, const char *path, const struct stat *st)
+{
+	struct img_file	*f;
+	size_t		 cap;
+
+	if (s->n >= IMG_WALK_MAX_PNGS) {
+		s->truncated = 1;
+		return 0;
+	}
+	if (s->n == s->cap) {
+		cap = s->cap ? s->cap * 2 : 32;
+		if ((f = reallocarray(s->files, cap, sizeof(*f))) == NULL)
+			return -1;
+		s->files = f;
+		s->cap = cap;
+	}
+	f = &s->files[s->n];
+	if ((f->path = strdup(path)) == NULL)
+		return -1;
+	f->size = st->st_size;
+	f->mtime = st->st_mtim;
+	f->ino = st->st_ino;
+	f->dev = st->st_dev;
+	s->n++;
+	return 0;
+}
+
+/* Walks the directory open at fd (consumed); w->path holds its name. */
+static int
+walk_dir(struct walk *w, int fd, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	size_t		 base = strlen(w->path);
+	int		 sub, rc = 0, isdir, isreg;
+
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;	/* unreadable: nothing to see there */
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (++w->seen > IMG_WALK_MAX_ENTRIES) {
+			w->snap->truncated = 1;
+			break;
+		}
+		/* The runner's store is not the user's output. */
+		if (strcmp(de->d_name, ".vivarium") == 0)
+			continue;
+		/* d_type spares a stat for most entries. */
+		if (de->d_type == DT_LNK)
+			continue;
+		if (de->d_type == DT_REG && !is_png_name(de->d_name))
+			continue;
+		if (de->d_type != DT_DIR && de->d_type != DT_REG &&
+		    de->d_type != DT_UNKNOWN)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		isdir = S_ISDIR(st.st_mode);
+		isreg = S_ISREG(st.st_mode);
+		if (!isdir && !(isreg && is_png_name(de->d_name)))
+			continue;
+		if (base + 1 + strlen(de->d_name) + 1 > sizeof(w->path)) {
+			w->snap->truncated = 1;
+			continue;
+		}
+		snprintf(w->path + base, sizeof(w->path) - base, "%s%s",
+		    base > 0 ? "/" : "", de->d_name);
+		if (isreg)
+			rc = snap_add(w->snap, w->path, &st);
+		else if (depth + 1 >= IMG_WALK_MAX_DEPTH)
+			w->snap->truncated = 1;
+		else if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+			rc = walk_dir(w, sub, depth + 1);
+		w->path[base] = '\0';
+	}
+	closedir(d);
+	return rc;
+}
+
+static int
+file_cmp_path(const void *a, const void *b)
+{
+	const struct img_file *fa = a, *fb = b;
+
+	return strcmp(fa->path, fb->path);
+}
+
+int
+img_snap_take(struct img_snap *s, const char *workspace, char *errbuf,
+    size_t errlen)
+{
+	struct walk	*w;
+	int		 fd, rc;
+
+	img_snap_release(s);
+	fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd == -1) {
+		snprintf(errbuf, errlen, "%s: %s", workspace, strerror(errno));
+		return -1;
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		close(fd);
+		snprintf(errbuf, errlen, "out of memory");
+		return -1;
+	}
+	w->snap = s;
+	rc = walk_dir(w, fd, 0);
+	free(w);
+	if (rc == -1) {
+		img_snap_release(s);
+		snprintf(errbuf, errlen, "out of memory");
+		return -1;
+	}
+	if (s->n > 1)
+		qsort(s->files, s->n, sizeof(*s->files), file_cmp_path);
+	return 0;
+}
+
+void
+img_snap_release(struct img_snap *s)
+{
+	size_t	 i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->files[i].path);
+	free(s->files);
+	s->files = NULL;
+	s->n = s->cap = 0;
+	s->truncated = 0;
+}
+
+static int
+file_cmp_newest(const void *a, const void *b)
+{
+	const struct img_file *fa = *(const struct img_file *const *)a;
+	const struct img_file *fb = *(const struct img_file *const *)b;
+
+	if (fa->mtime.tv_sec != fb->mtime.tv_sec)
+		return fa->mtime.tv_sec < fb->mtime.tv_sec ? 1 : -1;
+	if (fa->mtime.tv_nsec != fb->mtime.tv_nsec)
+		return fa->mtime.tv_nsec < fb->mtime.tv_nsec ? 1 : -1;
+	return strcmp(fa->path, fb->path);
+}
+
+ssize_t
+img_snap_changed(const struct img_snap *before, const struct img_snap *after,
+    const struct img_file ***out)
+{
+	const struct img_file **v, *old;
+	size_t		 i, n = 0;
+
+	*out = NULL;
+	if (after->n == 0)
+		return 0;
+	if ((v = calloc(after->n, sizeof(*v))) == NULL)
+		return -1;
+	for (i = 0; i < after->n; i++) {
+		const struct img_file *f = &after->files[i];
+
+		old = before->n == 0 ? NULL : bsearch(f, before->files,
+		    before->n, sizeof(*before->files), file_cmp_path);
+		if (old != NULL && old->size == f->size &&
+		    old->ino == f->ino && old->dev == f->dev &&
+		    old->mtime.tv_sec == f->mtime.tv_sec &&
+		    old->mtime.tv_nsec == f->mtime.tv_nsec)
+			continue;
+		v[n++] = f;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), file_cmp_newest);
+	if (n == 0) {
+		free(v);
+		v = NULL;
+	}
+	*out = v;
+	return (ssize_t)n;
+}
+
+/* ---------------------------------------------------------------- scaling */
+
+/*
+ * Area averaging with exact integer weights.  Measured in units of
+ * 1/(sw*dw) of the width, source column x spans [x*dw, (x+1)*dw) and output
+ * column o spans [o*sw, (o+1)*sw) (rows likewise).  Shrinking, a source pixel touches at most two
+ * output pixels, and every output pixel gathers weight sw*sh in total.
+ * Colour is averaged premultiplied by alpha, so transparent pixels do not
+ * bleed their (meaningless) colour into the edges.
+ */
+struct scaler {
+	uint32_t	 sw, sh, dw, dh;
+	uint32_t	*col_o;		/* per source column: first output column */
+	uint32_t	*col_w;		/* its weight; the rest goes to the next */
+	uint64_t	*tmp;		/* one source row reduced to dw pixels */
+	uint64_t	*acc[2];	/* output rows cur and cur + 1 */
+	uint32_t	 y, cur;
+	unsigned char	*out;		/* dw * dh RGBA */
+	int		 translucent;	/* some output alpha < 255 */
+};
+
+static void
+scaler_free(struct scaler *sc)
+{
+	free(sc->col_o);
+	free(sc->col_w);
+	free(sc->tmp);
+	free(sc->acc[0]);
+	free(sc->acc[1]);
+	free(sc->out);
+	memset(sc, 0, sizeof(*sc));
+}
+
+static int
+scaler_init(struct scaler *sc, uint32_t sw, uint32_t sh, uint32_t dw,
+    uint32_t dh)
+{
+	uint64_t	 x, o, b;
+
+	memset(sc, 0, sizeof(*sc));
+	sc->sw = sw;
+	sc->sh = sh;
+	sc->dw = dw;
+	sc->dh = dh;
+	sc->col_o = calloc(sw, sizeof(*sc->col_o));
+	sc->col_w = calloc(sw, sizeof(*sc->col_w));
+	sc->tmp = calloc((size_t)dw * 4, sizeof(*sc->tmp));
+	sc->acc[0] = calloc((size_t)dw * 4, sizeof(uint64_t));
+	sc->acc[1] = calloc((size_t)dw * 4, sizeof(uint64_t));
+	sc->out = calloc((size_t)dw * dh, 4);
+	if (sc->col_o == NULL || sc->col_w == NULL || sc->tmp == NULL ||
+	    sc->acc[0] == NULL || sc->acc[1] == NULL || sc->out == NULL) {
+		scaler_free(sc);
+		return -1;
+	}
+	for (x = 0; x < sw; x++) {
+		o = x * dw / sw;
+		b = (o + 1) * sw;
+		sc->col_o[x] = (uint32_t)o;
+		sc->col_w[x] = b >= (x + 1) * dw ? dw : (uint32_t)(b - x * dw);
+	}
+	return 0;
+}
+
+static void
+scaler_emit(struct scaler *sc, const uint64_t *acc, uint32_t oy)
+{
+	uint64_t	 area = (uint64_t)sc->sw * sc->sh, a;
+	unsigned char	*p = sc->out + (size_t)oy * sc->dw * 4;
+	uint32_t	 o;
+	int		 c;
+
+	for (o = 0; o < sc->dw; o++, p += 4, acc += 4) {
+		a = acc[3];
+		if (a == 0) {
+			p[0] = p[1] = p[2] = p[3] = 0;
+			sc->translucent = 1;
+			continue;
+		}
+		for (c = 0; c < 3; c++)
+			p[c] = (unsigned char)((acc[c] + a / 2) / a);
+		p[3] = (unsigned char)((a + area / 2) / area);
+		if (p[3] != 255)
+			sc->translucent = 1;
+	}
+}
+
+/* Feeds one source row of RGBA pixels. */
+static void
+scaler_row(struct scaler *sc, const unsigned char *row)
+{
+	uint64_t	 y = sc->y, b, wy0, wy1, v[4];
+	uint32_t	 x, o, w0, w1;
+	uint64_t	*t = sc->tmp, *tmp;
+	size_t		 k, n = (size_t)sc->dw * 4;
+	int		 c;
+
+	if (sc->y >= sc->sh)
+		return;
+	memset(t, 0, n * sizeof(*t));
+	for (x = 0; x < sc->sw; x++, row += 4) {
+		v[3] = row[3];
+		for (c = 0; c < 3; c++)
+			v[c] = (uint64_t)row[c] * row[3];
+		o = sc->col_o[x];
+		w0 = sc->col_w[x];
+		w1 = sc->dw - w0;
+		for (c = 0; c < 4; c++)
+			t[o * 4 + c] += v[c] * w0;
+		if (w1 > 0)
+			for (c = 0; c < 4; c++)
+				t[(o + 1) * 4 + c] += v[c] * w1;
+	}
+	b = ((uint64_t)sc->cur + 1) * sc->sh;
+	wy0 = b >= (y + 1) * sc->dh ? sc->dh : b - y * sc->dh;
+	wy1 = sc->dh - wy0;
+	for (k = 0; k < n; k++)
+		sc->acc[0][k] += t[k] * wy0;
+	if (wy1 > 0)
+		for (k = 0; k < n; k++)
+			sc->acc[1][k] += t[k] * wy1;
+	sc->y++;
+	if ((y + 1) * sc->dh >= b) {
+		scaler_emit(sc, sc->acc[0], sc->cur);
+		tmp = sc->acc[0];
+		sc->acc[0] = sc->acc[1];
+		sc->acc[1] = tmp;
+		memset(sc->acc[1], 0, n * sizeof(uint64_t));
+		sc->cur++;
+	}
+}
+
+/* ---------------------------------------------------------------- libpng */
+
+struct pngctx {
+	png_structp	 png;
+	png_infop	 info;
+	FILE		*f;
+	char		 msg[200];
+	unsigned char	*row;
+	unsigned char	*image;		/* interlaced only */
+	png_bytep	*rows;
+	struct scaler	 sc;
+	struct buf	 out;
+	int		 max_side;
+	uint32_t	 w, h;
+};
+
+static void
+png_ctx_error(png_structp png, png_const_charp msg)
+{
+	struct pngctx	*ctx = png_get_error_ptr(png);
+
+	snprintf(ctx->msg, sizeof(ctx->msg), "%s", msg);
+	png_longjmp(png, 1);
+}
+
+static void
+png_ctx_warning(png_structp png, png_const_charp msg)
+{
+	(void)png;
+	(void)msg;	/* a bad ancillary chunk is no reason to complain */
+}
+
+static void
+png_ctx_write(png_structp png, png_bytep p, size_t n)
+{
+	struct pngctx	*ctx = png_get_io_ptr(png);
+
+	if (buf_append(&ctx->out, p, n) == -1)
+		png_error(png, "encoded image too large");
+}
+
+static void
+png_ctx_flush(png_structp png)
+{
+	(void)png;
+}
+
+static void
+fit(uint32_t w, uint32_t h, int max_side, uint32_t *dw, uint32_t *dh)
+{
+	uint64_t	 m = (uint64_t)max_side;
+
+	*dw = w;
+	*dh = h;
+	if (max_side <= 0 || (w <= m && h <= m))
+		return;
+	if (w >= h) {
+		*dw = (uint32_t)m;
+		*dh = (uint32_t)(((uint64_t)h * m + w / 2) / w);
+	} else {
+		*dh = (uint32_t)m;
+		*dw = (uint32_t)(((uint64_t)w * m + h / 2) / h);
+	}
+	if (*dw == 0)
+		*dw = 1;
+	if (*dh == 0)
+		*dh = 1;
+}
+
+/* Decodes ctx->f into ctx->sc; libpng errors come back as -1. */
+static int
+png_decode(struct pngctx *ctx)
+{
+	png_uint_32	 w, h, y;
+	int		 depth, ctype, interlace, passes;
+	uint32_t	 dw, dh;
+	uint64_t	 pixels;
+
+	ctx->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, ctx,
+	    png_ctx_error, png_ctx_warning);
+	if (ctx->png == NULL || (ctx->info = png_create_info_struct(ctx->png)) == NULL) {
+		snprintf(ctx->msg, sizeof(ctx->msg), "out of memory");
+		return -1;
+	}
+	if (setjmp(png_jmpbuf(ctx->png)))
+		return -1;
+	png_set_user_limits(ctx->png, 1000000, 1000000);
+	png_set_chunk_malloc_max(ctx->png, 8u << 20);
+	png_set_chunk_cache_max(ctx->png, 1000);
+	png_init_io(ctx->png, ctx->f);
+	png_set_sig_bytes(ctx->png, 8);
+	png_read_info(ctx->png, ctx->info);
+	png_get_IHDR(ctx->png, ctx->info, &w, &h, &depth, &ctype, &interlace,
+	    NULL, NULL);
+	pixels = (uint64_t)w * h;
+	if (pixels > (interlace != PNG_INTERLACE_NONE ?
+	    IMG_MAX_PIXELS_INTERLACED : IMG_MAX_PIXELS)) {
+		snprintf(ctx->msg, sizeof(ctx->msg), "image too large to "
+		    "return (%ux%u pixels%s)", (unsigned)w, (unsigned)h,
+		    interlace != PNG_INTERLACE_NONE ? ", interlaced" : "");
+		return -1;
+	}
+	ctx->w = w;
+	ctx->h = h;
+
+	/* Whatever it is, make it 8-bit RGBA. */
+	if (ctype == PNG_COLOR_TYPE_PALETTE)
+		png_set_palette_to_rgb(ctx->png);
+	if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8)
+		png_set_expand_gray_1_2_4_to_8(ctx->png);
+	if (png_get_valid(ctx->png, ctx->info, PNG_INFO_tRNS))
+		png_set_tRNS_to_alpha(ctx->png);
+	else if (!(ctype & PNG_COLOR_MASK_ALPHA))
+		png_set_add_alpha(ctx->png, 0xff, PNG_FILLER_AFTER);
+	if (depth == 16)
+		png_set_scale_16(ctx->png);
+	if (ctype == PNG_COLOR_TYPE_GRAY || ctype == PNG_COLOR_TYPE_GRAY_ALPHA)
+		png_set_gray_to_rgb(ctx->png);
+	passes = png_set_interlace_handling(ctx->png);
+	png_read_update_info(ctx->png, ctx->info);
+	if (png_get_rowbytes(ctx->png, ctx->info) != (size_t)w * 4) {
+		snprintf(ctx->msg, sizeof(ctx->msg), "unexpected row layout");
+		return -1;
+	}
+
+	fit(w, h, ctx->max_side, &dw, &dh);
+	if (scaler_init(&ctx->sc, w, h, dw, dh) == -1) {
+		snprintf(ctx->msg, sizeof(ctx->msg), "out of memory");
+		return -1;
+	}
+	if (passes == 1) {
+		/* Row by row: memory stays at one source row. */
+		if ((ctx->row = malloc((size_t)w * 4)) == NULL) {
+			snprintf(ctx->msg, sizeof(ctx->msg), "out of memory");
+			return -1;
+		}
+		for (y = 0; y < h; y++) {
+			png_read_row(ctx->png, ctx->row, NULL);
+			scaler_row(&ctx->sc, ctx->row);
+		}
+	} else {
+		ctx->image = malloc((size_t)pixels * 4);
+		ctx->rows = calloc(h, sizeof(*ctx->rows));
+		if (ctx->image == NULL || ctx->rows == NULL) {
+			snprintf(ctx->msg, sizeof(ctx->msg), "out of memory");
+			return -1;
+		}
+		for (y = 0; y < h; y++)
+			ctx->rows[y] = ctx->image + (size_t)y * w * 4;
+		png_read_image(ctx->png, ctx->rows);
+		for (y = 0; y < h; y++)
+			scaler_row(&ctx->sc, ctx->rows[y]);
+	}
+	return 0;
+}
+
+/* Encodes ctx->sc.out into ctx->out. */
+static int
+png_encode(struct pngctx *ctx)
+{
+	struct scaler	*sc = &ctx->sc;
+	uint32_t	 y;
+
+	ctx->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx,
+	    png_ctx_error, png_ctx_warning);
+	if (ctx->png == NULL || (ctx->info = png_create_info_struct(ctx->png)) == NULL) {
+		snprintf(ctx->msg, sizeof(ctx->msg), "out of memory");
+		return -1;
+	}
+	if (setjmp(png_jmpbuf(ctx->png)))
+		return -1;
+	png_set_write_fn(ctx->png, ctx, png_ctx_write, png_ctx_flush);
+	png_set_IHDR(ctx->png, ctx->info, sc->dw, sc->dh, 8,
+	    sc->translucent ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
+	    PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+	    PNG_FILTER_TYPE_DEFAULT);
+	png_write_info(ctx->png, ctx->info);
+	/* Opaque: the rows stay RGBA here and libpng drops the alpha byte. */
+	if (!sc->translucent)
+		png_set_filler(ctx->png, 0, PNG_FILLER_AFTER);
+	for (y = 0; y < sc->dh; y++)
+		png_write_row(ctx->png, sc->out + (size_t)y * sc->dw * 4);
+	png_write_end(ctx->png, NULL);
+	return 0;
+}
+
+int
+img_thumb_fd(int fd, int max_side, struct img_thumb *t, char *errbuf,
+    size_t errlen)
+{
+	struct pngctx	*ctx;
+	unsigned char	 sig[8];
+	struct stat	 st;
+	int		 dfd = -1, rc = -1;
+	size_t		 n;
+
+	memset(t, 0, sizeof(*t));
+	if ((ctx = calloc(1, sizeof(*ctx))) == NULL) {
+		snprintf(errbuf, errlen, "out of memory");
+		return -1;
+	}
+	buf_init(&ctx->out, IMG_MAX_OUTPUT_BYTES);
+	ctx->max_side = max_side;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		snprintf(errbuf, errlen, "not a regular file");
+		goto done;
+	}
+	if ((unsigned long long)st.st_size > IMG_MAX_FILE_BYTES) {
+		snprintf(errbuf, errlen, "file too large to return (%lld bytes)",
+		    (long long)st.st_size);
+		goto done;
+	}
+	if ((dfd = dup(fd)) == -1 || lseek(dfd, 0, SEEK_SET) == -1 ||
+	    (ctx->f = fdopen(dfd, "rb")) == NULL) {
+		snprintf(errbuf, errlen, "%s", strerror(errno));
+		if (dfd != -1)
+			close(dfd);
+		goto done;
+	}
+	n = fread(sig, 1, sizeof(sig), ctx->f);
+	if (n != sizeof(sig) || png_sig_cmp(sig, 0, sizeof(sig)) != 0) {
+		snprintf(errbuf, errlen, "not a PNG file");
+		goto done;
+	}
+	if (png_decode(ctx) == -1) {
+		snprintf(errbuf, errlen, "cannot decode: %s", ctx->msg);
+		png_destroy_read_struct(&ctx->png, &ctx->info, NULL);
+		goto done;
+	}
+	png_destroy_read_struct(&ctx->png, &ctx->info, NULL);
+	if (png_encode(ctx) == -1) {
+		snprintf(errbuf, errlen, "cannot encode: %s", ctx->msg);
+		png_destroy_write_struct(&ctx->png, &ctx->info);
+		goto done;
+	}
+	png_destroy_write_struct(&ctx->png, &ctx->info);
+	t->orig_width = (int)ctx->w;
+	t->orig_height = (int)ctx->h;
+	t->width = (int)ctx->sc.dw;
+	t->height = (int)ctx->sc.dh;
+	t->png = (unsigned char *)buf_detach(&ctx->out, &t->len);
+	rc = t->png != NULL ? 0 : -1;
+done:
+	if (ctx->f != NULL)
+		fclose(ctx->f);
+	free(ctx->row);
+	free(ctx->image);
+	free(ctx->rows);
+	scaler_free(&ctx->sc);
+	buf_release(&ctx->out);
+	free(ctx);
+	return rc;
+}
+
+int
+img_thumb_file(const char *workspace, const char *rel, int max_side,
+    struct img_thumb *t, char *errbuf, size_t errlen)
+{
+	int	 wfd, fd, rc;
+
+	memset(t, 0, sizeof(*t));
+	if ((wfd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		snprintf(errbuf, errlen, "%s: %s", workspace, strerror(errno));
+		return -1;
+	}
+	fd = openat(wfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(wfd);
+	if (fd == -1) {
+		snprintf(errbuf, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	rc = img_thumb_fd(fd, max_side, t, errbuf, errlen);
+	close(fd);
+	return rc;
+}
+
+void
+img_thumb_release(struct img_thumb *t)
+{
+	free(t->png);
+	memset(t, 0, sizeof(*t));
+}

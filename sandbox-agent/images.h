@@ -1,0 +1,87 @@
+/*
+ * images.h: which PNGs a run made, and copies of them sized for a model.
+ *
+ * Before a run the agent lists the workspace's *.png files (size, mtime,
+ * inode); after it, the files that are new or differ are the run's images.
+ * Each is decoded with libpng (any colour type, bit depth, interlace),
+ * averaged down so its longest side fits, and encoded again.  The files in
+ * the workspace are only read.
+ */
+#ifndef VIVARIUM_IMAGES_H
+#define VIVARIUM_IMAGES_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* Bounds on the walk: a workspace may hold anything. */
+#define IMG_WALK_MAX_DEPTH	16
+#define IMG_WALK_MAX_ENTRIES	200000	/* directory entries looked at */
+#define IMG_WALK_MAX_PNGS	20000	/* PNGs remembered */
+
+/*
+ * Bounds on decoding, so that a decompression bomb (a small file declaring
+ * a huge image) is refused before any pixel memory is spent.  Rows are
+ * streamed through the scaler, so memory does not grow with the source
+ * size, except for interlaced images, which libpng must hold whole.
+ */
+#define IMG_MAX_PIXELS		(64ULL << 20)
+#define IMG_MAX_PIXELS_INTERLACED (16ULL << 20)
+#define IMG_MAX_FILE_BYTES	(256ULL << 20)
+#define IMG_MAX_OUTPUT_BYTES	(64u << 20)
+
+struct img_file {
+	char		*path;		/* owned; relative to the workspace */
+	off_t		 size;
+	struct timespec	 mtime;
+	ino_t		 ino;
+	dev_t		 dev;
+};
+
+struct img_snap {
+	struct img_file	*files;		/* owned; sorted by path */
+	size_t		 n, cap;
+	int		 truncated;	/* a walk bound was reached */
+};
+
+#define IMG_SNAP_INIT	{ NULL, 0, 0, 0 }
+
+/*
+ * Lists the *.png files (any case) under the workspace: regular files only,
+ * recursive, without following symlinks and without entering any directory
+ * named .vivarium (the runner's).  Returns 0, or -1 with errbuf set when
+ * the workspace cannot be opened.
+ */
+int	img_snap_take(struct img_snap *, const char *workspace, char *errbuf,
+	    size_t errlen);
+void	img_snap_release(struct img_snap *);
+
+/*
+ * The files of `after` that are not in `before`, or whose size, mtime or
+ * inode changed: newest first (ties by path).  *out is a new array of
+ * pointers borrowed from `after` (free() the array only).  Returns the
+ * count, or -1 when out of memory.
+ */
+ssize_t	img_snap_changed(const struct img_snap *before,
+	    const struct img_snap *after, const struct img_file ***out);
+
+struct img_thumb {
+	unsigned char	*png;		/* owned */
+	size_t		 len;
+	int		 width, height;
+	int		 orig_width, orig_height;
+};
+
+/*
+ * Reads workspace/rel (not following a symlink at the end) and makes a PNG
+ * whose longest side is at most max_side (an image already small enough
+ * keeps its size).  Returns 0, or -1 with errbuf set.
+ */
+int	img_thumb_file(const char *workspace, const char *rel, int max_side,
+	    struct img_thumb *, char *errbuf, size_t errlen);
+/* The same from an open descriptor (not closed). */
+int	img_thumb_fd(int fd, int max_side, struct img_thumb *, char *errbuf,
+	    size_t errlen);
+void	img_thumb_release(struct img_thumb *);
+
+#endif

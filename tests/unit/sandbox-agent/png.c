@@ -1,0 +1,476 @@
+/*
+ * Unit tests for sandbox-agent/images.c: which PNGs count as the run's
+ * output (new, modified, unchanged, deleted, symlinks, .vivarium), and the
+ * thumbnails: every colour type, bit depth and interlace of the fixtures in
+ * tests/data/png (made by gen.py there), exact averages, hostile files.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <png.h>
+
+#include "../../../sandbox-agent/images.c"
+
+#define FIXTURES	"tests/data/png"
+
+static char	 ws[] = "/tmp/vivarium-png-test-XXXXXX";
+
+static int
+setup(void **state)
+{
+	struct stat st;
+
+	if (stat(FIXTURES "/gen.py", &st) == -1) {
+		fprintf(stderr, "run from the top of the tree (%s missing)\n",
+		    FIXTURES);
+		return -1;
+	}
+	return mkdtemp(ws) == NULL ? -1 : 0;
+}
+
+static int
+teardown(void **state)
+{
+	char	 cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ws);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void
+put(const char *rel, const char *data, time_t mtime)
+{
+	char		 path[512];
+	struct timespec	 ts[2];
+	int		 fd;
+
+	snprintf(path, sizeof(path), "%s/%s", ws, rel);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	close(fd);
+	if (mtime != 0) {
+		ts[0].tv_sec = ts[1].tv_sec = mtime;
+		ts[0].tv_nsec = ts[1].tv_nsec = 0;
+		assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	}
+}
+
+static void
+mkd(const char *rel)
+{
+	char	 path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", ws, rel);
+	assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static void
+lnk(const char *target, const char *rel)
+{
+	char	 path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", ws, rel);
+	assert_int_equal(symlink(target, path), 0);
+}
+
+static int
+has(const struct img_snap *s, const char *path)
+{
+	size_t	 i;
+
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->files[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- changes */
+
+static void
+test_change_detection(void **state)
+{
+	struct img_snap	 before = IMG_SNAP_INIT, after = IMG_SNAP_INIT;
+	const struct img_file **ch = NULL;
+	char		 err[256], a[512], b[512];
+	ssize_t		 n;
+
+	mkd("sub");
+	mkd("sub/deeper");
+	mkd(".vivarium");
+	mkd("sub/.vivarium");
+	put("mod.png", "one", 1000);
+	put("same.png", "same", 1000);
+	put("touched.png", "xxxx", 1000);
+	put("replaced.png", "rrrr", 1000);
+	put("sub/gone.png", "gone", 1000);
+	put("sub/deeper/keep.PNG", "k", 1000);
+	put("notes.txt", "text", 1000);
+	put(".vivarium/ns.png", "store", 1000);
+	lnk("same.png", "alias.png");
+	lnk("sub", "subalias");
+
+	assert_int_equal(img_snap_take(&before, ws, err, sizeof(err)), 0);
+	assert_int_equal(before.n, 6);
+	assert_true(has(&before, "sub/deeper/keep.PNG"));
+	assert_false(has(&before, "alias.png"));
+	assert_false(has(&before, ".vivarium/ns.png"));
+	assert_false(has(&before, "subalias/gone.png"));
+	assert_false(before.truncated);
+
+	put("mod.png", "one more", 1000);		/* size changed */
+	put("touched.png", "yyyy", 2000);		/* same size, new mtime */
+	/* Same size and mtime, but a new file (inode) renamed over it. */
+	put("replaced.tmp", "RRRR", 1000);
+	snprintf(a, sizeof(a), "%s/replaced.tmp", ws);
+	snprintf(b, sizeof(b), "%s/replaced.png", ws);
+	assert_int_equal(rename(a, b), 0);
+	snprintf(a, sizeof(a), "%s/sub/gone.png", ws);
+	assert_int_equal(unlink(a), 0);
+	put("sub/new.png", "new", 3000);
+	put(".vivarium/ns.png", "store 2", 4000);
+	put("sub/.vivarium/x.png", "hidden", 4000);
+	lnk("sub/new.png", "newalias.png");
+	put("new.txt", "not a png", 5000);
+
+	assert_int_equal(img_snap_take(&after, ws, err, sizeof(err)), 0);
+	n = img_snap_changed(&before, &after, &ch);
+	assert_int_equal(n, 4);
+	/* Newest first; equal times by path. */
+	assert_string_equal(ch[0]->path, "sub/new.png");
+	assert_string_equal(ch[1]->path, "touched.png");
+	assert_string_equal(ch[2]->path, "mod.png");
+	assert_string_equal(ch[3]->path, "replaced.png");
+	free(ch);
+
+	/* Nothing changed: nothing returned. */
+	n = img_snap_changed(&after, &after, &ch);
+	assert_int_equal(n, 0);
+	assert_null(ch);
+	img_snap_release(&before);
+	img_snap_release(&after);
+
+	assert_int_equal(img_snap_take(&before, "/nonexistent-ws", err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "/nonexistent-ws"));
+}
+
+static void
+test_walk_depth_bound(void **state)
+{
+	struct img_snap	 s = IMG_SNAP_INIT;
+	char		 rel[512], err[256];
+	size_t		 len = 0;
+	int		 i;
+
+	rel[0] = '\0';
+	len = (size_t)snprintf(rel, sizeof(rel), "deep");
+	mkd(rel);
+	for (i = 0; i < IMG_WALK_MAX_DEPTH + 2; i++) {
+		len += (size_t)snprintf(rel + len, sizeof(rel) - len, "/d");
+		mkd(rel);
+	}
+	snprintf(rel + len, sizeof(rel) - len, "/bottom.png");
+	put(rel, "x", 0);
+	put("deep/top.png", "x", 0);
+	assert_int_equal(img_snap_take(&s, ws, err, sizeof(err)), 0);
+	assert_true(has(&s, "deep/top.png"));
+	assert_false(has(&s, rel));
+	assert_true(s.truncated);
+	img_snap_release(&s);
+}
+
+/* ---------------------------------------------------------------- thumbs */
+
+/* Decodes a PNG from memory to RGBA; returns the pixels (free them). */
+static unsigned char *
+decode(const unsigned char *p, size_t n, int *w, int *h, int *alpha)
+{
+	png_image	 im;
+	unsigned char	*px;
+
+	memset(&im, 0, sizeof(im));
+	im.version = PNG_IMAGE_VERSION;
+	if (!png_image_begin_read_from_memory(&im, p, n))
+		return NULL;
+	*alpha = (im.format & PNG_FORMAT_FLAG_ALPHA) != 0;
+	im.format = PNG_FORMAT_RGBA;
+	px = malloc(PNG_IMAGE_SIZE(im));
+	if (px == NULL || !png_image_finish_read(&im, NULL, px, 0, NULL)) {
+		free(px);
+		png_image_free(&im);
+		return NULL;
+	}
+	*w = (int)im.width;
+	*h = (int)im.height;
+	return px;
+}
+
+static void
+expect_size(int ow, int oh, int max, int *w, int *h)
+{
+	if (ow <= max && oh <= max) {
+		*w = ow;
+		*h = oh;
+	} else if (ow >= oh) {
+		*w = max;
+		*h = (oh * max + ow / 2) / ow;
+	} else {
+		*h = max;
+		*w = (ow * max + oh / 2) / oh;
+	}
+	if (*w < 1)
+		*w = 1;
+	if (*h < 1)
+		*h = 1;
+}
+
+static const struct {
+	const char	*name;
+	int		 w, h;
+} fixtures[] = {
+	{ "gray1.png", 64, 48 },
+	{ "gray2.png", 33, 17 },
+	{ "gray8.png", 300, 200 },
+	{ "gray8_trns.png", 120, 80 },
+	{ "gray16_interlaced.png", 257, 131 },
+	{ "gray_alpha8.png", 150, 100 },
+	{ "rgb8.png", 320, 240 },
+	{ "rgb8_interlaced.png", 203, 97 },
+	{ "rgb16.png", 160, 120 },
+	{ "rgba8.png", 240, 180 },
+	{ "rgba16_interlaced.png", 130, 190 },
+	{ "palette4_trns.png", 90, 60 },
+	{ "palette8_interlaced.png", 211, 77 },
+	{ "tall.png", 50, 2000 },
+	{ "solid.png", 400, 300 },
+	{ "checker.png", 200, 200 },
+	{ "halfalpha.png", 200, 100 },
+};
+
+static void
+test_thumb_every_fixture(void **state)
+{
+	static const int sides[] = { 100, 64, 1280, 1 };
+	struct img_thumb t;
+	unsigned char	*px;
+	char		 err[256];
+	size_t		 i, k;
+	int		 w, h, ew, eh, alpha;
+
+	for (i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		for (k = 0; k < sizeof(sides) / sizeof(sides[0]); k++) {
+			if (img_thumb_file(FIXTURES, fixtures[i].name, sides[k],
+			    &t, err, sizeof(err)) != 0)
+				fail_msg("%s: %s", fixtures[i].name, err);
+			expect_size(fixtures[i].w, fixtures[i].h, sides[k],
+			    &ew, &eh);
+			assert_int_equal(t.orig_width, fixtures[i].w);
+			assert_int_equal(t.orig_height, fixtures[i].h);
+			assert_int_equal(t.width, ew);
+			assert_int_equal(t.height, eh);
+			px = decode(t.png, t.len, &w, &h, &alpha);
+			if (px == NULL)
+				fail_msg("%s: the thumbnail does not decode",
+				    fixtures[i].name);
+			assert_int_equal(w, ew);
+			assert_int_equal(h, eh);
+			free(px);
+			img_thumb_release(&t);
+		}
+	}
+}
+
+/* Unscaled, the pixels are the source's, normalised to 8-bit RGBA. */
+static void
+test_thumb_exact_pixels(void **state)
+{
+	struct img_thumb t;
+	unsigned char	*px, *p;
+	char		 err[256];
+	int		 w, h, alpha, x;
+
+	assert_int_equal(img_thumb_file(FIXTURES, "gray8.png", 1280, &t, err,
+	    sizeof(err)), 0);
+	px = decode(t.png, t.len, &w, &h, &alpha);
+	assert_non_null(px);
+	assert_false(alpha);	/* opaque images are sent as RGB */
+	for (x = 0; x < 36; x++) {
+		p = px + ((size_t)3 * w + x) * 4;
+		assert_int_equal(p[0], (x * 7) % 256);
+		assert_int_equal(p[1], p[0]);
+		assert_int_equal(p[2], p[0]);
+		assert_int_equal(p[3], 255);
+	}
+	free(px);
+	img_thumb_release(&t);
+
+	/* 16-bit samples v*257 come back as v. */
+	assert_int_equal(img_thumb_file(FIXTURES, "rgb16.png", 1280, &t, err,
+	    sizeof(err)), 0);
+	px = decode(t.png, t.len, &w, &h, &alpha);
+	assert_non_null(px);
+	p = px + ((size_t)2 * w + 5) * 4;
+	assert_int_equal(p[0], 35);
+	assert_int_equal(p[1], 10);
+	assert_int_equal(p[2], 21);
+	free(px);
+	img_thumb_release(&t);
+
+	/* Palette entry 0 is transparent (tRNS), entry 1 half. */
+	assert_int_equal(img_thumb_file(FIXTURES, "palette4_trns.png", 1280,
+	    &t, err, sizeof(err)), 0);
+	px = decode(t.png, t.len, &w, &h, &alpha);
+	assert_non_null(px);
+	assert_true(alpha);
+	assert_int_equal(px[3], 0);			/* (0,0): index 0 */
+	assert_int_equal(px[3 * 4 + 3], 128);		/* (3,0): index 1 */
+	free(px);
+	img_thumb_release(&t);
+}
+
+static void
+test_thumb_averages(void **state)
+{
+	struct img_thumb t;
+	unsigned char	*px, *p;
+	char		 err[256];
+	int		 w, h, alpha, i, x, y;
+
+	assert_int_equal(img_thumb_file(FIXTURES, "solid.png", 100, &t, err,
+	    sizeof(err)), 0);
+	px = decode(t.png, t.len, &w, &h, &alpha);
+	assert_non_null(px);
+	assert_int_equal(w, 100);
+	assert_int_equal(h, 75);
+	for (i = 0; i < w * h; i++) {
+		p = px + (size_t)i * 4;
+		if (p[0] != 200 || p[1] != 100 || p[2] != 50 || p[3] != 255)
+			fail_msg("solid: pixel %d is %d,%d,%d,%d", i, p[0],
+			    p[1], p[2], p[3]);
+	}
+	free(px);
+	img_thumb_release(&t);
+
+	/* A 1-pixel checkerboard halved: every output pixel is mid grey. */
+	assert_int_equal(img_thumb_file(FIXTURES, "checker.png", 100, &t, err,
+	    sizeof(err)), 0);
+	px = decode(t.png, t.len, &w, &h, &alpha);
+	assert_non_null(px);
+	for (i = 0; i < w * h; i++)
+		if (px[i * 4] < 127 || px[i * 4] > 128)
+			fail_msg("checker: pixel %d is %d", i, px[i * 4]);
+	free(px);
+	img_thumb_release(&t);
+
+	/* Scaled by 200/67: each output pixel covers about 3x3 source
+	 * pixels, 4 or 5 of them white, so 4/9 to 5/9 of full scale. */
+	assert_int_equal(img_thumb_file(FIXTURES, "checker.png", 67, &t, err,
+	    sizeof(err)), 0);
+	px = decode(t.png, t.len, &w, &h, &alpha);
+	assert_non_null(px);
+	for (i = 0; i < w * h; i++)
+		if (px[i * 4] < 112 || px[i * 4] > 143)
+			fail_msg("checker/3: pixel %d is %d", i, px[i * 4]);
+	free(px);
+	img_thumb_release(&t);
+
+	/* Transparent green beside opaque blue: no green leaks. */
+	assert_int_equal(img_thumb_file(FIXTURES, "halfalpha.png", 64, &t, err,
+	    sizeof(err)), 0);
+	px = decode(t.png, t.len, &w, &h, &alpha);
+	assert_non_null(px);
+	assert_true(alpha);
+	assert_int_equal(w, 64);
+	assert_int_equal(h, 32);
+	for (y = 0; y < h; y++)
+		for (x = 0; x < w; x++) {
+			p = px + ((size_t)y * w + x) * 4;
+			assert_int_equal(p[1], 0);
+			if (x < 31)
+				assert_int_equal(p[3], 0);
+			if (x > 32) {
+				assert_int_equal(p[2], 255);
+				assert_int_equal(p[3], 255);
+			}
+			if (p[3] != 0)
+				assert_int_equal(p[2], 255);
+		}
+	free(px);
+	img_thumb_release(&t);
+}
+
+static void
+test_thumb_hostile(void **state)
+{
+	struct img_thumb t;
+	char		 err[256], path[512], real[PATH_MAX];
+	struct timespec	 t0, t1;
+	struct stat	 before, after;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(img_thumb_file(FIXTURES, "bomb.png", 100, &t, err,
+	    sizeof(err)), -1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_non_null(strstr(err, "too large"));
+	assert_non_null(strstr(err, "100000x100000"));
+	assert_true(t1.tv_sec - t0.tv_sec < 2);
+	assert_null(t.png);
+
+	assert_int_equal(img_thumb_file(FIXTURES, "truncated.png", 100, &t,
+	    err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot decode"));
+	assert_int_equal(img_thumb_file(FIXTURES, "notpng.png", 100, &t, err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "not a PNG file");
+	assert_int_equal(img_thumb_file(FIXTURES, "missing.png", 100, &t, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "No such file"));
+
+	/* A symlink is not followed; a directory is not a file. */
+	snprintf(path, sizeof(path), "%s/solid-link.png", ws);
+	assert_non_null(realpath(FIXTURES "/solid.png", real));
+	assert_int_equal(symlink(real, path), 0);
+	assert_int_equal(img_thumb_file(ws, "solid-link.png", 100, &t, err,
+	    sizeof(err)), -1);
+	mkd("dir.png");
+	assert_int_equal(img_thumb_file(ws, "dir.png", 100, &t, err,
+	    sizeof(err)), -1);
+
+	/* The workspace file is only read. */
+	assert_int_equal(stat(FIXTURES "/rgb8.png", &before), 0);
+	assert_int_equal(img_thumb_file(FIXTURES, "rgb8.png", 50, &t, err,
+	    sizeof(err)), 0);
+	img_thumb_release(&t);
+	assert_int_equal(stat(FIXTURES "/rgb8.png", &after), 0);
+	assert_int_equal(before.st_size, after.st_size);
+	assert_int_equal(before.st_mtim.tv_sec, after.st_mtim.tv_sec);
+	assert_int_equal(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_change_detection),
+		cmocka_unit_test(test_walk_depth_bound),
+		cmocka_unit_test(test_thumb_every_fixture),
+		cmocka_unit_test(test_thumb_exact_pixels),
+		cmocka_unit_test(test_thumb_averages),
+		cmocka_unit_test(test_thumb_hostile),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
