@@ -215,7 +215,8 @@ mcp_handle(const struct agent_ctx *ctx, const char *pver, const char *body,
 	unsigned int	 status = 200;
 
 	*reply = NULL;
-	msg = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	msg = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+	    &jerr);
 	if (msg == NULL) {
 		*reply = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: the body "
 		    "is not valid JSON (%s, at line %d column %d)", jerr.text,

@@ -12,3 +12,10 @@ $(BIN)/vivarium-agent: $(AGENT_OBJS) $(COMMON_OBJS)
 
 # The run/spawn/PNG half keeps its tests in its own fragment.
 -include sandbox-agent/run.mk
+
+# The MCP/HTTP half's unit tests (each includes the .c it tests).
+AGENT_TEST_PKGS := libmicrohttpd jansson
+$(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/workspace.o,$(AGENT_TEST_PKGS)))

@@ -1,0 +1,172 @@
+/*
+ * Unit tests for sandbox-agent/config.c: defaults, every variable's checks,
+ * and all problems reported in one go.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../../sandbox-agent/config.c"
+
+static const char *const vars[] = {
+	"VIVARIUM_WORKDIR", "VIVARIUM_HOST", "VIVARIUM_PORT", "VIVARIUM_SOCKET",
+	"VIVARIUM_MAX_TIMEOUT", "VIVARIUM_OUTPUT_LIMIT", "VIVARIUM_MAX_IMAGES",
+	"VIVARIUM_MAX_IMAGE_SIDE", "VIVARIUM_PERSIST_NAMESPACE",
+	"VIVARIUM_NAMESPACE_MAX_BYTES", "VIVARIUM_STATE_SUMMARY",
+	"VIVARIUM_USER_HEADER", "VIVARIUM_ALLOWED_ORIGINS", "VIVARIUM_PYTHON",
+	"VIVARIUM_PYTHONPATH", NULL
+};
+
+static int
+clean_env(void **state)
+{
+	size_t i;
+
+	for (i = 0; vars[i] != NULL; i++)
+		unsetenv(vars[i]);
+	setenv("VIVARIUM_WORKDIR", "/tmp", 1);
+	setenv("VIVARIUM_PYTHON", "/bin/sh", 1);
+	return 0;
+}
+
+/* Loads; returns the diagnostics text (static) and the count in *n. */
+static const char *
+load(struct agent_config *c, int *n)
+{
+	static char	 text[4096];
+	struct confdiag	 d;
+
+	confdiag_init(&d, NULL);
+	agent_config_load(c, &d);
+	*n = d.count;
+	snprintf(text, sizeof(text), "%s", buf_str(&d.text));
+	confdiag_release(&d);
+	return text;
+}
+
+static void
+test_defaults(void **state)
+{
+	struct agent_config	 c;
+	int			 n;
+
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(c.workdir, "/tmp");
+	assert_string_equal(c.host, "0.0.0.0");
+	assert_int_equal(c.port, 8000);
+	assert_null(c.socket);
+	assert_int_equal(c.max_timeout, 300);
+	assert_int_equal(c.output_limit, 20000);
+	assert_int_equal(c.max_images, 4);
+	assert_int_equal(c.max_image_side, 1280);
+	assert_int_equal(c.persist_namespace, 1);
+	assert_int_equal(c.namespace_max_bytes, 268435456ULL);
+	assert_int_equal(c.state_summary, 1);
+	assert_null(c.user_header);
+	assert_string_equal(c.allowed_origins, "");
+	agent_config_release(&c);
+
+	unsetenv("VIVARIUM_PYTHON");
+	load(&c, &n);
+	assert_string_equal(c.python, "python3");
+	agent_config_release(&c);
+}
+
+static void
+test_values(void **state)
+{
+	struct agent_config	 c;
+	int			 n;
+
+	setenv("VIVARIUM_PORT", "off", 1);
+	setenv("VIVARIUM_SOCKET", "/run/vivarium/agent.sock", 1);
+	setenv("VIVARIUM_MAX_TIMEOUT", "30", 1);
+	setenv("VIVARIUM_MAX_IMAGES", "0", 1);
+	setenv("VIVARIUM_PERSIST_NAMESPACE", "no", 1);
+	setenv("VIVARIUM_NAMESPACE_MAX_BYTES", "64m", 1);
+	setenv("VIVARIUM_USER_HEADER", "X-User-ID", 1);
+	setenv("VIVARIUM_ALLOWED_ORIGINS", "https://chat.example.org", 1);
+	setenv("VIVARIUM_PYTHONPATH", "/tmp", 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.port, -1);
+	assert_string_equal(c.socket, "/run/vivarium/agent.sock");
+	assert_int_equal(c.max_timeout, 30);
+	assert_int_equal(c.max_images, 0);
+	assert_int_equal(c.persist_namespace, 0);
+	assert_int_equal(c.namespace_max_bytes, 64ULL << 20);
+	assert_string_equal(c.user_header, "X-User-ID");
+	assert_string_equal(c.pythonpath, "/tmp");
+	agent_config_release(&c);
+}
+
+static void
+test_all_problems_at_once(void **state)
+{
+	struct agent_config	 c;
+	const char		*t;
+	int			 n;
+
+	setenv("VIVARIUM_WORKDIR", "/nonexistent/dir", 1);
+	setenv("VIVARIUM_PORT", "80000", 1);
+	setenv("VIVARIUM_MAX_TIMEOUT", "-5", 1);
+	setenv("VIVARIUM_OUTPUT_LIMIT", "lots", 1);
+	setenv("VIVARIUM_MAX_IMAGES", "4.5", 1);
+	setenv("VIVARIUM_MAX_IMAGE_SIDE", "0", 1);
+	setenv("VIVARIUM_PERSIST_NAMESPACE", "maybe", 1);
+	setenv("VIVARIUM_NAMESPACE_MAX_BYTES", "-1", 1);
+	setenv("VIVARIUM_STATE_SUMMARY", "2", 1);
+	setenv("VIVARIUM_USER_HEADER", "X User", 1);
+	setenv("VIVARIUM_ALLOWED_ORIGINS", "chat.example.org", 1);
+	setenv("VIVARIUM_PYTHON", "/nonexistent/python3", 1);
+	setenv("VIVARIUM_PYTHONPATH", "/nonexistent", 1);
+	setenv("VIVARIUM_SOCKET", "relative.sock", 1);
+	t = load(&c, &n);
+	assert_int_equal(n, 14);
+	assert_non_null(strstr(t, "VIVARIUM_WORKDIR"));
+	assert_non_null(strstr(t, "VIVARIUM_PORT"));
+	assert_non_null(strstr(t, "VIVARIUM_MAX_TIMEOUT"));
+	assert_non_null(strstr(t, "VIVARIUM_OUTPUT_LIMIT"));
+	assert_non_null(strstr(t, "VIVARIUM_MAX_IMAGES="));
+	assert_non_null(strstr(t, "VIVARIUM_MAX_IMAGE_SIDE"));
+	assert_non_null(strstr(t, "VIVARIUM_PERSIST_NAMESPACE"));
+	assert_non_null(strstr(t, "VIVARIUM_NAMESPACE_MAX_BYTES"));
+	assert_non_null(strstr(t, "VIVARIUM_STATE_SUMMARY"));
+	assert_non_null(strstr(t, "VIVARIUM_USER_HEADER"));
+	assert_non_null(strstr(t, "VIVARIUM_ALLOWED_ORIGINS"));
+	assert_non_null(strstr(t, "VIVARIUM_PYTHON="));
+	assert_non_null(strstr(t, "VIVARIUM_PYTHONPATH"));
+	assert_non_null(strstr(t, "VIVARIUM_SOCKET"));
+	agent_config_release(&c);
+}
+
+static void
+test_port_off_needs_socket(void **state)
+{
+	struct agent_config	 c;
+	int			 n;
+
+	setenv("VIVARIUM_PORT", "off", 1);
+	assert_non_null(strstr(load(&c, &n), "VIVARIUM_SOCKET"));
+	assert_int_equal(n, 1);
+	agent_config_release(&c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_defaults, clean_env),
+		cmocka_unit_test_setup(test_values, clean_env),
+		cmocka_unit_test_setup(test_all_problems_at_once, clean_env),
+		cmocka_unit_test_setup(test_port_off_needs_socket, clean_env),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,273 @@
+/*
+ * Unit tests for sandbox-agent/mcp.c: JSON-RPC framing, errors and the MCP
+ * methods.  The tools are replaced by stubs, so only the framing is tested.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../../sandbox-agent/mcp.c"
+
+static int calls;
+
+json_t *
+tools_list(void)
+{
+	return json_pack("{s:[]}", "tools");
+}
+
+json_t *
+tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
+    struct rpc_error *err)
+{
+	calls++;
+	if (strcmp(name, "echo") != 0) {
+		err->code = RPC_INVALID_PARAMS;
+		snprintf(err->message, sizeof(err->message), "Unknown tool '%s'",
+		    name);
+		return NULL;
+	}
+	return json_pack("{s:[], s:b}", "content", "isError", 0);
+}
+
+static const struct agent_ctx ctx = { NULL, "/nonexistent", "test" };
+
+/* Handles body; returns the status and leaves the reply in *out. */
+static unsigned int
+handle(const char *pver, const char *body, json_t **out)
+{
+	return mcp_handle(&ctx, pver, body, strlen(body), out);
+}
+
+static int
+error_code(json_t *reply)
+{
+	json_t *e = json_object_get(reply, "error");
+
+	return (int)json_integer_value(json_object_get(e, "code"));
+}
+
+static void
+test_parse_error(void **state)
+{
+	json_t *r;
+
+	assert_int_equal(handle(NULL, "{\"jsonrpc\": ", &r), 400);
+	assert_int_equal(error_code(r), RPC_PARSE_ERROR);
+	assert_true(json_is_null(json_object_get(r, "id")));
+	json_decref(r);
+	/* Invalid UTF-8 is a parse error too, with a message saying where. */
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"ping\",\"x\":\"\xff\"}", &r), 400);
+	assert_int_equal(error_code(r), RPC_PARSE_ERROR);
+	json_decref(r);
+	/* So is a lone surrogate and a NUL escape. */
+	assert_int_equal(handle(NULL, "{\"a\":\"\\ud800\"}", &r), 400);
+	json_decref(r);
+	assert_int_equal(handle(NULL, "{\"a\":\"\\u0000\"}", &r), 400);
+	json_decref(r);
+}
+
+static void
+test_invalid_shapes(void **state)
+{
+	static const char *const bad[] = {
+		"[]", "42", "\"x\"", "null",
+		"{\"id\":1,\"method\":\"ping\"}",			/* no jsonrpc */
+		"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1}",			/* no method */
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}",
+		"{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}",
+		"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}",
+		NULL
+	};
+	json_t	*r;
+	size_t	 i;
+
+	for (i = 0; bad[i] != NULL; i++) {
+		assert_int_equal(handle(NULL, bad[i], &r), 400);
+		assert_int_equal(error_code(r), RPC_INVALID_REQUEST);
+		json_decref(r);
+	}
+}
+
+static void
+test_id_echoed(void **state)
+{
+	json_t *r;
+
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":\"abc\","
+	    "\"method\":\"ping\"}", &r), 200);
+	assert_string_equal(json_string_value(json_object_get(r, "id")), "abc");
+	assert_true(json_is_object(json_object_get(r, "result")));
+	assert_int_equal(json_object_size(json_object_get(r, "result")), 0);
+	json_decref(r);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":0,"
+	    "\"method\":\"ping\"}", &r), 200);
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 0);
+	json_decref(r);
+}
+
+static void
+test_notifications_and_responses_get_202(void **state)
+{
+	json_t *r;
+
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\","
+	    "\"method\":\"notifications/initialized\"}", &r), 202);
+	assert_null(r);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\","
+	    "\"method\":\"notifications/whatever\",\"params\":{}}", &r), 202);
+	assert_null(r);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":5,"
+	    "\"result\":{}}", &r), 202);
+	assert_null(r);
+}
+
+static void
+test_unknown_method(void **state)
+{
+	json_t *r;
+
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"resources/list\"}", &r), 200);
+	assert_int_equal(error_code(r), RPC_METHOD_NOT_FOUND);
+	assert_non_null(strstr(json_string_value(json_object_get(
+	    json_object_get(r, "error"), "message")), "resources/list"));
+	json_decref(r);
+}
+
+static void
+test_initialize_negotiates(void **state)
+{
+	json_t		*r, *res;
+	const char	*v;
+
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\","
+	    "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":"
+	    "\"1\"}}}", &r), 200);
+	res = json_object_get(r, "result");
+	assert_string_equal(json_string_value(json_object_get(res,
+	    "protocolVersion")), "2025-03-26");
+	assert_non_null(json_object_get(json_object_get(res, "capabilities"),
+	    "tools"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    res, "serverInfo"), "name")), "vivarium-agent");
+	v = json_string_value(json_object_get(res, "instructions"));
+	assert_non_null(v);
+	assert_non_null(strstr(v, "run_python"));
+	assert_non_null(strstr(v, "vivarium_charts"));
+	json_decref(r);
+
+	/* An unknown version gets our latest. */
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"initialize\",\"params\":{\"protocolVersion\":\"2099-01-01\"}}",
+	    &r), 200);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	    "result"), "protocolVersion")), MCP_LATEST_VERSION);
+	json_decref(r);
+
+	/* No version at all: invalid params. */
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"initialize\",\"params\":{}}", &r), 200);
+	assert_int_equal(error_code(r), RPC_INVALID_PARAMS);
+	json_decref(r);
+}
+
+static void
+test_protocol_version_header(void **state)
+{
+	json_t *r;
+
+	assert_int_equal(handle("2025-06-18", "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"ping\"}", &r), 200);
+	json_decref(r);
+	assert_int_equal(handle("1999-01-01", "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"ping\"}", &r), 400);
+	assert_non_null(strstr(json_string_value(json_object_get(
+	    json_object_get(r, "error"), "message")), "MCP-Protocol-Version"));
+	json_decref(r);
+}
+
+static void
+test_tools_call_params(void **state)
+{
+	json_t *r;
+
+	calls = 0;
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\"}", &r), 200);
+	assert_int_equal(error_code(r), RPC_INVALID_PARAMS);
+	json_decref(r);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":3}}", &r), 200);
+	assert_int_equal(error_code(r), RPC_INVALID_PARAMS);
+	json_decref(r);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":[1]}}",
+	    &r), 200);
+	assert_int_equal(error_code(r), RPC_INVALID_PARAMS);
+	json_decref(r);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":[\"echo\"]}", &r), 200);
+	assert_int_equal(error_code(r), RPC_INVALID_PARAMS);
+	json_decref(r);
+	assert_int_equal(calls, 0);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"nope\"}}", &r), 200);
+	assert_int_equal(error_code(r), RPC_INVALID_PARAMS);
+	json_decref(r);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"echo\"}}", &r), 200);
+	assert_non_null(json_object_get(r, "result"));
+	json_decref(r);
+	assert_int_equal(calls, 2);
+}
+
+static void
+test_batches(void **state)
+{
+	json_t *r;
+
+	/* 2025-03-26 (or no header): answered as an array, notifications silent. */
+	assert_int_equal(handle(NULL, "[{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"notifications/initialized\"},{\"jsonrpc\":\"2.0\",\"id\":2,"
+	    "\"method\":\"nope\"}]", &r), 200);
+	assert_true(json_is_array(r));
+	assert_int_equal(json_array_size(r), 2);
+	assert_int_equal(error_code(json_array_get(r, 1)), RPC_METHOD_NOT_FOUND);
+	json_decref(r);
+	assert_int_equal(handle(NULL, "[{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"notifications/initialized\"}]", &r), 202);
+	assert_null(r);
+	/* Later versions have no batches. */
+	assert_int_equal(handle("2025-06-18", "[{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"ping\"}]", &r), 400);
+	assert_int_equal(error_code(r), RPC_INVALID_REQUEST);
+	json_decref(r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_error),
+		cmocka_unit_test(test_invalid_shapes),
+		cmocka_unit_test(test_id_echoed),
+		cmocka_unit_test(test_notifications_and_responses_get_202),
+		cmocka_unit_test(test_unknown_method),
+		cmocka_unit_test(test_initialize_negotiates),
+		cmocka_unit_test(test_protocol_version_header),
+		cmocka_unit_test(test_tools_call_params),
+		cmocka_unit_test(test_batches),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,335 @@
+/*
+ * Unit tests for sandbox-agent/tools.c: argument checks and how a run's
+ * result is worded.  run_python is a stub that returns a scripted result,
+ * so every outcome (exit, cut output, timeout, signal, spawn failure,
+ * images) is checked without running Python.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../../sandbox-agent/tools.c"
+
+static struct run_result	 scripted;
+static struct run_request	 seen;
+static int			 setup_fails;
+
+static char *
+dup_str(const char *s)
+{
+	char *p = strdup(s);
+
+	assert_non_null(p);
+	return p;
+}
+
+int
+run_python(const struct run_limits *lim, const struct run_request *rq,
+    struct run_result *res, char *errbuf, size_t errlen)
+{
+	seen = *rq;
+	*res = scripted;
+	if (setup_fails) {
+		memset(res, 0, sizeof(*res));
+		snprintf(errbuf, errlen, "no space left for the run directory");
+		return -1;
+	}
+	res->out = dup_str(scripted.out ? scripted.out : "");
+	res->err = dup_str(scripted.err ? scripted.err : "");
+	res->footer = scripted.footer ? dup_str(scripted.footer) : NULL;
+	if (scripted.nimages > 0) {
+		res->images = calloc(1, sizeof(*res->images));
+		res->images[0].name = dup_str("chart.png");
+		res->images[0].png = malloc(4);
+		memcpy(res->images[0].png, "\x89PNG", 4);
+		res->images[0].png_len = 4;
+		res->images[0].width = 1280;
+		res->images[0].height = 640;
+		res->images[0].orig_width = 2560;
+		res->images[0].orig_height = 1280;
+	}
+	return 0;
+}
+
+void
+run_result_release(struct run_result *res)
+{
+	size_t i;
+
+	free(res->out);
+	free(res->err);
+	free(res->footer);
+	for (i = 0; i < res->nimages; i++) {
+		free(res->images[i].name);
+		free(res->images[i].png);
+	}
+	free(res->images);
+	memset(res, 0, sizeof(*res));
+}
+
+static struct agent_config	cfg;
+static struct agent_ctx		ctx = { &cfg, "/tmp", "test" };
+
+static int
+reset(void **state)
+{
+	memset(&scripted, 0, sizeof(scripted));
+	memset(&seen, 0, sizeof(seen));
+	memset(&cfg, 0, sizeof(cfg));
+	setup_fails = 0;
+	cfg.max_timeout = 300;
+	cfg.output_limit = 20000;
+	cfg.max_images = 4;
+	cfg.python = "python3";
+	return 0;
+}
+
+/* Calls a tool with arguments given as JSON text. */
+static json_t *
+call(const char *tool, const char *args_json, struct rpc_error *err)
+{
+	json_t *args = args_json ? json_loads(args_json, 0, NULL) : NULL;
+	json_t *r;
+
+	memset(err, 0, sizeof(*err));
+	r = tools_call(&ctx, tool, args, err);
+	json_decref(args);
+	return r;
+}
+
+static const char *
+text_of(json_t *r)
+{
+	return json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text"));
+}
+
+static void
+test_list_has_schemas(void **state)
+{
+	json_t	*l = tools_list(), *t;
+	size_t	 i;
+
+	assert_non_null(l);
+	assert_int_equal(json_array_size(json_object_get(l, "tools")), 3);
+	json_array_foreach(json_object_get(l, "tools"), i, t) {
+		json_t *s = json_object_get(t, "inputSchema");
+
+		assert_string_equal(json_string_value(json_object_get(s, "type")),
+		    "object");
+		assert_true(json_string_length(json_object_get(t,
+		    "description")) > 40);
+	}
+	json_decref(l);
+}
+
+static void
+test_bad_arguments(void **state)
+{
+	static const struct { const char *tool, *args, *says; } cases[] = {
+		{ "nope", "{}", "Unknown tool 'nope'" },
+		{ "run_python", "{}", "needs 'code'" },
+		{ "run_python", "{\"code\": 5}", "must be a string" },
+		{ "run_python", "{\"code\": \"1\", \"timeout_seconds\": \"9\"}",
+		  "must be a number, not a string" },
+		{ "run_python", "{\"code\": \"1\", \"timeout_seconds\": 0}",
+		  "from 1" },
+		{ "run_python", "{\"code\": \"1\", \"timeout_seconds\": 2.5}",
+		  "whole number" },
+		{ "run_python", "{\"code\": \"1\", \"fresh\": \"yes\"}",
+		  "true or false" },
+		{ "run_python", "{\"code\": \"1\", \"cwd\": \"/\"}",
+		  "no argument 'cwd' (it takes: code, timeout_seconds, fresh)" },
+		{ "list_files", "{\"path\": \"x\"}", "it takes none" },
+		{ "read_text_file", "{}", "needs 'path'" },
+		{ "read_text_file", "{\"path\": [\"a\"]}", "must be a string" },
+		{ "read_text_file", "{\"path\": \"a\", \"max_chars\": -1}",
+		  "from 1" },
+		{ "read_text_file", "{\"path\": \"a\", \"max_chars\": true}",
+		  "not a boolean" },
+	};
+	struct rpc_error	 err;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_null(call(cases[i].tool, cases[i].args, &err));
+		assert_int_equal(err.code, RPC_INVALID_PARAMS);
+		if (strstr(err.message, cases[i].says) == NULL)
+			fail_msg("%s %s: '%s' lacks '%s'", cases[i].tool,
+			    cases[i].args, err.message, cases[i].says);
+	}
+	assert_null(seen.code);		/* the stub never ran */
+}
+
+static void
+test_timeout_clamped(void **state)
+{
+	struct rpc_error	 err;
+	json_t			*r;
+
+	r = call("run_python", "{\"code\": \"pass\", \"timeout_seconds\": 1000}",
+	    &err);
+	assert_non_null(r);
+	assert_int_equal(seen.timeout_s, 300);
+	assert_non_null(strstr(text_of(r), "timeout_seconds=1000"));
+	json_decref(r);
+	r = call("run_python", "{\"code\": \"pass\", \"timeout_seconds\": 7.0, "
+	    "\"fresh\": true}", &err);
+	assert_int_equal(seen.timeout_s, 7);
+	assert_true(seen.fresh);
+	json_decref(r);
+	r = call("run_python", "{\"code\": \"pass\"}", &err);
+	assert_int_equal(seen.timeout_s, 60);
+	assert_false(seen.fresh);
+	assert_string_equal(seen.workspace, "/tmp");
+	json_decref(r);
+}
+
+static void
+test_result_ok_and_cut(void **state)
+{
+	struct rpc_error	 err;
+	json_t			*r;
+	const char		*t;
+
+	static char out[] = "tail of output\n";
+	static char footer[] = "--- state ---\nnamespace: restored 2 name(s)";
+
+	scripted.out = out;
+	scripted.out_len = strlen(scripted.out);
+	scripted.out_cut = 123456;
+	scripted.footer = footer;
+	r = call("run_python", "{\"code\": \"print(1)\"}", &err);
+	t = text_of(r);
+	assert_non_null(strstr(t, "exit code: 0\n"));
+	assert_non_null(strstr(t, "123456 characters cut from the start of "
+	    "stdout"));
+	assert_non_null(strstr(t, "tail of output\n"));
+	assert_null(strstr(t, "--- stderr ---"));
+	assert_non_null(strstr(t, "--- state ---\nnamespace: restored 2 name(s)\n"));
+	assert_true(json_is_false(json_object_get(r, "isError")));
+	json_decref(r);
+}
+
+static void
+test_result_error_exit(void **state)
+{
+	struct rpc_error	 err;
+	json_t			*r;
+
+	scripted.exit_code = 1;
+	static char e[] = "Traceback ...\nZeroDivisionError: division by zero\n";
+
+	scripted.err = e;
+	scripted.err_len = strlen(scripted.err);
+	r = call("run_python", "{\"code\": \"1/0\"}", &err);
+	assert_non_null(strstr(text_of(r), "exit code: 1\n--- stderr ---\n"
+	    "Traceback"));
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+}
+
+static void
+test_result_timeout_signal_spawn(void **state)
+{
+	struct rpc_error	 err;
+	json_t			*r;
+
+	scripted.timed_out = 1;
+	r = call("run_python", "{\"code\": \"while 1: pass\", "
+	    "\"timeout_seconds\": 2}", &err);
+	assert_non_null(strstr(text_of(r), "Timed out after 2 s"));
+	assert_non_null(strstr(text_of(r), "process group"));
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+
+	reset(state);
+	scripted.signaled = 1;
+	scripted.signal = SIGKILL;
+	r = call("run_python", "{\"code\": \"x\"}", &err);
+	assert_non_null(strstr(text_of(r), "killed by signal 9 (SIGKILL)"));
+	assert_non_null(strstr(text_of(r), "memory"));
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+
+	reset(state);
+	scripted.spawn_failed = 1;
+	snprintf(scripted.note, sizeof(scripted.note), "python3: not found");
+	r = call("run_python", "{\"code\": \"x\"}", &err);
+	assert_non_null(strstr(text_of(r), "could not be started"));
+	assert_non_null(strstr(text_of(r), "python3: not found"));
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+
+	reset(state);
+	setup_fails = 1;
+	r = call("run_python", "{\"code\": \"x\"}", &err);
+	assert_non_null(r);
+	assert_non_null(strstr(text_of(r), "no space left"));
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+}
+
+static void
+test_result_images(void **state)
+{
+	struct rpc_error	 err;
+	json_t			*r, *img;
+
+	scripted.nimages = 1;
+	scripted.images_skipped = 2;
+	r = call("run_python", "{\"code\": \"plot()\"}", &err);
+	assert_int_equal(json_array_size(json_object_get(r, "content")), 2);
+	img = json_array_get(json_object_get(r, "content"), 1);
+	assert_string_equal(json_string_value(json_object_get(img, "type")),
+	    "image");
+	assert_string_equal(json_string_value(json_object_get(img, "mimeType")),
+	    "image/png");
+	assert_string_equal(json_string_value(json_object_get(img, "data")),
+	    "iVBORw==");
+	assert_non_null(strstr(text_of(r), "image: chart.png (2560x1280, "
+	    "shown at 1280x640)"));
+	assert_non_null(strstr(text_of(r), "2 more new or changed PNG"));
+	assert_null(strstr(text_of(r), "iVBOR"));
+	json_decref(r);
+}
+
+static void
+test_base64(void **state)
+{
+	static const struct { const char *in, *out; } v[] = {
+		{ "", "" }, { "f", "Zg==" }, { "fo", "Zm8=" }, { "foo", "Zm9v" },
+		{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" },
+		{ "foobar", "Zm9vYmFy" },
+	};
+	size_t	 i;
+	char	*s;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		s = base64((const unsigned char *)v[i].in, strlen(v[i].in));
+		assert_string_equal(s, v[i].out);
+		free(s);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_list_has_schemas, reset),
+		cmocka_unit_test_setup(test_bad_arguments, reset),
+		cmocka_unit_test_setup(test_timeout_clamped, reset),
+		cmocka_unit_test_setup(test_result_ok_and_cut, reset),
+		cmocka_unit_test_setup(test_result_error_exit, reset),
+		cmocka_unit_test_setup(test_result_timeout_signal_spawn, reset),
+		cmocka_unit_test_setup(test_result_images, reset),
+		cmocka_unit_test_setup(test_base64, reset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
