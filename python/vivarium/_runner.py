@@ -297,7 +297,7 @@ def _footer(cfg, st, before, after):
     else:
         lines.append(st.first or "namespace: empty")
         if st.not_restored:
-            items = ["%s (%s)" % (n, r) for n, r in st.not_restored]
+            items = ["%s (%s)" % (n, r) for n, r in sorted(st.not_restored)]
             lines.append("not restored: " + F.bounded_join(items, F.LIST_MAX, sep=", "))
         if st.values:
             lines.append(F.vars_line(st.values))
