@@ -6,7 +6,7 @@ import signal
 import time
 import unittest
 
-from tests.python.runner_util import Workspace
+from runner_util import Workspace
 
 
 class Persist(Workspace):
