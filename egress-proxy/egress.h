@@ -1,0 +1,270 @@
+/*
+ * egress.h: vivarium-egress, the forward proxy that lets sandboxes reach
+ * public web servers and nothing else.
+ *
+ * Shape: one thread runs an epoll loop over non-blocking sockets (loop.c);
+ * names are resolved by a small thread pool (resolve.c) so getaddrinfo never
+ * blocks the loop.  Every address a name resolves to is classified
+ * (policy.c); only a sockaddr that passed is ever handed to connect(2), and
+ * it is the same sockaddr the check looked at.  Requests are parsed strictly
+ * (parse.c); connections are driven by relay.c.
+ */
+#ifndef VIVARIUM_EGRESS_H
+#define VIVARIUM_EGRESS_H
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "config.h"
+
+/* ------------------------------------------------------------ conf.c */
+
+struct cidr {
+	int		family;		/* AF_INET or AF_INET6 */
+	uint8_t		addr[16];	/* network order; 4 bytes used for v4 */
+	int		plen;
+};
+
+#define EGRESS_MAX_LISTEN	8
+#define EGRESS_MAX_PORTS	64
+#define EGRESS_MAX_ALLOW	64
+
+struct egress_conf {
+	char		*listen[EGRESS_MAX_LISTEN];	/* owned: "host:port" */
+	int		 nlisten;
+	uint16_t	 ports[EGRESS_MAX_PORTS];
+	int		 nports;
+	struct cidr	 allow[EGRESS_MAX_ALLOW];
+	int		 nallow;
+	long		 header_timeout;	/* seconds */
+	long		 connect_timeout;
+	long		 idle_timeout;
+	long		 max_conns;
+	long		 max_per_client;
+	long		 max_header_bytes;
+	long		 resolver_threads;
+	int		 verbose;
+};
+
+void	conf_defaults(struct egress_conf *);
+/* Reads path (may be NULL: defaults only), then the environment.  Returns
+ * 0, or -1 with every problem in *diag. */
+int	conf_load(struct egress_conf *, const char *path, struct confdiag *);
+void	conf_release(struct egress_conf *);
+/* "10.0.0.0/8", "::1", "2001:db8::/32".  0 or -1. */
+int	cidr_parse(const char *, struct cidr *);
+/* "80,443" or one number.  0 or -1. */
+int	conf_parse_ports(const char *, struct egress_conf *);
+
+/* ------------------------------------------------------------ policy.c */
+
+/*
+ * Classifies one resolved address for a connection to port.  May rewrite
+ * *ss in place (an IPv4-mapped IPv6 address becomes the plain IPv4 sockaddr
+ * it stands for, so that what is dialled is what was checked).  Returns NULL
+ * when the address may be dialled, else a static one-line reason.
+ */
+const char *policy_classify(const struct egress_conf *,
+	    struct sockaddr_storage *ss, uint16_t port);
+/* Learn the proxy's own addresses (interfaces and listeners).  Call at
+ * start and now and then; 0 or -1. */
+int	policy_refresh_self(void);
+void	policy_add_listener(const struct sockaddr_storage *);
+int	policy_port_allowed(const struct egress_conf *, uint16_t);
+/* Formats the address (no port) into out; returns out. */
+const char *sockaddr_str(const struct sockaddr_storage *, char *out,
+	    size_t outsz);
+
+/* ------------------------------------------------------------ parse.c */
+
+enum {
+	HTTP_NEED_MORE	= 0,
+	HTTP_DONE	= 1,
+	HTTP_ERROR	= -1,
+};
+
+#define HTTP_MAX_HEADERS	100
+#define HTTP_MAX_HOST		253
+
+struct http_span {
+	uint32_t	off;
+	uint32_t	len;
+};
+
+struct http_field {
+	struct http_span name;
+	struct http_span value;
+};
+
+struct http_req {
+	int		 connect;		/* CONNECT method */
+	struct http_span method;
+	struct http_span path;			/* origin-form part; absolute-form only */
+	char		 host[HTTP_MAX_HOST + 1];	/* lower case, no brackets */
+	int		 host_v6;		/* host was an [IPv6] literal */
+	uint16_t	 port;
+	int		 minor;			/* HTTP/1.<minor> */
+	int		 nfields;
+	struct http_field fields[HTTP_MAX_HEADERS];
+	long long	 content_length;	/* -1 when absent */
+	int		 chunked;
+	int		 close;			/* the client wants no reuse */
+	size_t		 head_len;		/* bytes up to and with the empty line */
+	int		 status;		/* on HTTP_ERROR: 400, 431, ... */
+	const char	*reason;		/* on HTTP_ERROR: static text */
+};
+
+/* Parses a request head at the start of buf.  max bounds the head size. */
+int	http_parse_request(const char *buf, size_t len, size_t max,
+	    struct http_req *);
+/* Parses "host:port" (CONNECT's authority-form, or an absolute URI's
+ * authority when defport is non-zero).  0, or -1 with *reason set. */
+int	http_parse_authority(const char *s, size_t len, uint16_t defport,
+	    struct http_req *, const char **reason);
+/* Appends the head to send upstream: origin-form target, Host set to the
+ * target, hop-by-hop and Proxy-* fields dropped.  0 or -1. */
+int	http_rewrite_request(const char *buf, const struct http_req *,
+	    struct buf *out);
+
+struct http_resp {
+	int		 status;
+	long long	 content_length;
+	int		 chunked;
+	int		 close;
+	size_t		 head_len;
+};
+
+/* head_request: the request was HEAD (no body follows). */
+int	http_parse_response(const char *buf, size_t len, size_t max,
+	    struct http_resp *);
+
+/* Message body framing, fed the bytes as they pass. */
+enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
+
+struct body {
+	enum body_mode	 mode;
+	unsigned long long left;	/* LENGTH: bytes to go; CHUNKED: in chunk */
+	int		 cstate;	/* chunked parser state */
+	unsigned	 linelen;	/* chunk size / trailer line length so far */
+	int		 done;
+	int		 error;
+};
+
+void	body_init(struct body *, enum body_mode, long long length);
+/* Returns how many of the n bytes belong to this body (sets done when the
+ * body ends there), or -1 on malformed chunked framing. */
+long	body_feed(struct body *, const char *, size_t n);
+
+/* ------------------------------------------------------------ resolve.c */
+
+struct conn;
+
+struct resolve_job {
+	struct conn		*conn;		/* NULL once cancelled */
+	char			 host[HTTP_MAX_HOST + 1];
+	int			 err;		/* getaddrinfo's */
+	struct addrinfo		*res;		/* owned */
+	struct resolve_job	*next;
+};
+
+int	resolver_start(int nthreads);
+/* The eventfd the loop polls for finished jobs. */
+int	resolver_fd(void);
+/* Queues a lookup; 0 or -1. */
+int	resolver_submit(struct conn *, const char *host,
+	    struct resolve_job **jobp);
+/* Cancels a job still owned by the resolver (the conn went away). */
+void	resolver_cancel(struct resolve_job *);
+/* Takes the finished jobs (a list the caller frees with resolve_job_free). */
+struct resolve_job *resolver_take(void);
+void	resolve_job_free(struct resolve_job *);
+
+/* ------------------------------------------------------------ loop.c */
+
+enum ev_kind { EV_LISTEN, EV_CLIENT, EV_UPSTREAM, EV_RESOLVER };
+
+struct ev {
+	enum ev_kind	 kind;
+	int		 fd;
+	int		 reg;		/* added to the epoll set */
+	uint32_t	 mask;		/* registered epoll events */
+	void		*ptr;
+};
+
+int	loop_run(const struct egress_conf *);
+/* Per-client connection counts; loop.c owns them. */
+struct clientcount;
+void	clientcount_release(struct clientcount *);
+void	ev_set(struct ev *, uint32_t mask);
+void	ev_close(struct ev *);
+uint64_t now_ms(void);
+
+/* ------------------------------------------------------------ relay.c */
+
+#define EGRESS_MAX_ADDRS	16
+
+struct conn {
+	struct ev		 cev;		/* client side */
+	struct ev		 uev;		/* upstream side, fd -1 when none */
+	const struct egress_conf *conf;
+	struct conn		*prev, *next;	/* all connections */
+	struct clientcount	*cc;
+
+	int			 state;
+	char			 client[64];	/* "addr:port" */
+	char			 target[HTTP_MAX_HOST + 8];
+	char			 addr[64];	/* the dialled address */
+	char			 cur_host[HTTP_MAX_HOST + 1];
+	uint16_t		 cur_port;
+	const char		*verdict;
+	char			 reason[320];
+	int			 nreq;
+	int			 up_connected;
+	int			 up_shut, client_shut;
+	int			 resp_sent;	/* bytes of this response sent */
+
+	struct buf		 in;		/* bytes read from the client, unsent */
+	struct buf		 uin;		/* response head bytes from upstream */
+	struct buf		 to_up;		/* bytes waiting for the upstream */
+	struct buf		 to_client;	/* bytes waiting for the client */
+	int			 client_eof, up_eof;
+	int			 close_after;	/* finish the reply, then close */
+
+	struct resolve_job	*job;
+	struct sockaddr_storage	 addrs[EGRESS_MAX_ADDRS];
+	int			 naddrs, nexti;
+
+	/* plain HTTP */
+	int			 connect_method;
+	struct body		 reqbody;
+	struct body		 respbody;
+	int			 req_done, resp_head_done, resp_done;
+	int			 head_request;
+	int			 want_close;
+
+	uint64_t		 started;
+	uint64_t		 deadline;	/* of the current phase; 0 = none */
+	uint64_t		 last_io;
+	unsigned long long	 bytes_up, bytes_down;
+};
+
+struct conn *conn_new(const struct egress_conf *, int fd,
+	    const struct sockaddr_storage *);
+void	conn_event(struct conn *, struct ev *, uint32_t events);
+void	conn_resolved(struct resolve_job *);
+/* Checks the connection's deadlines; may free it. */
+void	conn_tick(struct conn *, uint64_t now);
+void	conn_free(struct conn *);
+/* Frees the connections closed during this loop turn. */
+void	conn_reap(void);
+/* Sends a short error reply and closes. */
+void	conn_fail(struct conn *, int status, const char *reason);
+/* The list of live connections, for timers. */
+extern struct conn *conn_list;
+extern long conn_count;
+
+#endif

@@ -1,0 +1,418 @@
+/*
+ * loop.c: the epoll loop, the listeners, connection caps and timers.
+ *
+ * Level-triggered epoll over non-blocking sockets; relay.c decides which
+ * events each socket wants.  Deadlines are checked on a 100 ms tick by a
+ * walk over all connections, which costs little at the scale of one
+ * household and keeps the timer code obvious.
+ */
+#include <sys/types.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "log.h"
+#include "banned.h"
+
+#define TICK_MS		100
+#define SELF_REFRESH_MS	30000
+#define BACKOFF_MS	200	/* listeners rest this long when out of fds */
+#define CC_BUCKETS	1024
+
+static int	 epfd = -1;
+static volatile sig_atomic_t quit;
+static struct ev listeners[EGRESS_MAX_LISTEN];
+static int	 nlisteners;
+static int	 reserve_fd = -1;
+static uint64_t	 paused_until;
+
+struct clientcount {
+	struct clientcount *next;
+	int		 family;
+	uint8_t		 addr[16];
+	long		 n;
+	unsigned	 bucket;
+};
+static struct clientcount *cc_table[CC_BUCKETS];
+
+uint64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+ev_set(struct ev *ev, uint32_t mask)
+{
+	struct epoll_event e;
+
+	if (ev->fd < 0 || (ev->reg && ev->mask == mask))
+		return;
+	memset(&e, 0, sizeof(e));
+	e.events = mask;
+	e.data.ptr = ev;
+	if (epoll_ctl(epfd, ev->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, ev->fd,
+	    &e) == -1) {
+		log_warn("epoll_ctl fd %d", ev->fd);
+		return;
+	}
+	ev->reg = 1;
+	ev->mask = mask;
+}
+
+void
+ev_close(struct ev *ev)
+{
+	if (ev->fd < 0)
+		return;
+	/* close() drops the fd from the epoll set. */
+	close(ev->fd);
+	ev->fd = -1;
+	ev->reg = 0;
+	ev->mask = 0;
+}
+
+/* ------------------------------------------------------------ per client */
+
+static struct clientcount *
+clientcount_get(const struct sockaddr_storage *ss)
+{
+	struct clientcount *cc;
+	const uint8_t	*b;
+	size_t		 n, i;
+	unsigned	 h = 2166136261u;
+
+	if (ss->ss_family == AF_INET6) {
+		b = ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr;
+		n = 16;
+	} else {
+		b = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
+		n = 4;
+	}
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	h %= CC_BUCKETS;
+	for (cc = cc_table[h]; cc != NULL; cc = cc->next)
+		if (cc->family == ss->ss_family && memcmp(cc->addr, b, n) == 0)
+			return cc;
+	if ((cc = calloc(1, sizeof(*cc))) == NULL)
+		return NULL;
+	cc->family = ss->ss_family;
+	memcpy(cc->addr, b, n);
+	cc->bucket = h;
+	cc->next = cc_table[h];
+	cc_table[h] = cc;
+	return cc;
+}
+
+void
+clientcount_release(struct clientcount *cc)
+{
+	struct clientcount **pp;
+
+	if (--cc->n > 0)
+		return;
+	for (pp = &cc_table[cc->bucket]; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == cc) {
+			*pp = cc->next;
+			break;
+		}
+	free(cc);
+}
+
+/* ------------------------------------------------------------ listeners */
+
+static int
+listen_on(const char *spec)
+{
+	struct addrinfo	 hints, *res = NULL;
+	struct sockaddr_storage ss;
+	char		 host[256];
+	const char	*port;
+	size_t		 hl;
+	int		 fd = -1, one = 1, rc;
+
+	/* "host:port" or "[v6]:port" */
+	if (spec[0] == '[') {
+		const char *e = strchr(spec, ']');
+
+		if (e == NULL || e[1] != ':')
+			goto bad;
+		hl = (size_t)(e - spec - 1);
+		if (hl >= sizeof(host))
+			goto bad;
+		memcpy(host, spec + 1, hl);
+		port = e + 2;
+	} else {
+		const char *e = strrchr(spec, ':');
+
+		if (e == NULL)
+			goto bad;
+		hl = (size_t)(e - spec);
+		if (hl >= sizeof(host))
+			goto bad;
+		memcpy(host, spec, hl);
+		port = e + 1;
+	}
+	host[hl] = '\0';
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res)) != 0) {
+		log_warnx("listen %s: %s", spec, gai_strerror(rc));
+		return -1;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1) {
+		log_warn("socket");
+		goto fail;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (res->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, res->ai_addr, res->ai_addrlen) == -1) {
+		log_warn("bind %s", spec);
+		goto fail;
+	}
+	if (listen(fd, 1024) == -1) {
+		log_warn("listen %s", spec);
+		goto fail;
+	}
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, res->ai_addr, res->ai_addrlen);
+	policy_add_listener(&ss);
+	freeaddrinfo(res);
+	listeners[nlisteners].kind = EV_LISTEN;
+	listeners[nlisteners].fd = fd;
+	listeners[nlisteners].ptr = NULL;
+	ev_set(&listeners[nlisteners], EPOLLIN);
+	nlisteners++;
+	log_info("listening on %s", spec);
+	return 0;
+bad:
+	log_warnx("listen %s: expected host:port or [v6]:port", spec);
+	return -1;
+fail:
+	if (fd != -1)
+		close(fd);
+	freeaddrinfo(res);
+	return -1;
+}
+
+static void
+listeners_pause(int pause)
+{
+	int	 i;
+
+	for (i = 0; i < nlisteners; i++)
+		ev_set(&listeners[i], pause ? 0 : EPOLLIN);
+}
+
+/* A refusal for a connection we cannot take: best effort, no waiting. */
+static void
+refuse(int fd, const char *why)
+{
+	char	 msg[256];
+	int	 n;
+
+	n = snprintf(msg, sizeof(msg), "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+	    "Connection: close\r\n\r\nvivarium-egress: %s\n",
+	    strlen(why) + 18, why);
+	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == -1)
+		log_debug("refuse: %s", strerror(errno));
+	close(fd);
+}
+
+static void
+accept_some(const struct egress_conf *conf, struct ev *l)
+{
+	struct sockaddr_storage ss;
+	struct clientcount *cc;
+	struct conn	*c;
+	socklen_t	 len;
+	char		 a[INET6_ADDRSTRLEN];
+	int		 fd, i, one = 1;
+
+	for (i = 0; i < 64; i++) {
+		len = sizeof(ss);
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EAGAIN || errno == EINTR ||
+			    errno == ECONNABORTED)
+				return;
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/*
+				 * Out of descriptors.  Level-triggered epoll
+				 * would report the listener forever: spend the
+				 * reserve descriptor to take one connection off
+				 * the queue and close it, then rest the
+				 * listeners a moment.
+				 */
+				log_warn("accept");
+				if (reserve_fd != -1) {
+					close(reserve_fd);
+					fd = accept4(l->fd, NULL, NULL, 0);
+					if (fd != -1)
+						close(fd);
+					reserve_fd = open("/dev/null",
+					    O_RDONLY | O_CLOEXEC);
+				}
+				listeners_pause(1);
+				paused_until = now_ms() + BACKOFF_MS;
+				return;
+			}
+			log_warn("accept");
+			return;
+		}
+		if (conn_count >= conf->max_conns) {
+			refuse(fd, "too many connections");
+			continue;
+		}
+		if ((cc = clientcount_get(&ss)) == NULL) {
+			close(fd);
+			continue;
+		}
+		if (cc->n >= conf->max_per_client) {
+			log_info("client=%s verdict=busy reason=\"too many "
+			    "connections from this client\"",
+			    sockaddr_str(&ss, a, sizeof(a)));
+			cc->n++;
+			clientcount_release(cc);
+			refuse(fd, "too many connections from this client");
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		if ((c = conn_new(conf, fd, &ss)) == NULL) {
+			cc->n++;
+			clientcount_release(cc);
+			close(fd);
+			continue;
+		}
+		cc->n++;
+		c->cc = cc;
+	}
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	quit = 1;
+}
+
+int
+loop_run(const struct egress_conf *conf)
+{
+	struct epoll_event evs[256];
+	struct ev	 rev;
+	struct sigaction sa;
+	struct conn	*c, *next;
+	struct resolve_job *j, *jn;
+	uint64_t	 now, next_tick = 0, next_self;
+	int		 i, n;
+
+	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		log_warn("epoll_create1");
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	policy_refresh_self();
+	for (i = 0; i < conf->nlisten; i++)
+		if (listen_on(conf->listen[i]) == -1)
+			return -1;
+	if (resolver_start((int)conf->resolver_threads) == -1)
+		return -1;
+	memset(&rev, 0, sizeof(rev));
+	rev.kind = EV_RESOLVER;
+	rev.fd = resolver_fd();
+	ev_set(&rev, EPOLLIN);
+	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	next_self = now_ms() + SELF_REFRESH_MS;
+
+	while (!quit) {
+		n = epoll_wait(epfd, evs, 256, TICK_MS);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			log_warn("epoll_wait");
+			return -1;
+		}
+		for (i = 0; i < n; i++) {
+			struct ev *ev = evs[i].data.ptr;
+
+			switch (ev->kind) {
+			case EV_LISTEN:
+				accept_some(conf, ev);
+				break;
+			case EV_RESOLVER:
+				for (j = resolver_take(); j != NULL; j = jn) {
+					jn = j->next;
+					if (j->conn != NULL)
+						conn_resolved(j);
+					resolve_job_free(j);
+				}
+				break;
+			case EV_CLIENT:
+			case EV_UPSTREAM:
+				conn_event(ev->ptr, ev, evs[i].events);
+				break;
+			}
+		}
+		now = now_ms();
+		if (now >= next_tick) {
+			for (c = conn_list; c != NULL; c = next) {
+				next = c->next;
+				conn_tick(c, now);
+			}
+			next_tick = now + TICK_MS;
+			if (paused_until != 0 && now >= paused_until) {
+				paused_until = 0;
+				if (reserve_fd == -1)
+					reserve_fd = open("/dev/null",
+					    O_RDONLY | O_CLOEXEC);
+				listeners_pause(0);
+			}
+			if (now >= next_self) {
+				policy_refresh_self();
+				next_self = now + SELF_REFRESH_MS;
+			}
+		}
+		conn_reap();
+	}
+	log_info("shutting down with %ld connection(s)", conn_count);
+	for (c = conn_list; c != NULL; c = next) {
+		next = c->next;
+		conn_free(c);
+	}
+	conn_reap();
+	return 0;
+}

@@ -1,0 +1,127 @@
+/*
+ * main.c: vivarium-egress command line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "log.h"
+#include "banned.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: vivarium-egress [-nv] [-f config.yaml]\n"
+"\n"
+"Forward proxy for sandboxes: CONNECT and absolute-form http:// requests to\n"
+"public addresses only.  Every address a name resolves to is checked and\n"
+"only a checked address is dialled.\n"
+"\n"
+"  -f FILE   YAML configuration (default: $VIVARIUM_EGRESS_CONFIG, else none)\n"
+"  -n        check the configuration, print the result and exit\n"
+"  -v        log debug messages\n"
+"  -V        print the version\n"
+"  --help    this text\n"
+"\n"
+"Environment (overrides the file): VIVARIUM_EGRESS_LISTEN, _PORTS,\n"
+"_ALLOW_CIDRS (comma-separated lists), _HEADER_TIMEOUT, _CONNECT_TIMEOUT,\n"
+"_IDLE_TIMEOUT (seconds), _MAX_CONNECTIONS, _MAX_PER_CLIENT,\n"
+"_MAX_HEADER_BYTES, _RESOLVER_THREADS, _VERBOSE.  See docs/egress.md.\n");
+}
+
+static void
+conf_print(const struct egress_conf *c)
+{
+	char	 a[64];
+	int	 i;
+
+	for (i = 0; i < c->nlisten; i++)
+		printf("listen %s\n", c->listen[i]);
+	printf("allow_ports");
+	for (i = 0; i < c->nports; i++)
+		printf(" %u", c->ports[i]);
+	printf("\nallow_cidrs");
+	for (i = 0; i < c->nallow; i++) {
+		struct sockaddr_storage ss;
+
+		memset(&ss, 0, sizeof(ss));
+		ss.ss_family = (sa_family_t)c->allow[i].family;
+		if (c->allow[i].family == AF_INET)
+			memcpy(&((struct sockaddr_in *)&ss)->sin_addr,
+			    c->allow[i].addr, 4);
+		else
+			memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr,
+			    c->allow[i].addr, 16);
+		printf(" %s/%d", sockaddr_str(&ss, a, sizeof(a)),
+		    c->allow[i].plen);
+	}
+	printf("\ntimeouts header=%lds connect=%lds idle=%lds\n",
+	    c->header_timeout, c->connect_timeout, c->idle_timeout);
+	printf("limits connections=%ld per_client=%ld header_bytes=%ld\n",
+	    c->max_conns, c->max_per_client, c->max_header_bytes);
+	printf("resolver_threads %ld\n", c->resolver_threads);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct egress_conf conf;
+	struct confdiag	 diag;
+	const char	*path;
+	int		 ch, check = 0, verbose = 0, rc;
+
+	log_init("vivarium-egress", 0);
+	if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	path = config_env_str("VIVARIUM_EGRESS_CONFIG", NULL);
+	while ((ch = getopt(argc, argv, "f:nvV")) != -1) {
+		switch (ch) {
+		case 'f':
+			path = optarg;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'V':
+			printf("vivarium-egress %s\n", VIVARIUM_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	conf_defaults(&conf);
+	confdiag_init(&diag, path);
+	if (conf_load(&conf, path, &diag) == -1) {
+		fprintf(stderr, "%s", buf_str(&diag.text));
+		fprintf(stderr, "vivarium-egress: %d configuration error(s)\n",
+		    diag.count);
+		confdiag_release(&diag);
+		conf_release(&conf);
+		return 1;
+	}
+	confdiag_release(&diag);
+	if (check) {
+		conf_print(&conf);
+		printf("configuration OK\n");
+		conf_release(&conf);
+		return 0;
+	}
+	log_setverbose(verbose || conf.verbose);
+	rc = loop_run(&conf);
+	conf_release(&conf);
+	return rc == 0 ? 0 : 1;
+}

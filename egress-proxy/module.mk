@@ -1,0 +1,63 @@
+# egress-proxy: vivarium-egress, the forward proxy that only reaches public
+# addresses.  No pkg-config libraries beyond common/'s libyaml.
+PKGS_egress-proxy :=
+
+EGRESS_SRCS	:= $(wildcard egress-proxy/*.c)
+EGRESS_OBJS	 = $(EGRESS_SRCS:%.c=$(O)/%.o)
+EGRESS_LIBOBJS	 = $(filter-out $(O)/egress-proxy/main.o,$(EGRESS_OBJS))
+PROGS		+= $(BIN)/vivarium-egress
+
+$(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(COMMON_PKGS)) -lpthread
+
+# Unit tests include the .c they test and link the rest of the proxy.
+$(eval $(call unit_test,egress_policy,tests/unit/egress-proxy/policy.c,$(filter-out $(O)/egress-proxy/policy.o,$(EGRESS_LIBOBJS)),))
+$(eval $(call unit_test,egress_parse,tests/unit/egress-proxy/parse.c,$(filter-out $(O)/egress-proxy/parse.o,$(EGRESS_LIBOBJS)),))
+$(eval $(call unit_test,egress_conf,tests/unit/egress-proxy/conf.c,$(filter-out $(O)/egress-proxy/conf.o,$(EGRESS_LIBOBJS)),))
+
+# ---------------------------------------------------------------- suites
+
+TEST_SUITES	+= test-egress test-fuzz-egress
+FUZZ_TIME	?= 30
+FUZZ_EGRESS	:= build/fuzz/egress-parse
+
+.PHONY: test-egress test-fuzz-egress fuzz bench-egress
+
+# Unit tests (ASan+UBSan) for the proxy, then the loopback integration test
+# against a sanitizer build of the proxy.
+test-egress:
+	@scripts/deps build test
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined \
+		build/san/t/egress_policy build/san/t/egress_parse \
+		build/san/t/egress_conf build/san/bin/vivarium-egress
+	@scripts/run-unit build/san/t/egress_policy build/san/t/egress_parse \
+		build/san/t/egress_conf
+	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
+
+# The request parser under libFuzzer, clang and Debian's libclang-rt.
+$(FUZZ_EGRESS): tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c \
+		egress-proxy/egress.h common/buf.c
+	@mkdir -p $(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c common/buf.c
+
+test-fuzz-egress:
+	@scripts/deps build test
+	@$(MAKE) --no-print-directory $(FUZZ_EGRESS)
+	@mkdir -p build/fuzz/egress-corpus
+	$(FUZZ_EGRESS) -max_total_time=$(FUZZ_TIME) -max_len=8192 -print_final_stats=1 \
+		-timeout=5 build/fuzz/egress-corpus tests/fuzz/egress/corpus
+
+# `make fuzz FUZZ_TIME=600` runs as long as you like.
+fuzz: test-fuzz-egress
+
+bench-egress:
+	@scripts/deps build bench
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-egress build/bench/egress-load
+	@$(PYTHON) bench/egress/run.py $(BIN)/vivarium-egress build/bench/egress-load
+
+build/bench/egress-load: bench/egress/load.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE $(WARN) -Icommon -o $@ $< -lpthread

@@ -1,0 +1,306 @@
+/*
+ * policy.c: which resolved addresses may be dialled.
+ *
+ * The check runs on the sockaddr that will be passed to connect(2), never
+ * on a host string: getaddrinfo accepts "0x7f.1", "2130706433" and friends,
+ * so only the parsed address tells the truth.  IPv4 inside IPv6 (mapped
+ * ::ffff:a.b.c.d and the deprecated compatible ::a.b.c.d) is decoded and
+ * checked as the IPv4 address it reaches.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "egress.h"
+#include "log.h"
+#include "banned.h"
+
+struct range {
+	int		 family;
+	uint8_t		 addr[16];
+	int		 plen;
+	const char	*reason;
+};
+
+#define V4(a, b, c, d)	{ a, b, c, d }
+
+/* Special-purpose ranges that are never public (IANA registries, RFC 6890). */
+static const struct range deny[] = {
+	{ AF_INET, V4(0, 0, 0, 0), 8, "\"this\" network 0.0.0.0/8" },
+	{ AF_INET, V4(10, 0, 0, 0), 8, "private 10.0.0.0/8" },
+	{ AF_INET, V4(100, 64, 0, 0), 10, "carrier-grade NAT 100.64.0.0/10" },
+	{ AF_INET, V4(127, 0, 0, 0), 8, "loopback 127.0.0.0/8" },
+	{ AF_INET, V4(169, 254, 0, 0), 16, "link-local 169.254.0.0/16" },
+	{ AF_INET, V4(172, 16, 0, 0), 12, "private 172.16.0.0/12" },
+	{ AF_INET, V4(192, 0, 0, 0), 24, "IETF protocol assignments 192.0.0.0/24" },
+	{ AF_INET, V4(192, 0, 2, 0), 24, "documentation 192.0.2.0/24" },
+	{ AF_INET, V4(192, 88, 99, 0), 24, "6to4 relay anycast 192.88.99.0/24" },
+	{ AF_INET, V4(192, 168, 0, 0), 16, "private 192.168.0.0/16" },
+	{ AF_INET, V4(198, 18, 0, 0), 15, "benchmarking 198.18.0.0/15" },
+	{ AF_INET, V4(198, 51, 100, 0), 24, "documentation 198.51.100.0/24" },
+	{ AF_INET, V4(203, 0, 113, 0), 24, "documentation 203.0.113.0/24" },
+	{ AF_INET, V4(224, 0, 0, 0), 4, "multicast 224.0.0.0/4" },
+	{ AF_INET, V4(240, 0, 0, 0), 4, "reserved 240.0.0.0/4" },
+
+	{ AF_INET6, { 0 }, 128, "unspecified ::/128" },
+	{ AF_INET6, { [15] = 1 }, 128, "loopback ::1" },
+	{ AF_INET6, { 0, 0x64, 0xff, 0x9b }, 96, "NAT64 64:ff9b::/96" },
+	{ AF_INET6, { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, "NAT64 64:ff9b:1::/48" },
+	{ AF_INET6, { 0x01, 0x00 }, 64, "discard-only 100::/64" },
+	{ AF_INET6, { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation 2001:db8::/32" },
+	{ AF_INET6, { 0x20, 0x01 }, 23, "IETF protocol assignments 2001::/23" },
+	{ AF_INET6, { 0x20, 0x02 }, 16, "6to4 2002::/16" },
+	{ AF_INET6, { 0xfc }, 7, "unique local fc00::/7" },
+	{ AF_INET6, { 0xfe, 0x80 }, 10, "link-local fe80::/10" },
+	{ AF_INET6, { 0xfe, 0xc0 }, 10, "site-local fec0::/10" },
+	{ AF_INET6, { 0xff }, 8, "multicast ff00::/8" },
+};
+
+/* The proxy's own addresses: interfaces, and the listening sockets. */
+#define SELF_MAX	256
+static struct sockaddr_storage self[SELF_MAX];
+static int nself;
+static struct sockaddr_storage listeners[EGRESS_MAX_LISTEN];
+static int nlisteners;
+
+static int
+prefix_match(const uint8_t *a, const uint8_t *net, int plen)
+{
+	int	 full = plen / 8, rest = plen % 8;
+
+	if (memcmp(a, net, (size_t)full) != 0)
+		return 0;
+	if (rest == 0)
+		return 1;
+	return ((a[full] ^ net[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+/* Address bytes of a v4 or v6 sockaddr, and their count. */
+static const uint8_t *
+sa_bytes(const struct sockaddr_storage *ss, size_t *n)
+{
+	if (ss->ss_family == AF_INET) {
+		*n = 4;
+		return (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
+	}
+	if (ss->ss_family == AF_INET6) {
+		*n = 16;
+		return ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr;
+	}
+	*n = 0;
+	return NULL;
+}
+
+static uint16_t
+sa_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+
+static int
+cidr_contains(const struct cidr *c, const struct sockaddr_storage *ss)
+{
+	const uint8_t	*b;
+	size_t		 n;
+
+	if (c->family != ss->ss_family || (b = sa_bytes(ss, &n)) == NULL)
+		return 0;
+	return prefix_match(b, c->addr, c->plen);
+}
+
+static int
+same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	const uint8_t	*x, *y;
+	size_t		 nx, ny;
+
+	if (a->ss_family != b->ss_family)
+		return 0;
+	x = sa_bytes(a, &nx);
+	y = sa_bytes(b, &ny);
+	return x != NULL && y != NULL && nx == ny && memcmp(x, y, nx) == 0;
+}
+
+static int
+is_unspecified(const struct sockaddr_storage *ss)
+{
+	const uint8_t	*b;
+	size_t		 n, i;
+
+	if ((b = sa_bytes(ss, &n)) == NULL)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (b[i] != 0)
+			return 0;
+	return 1;
+}
+
+static int
+is_self(const struct sockaddr_storage *ss)
+{
+	int	 i;
+
+	for (i = 0; i < nself; i++)
+		if (same_addr(&self[i], ss))
+			return 1;
+	return 0;
+}
+
+/* A connection to the proxy's own listening socket would loop. */
+static int
+is_listener(const struct sockaddr_storage *ss, uint16_t port)
+{
+	int	 i;
+
+	for (i = 0; i < nlisteners; i++) {
+		if (sa_port(&listeners[i]) != port)
+			continue;
+		if (same_addr(&listeners[i], ss))
+			return 1;
+		/* A wildcard listener answers on every local address. */
+		if (is_unspecified(&listeners[i]) &&
+		    (is_self(ss) || is_unspecified(ss)))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * IPv4 carried in IPv6.  Mapped addresses (::ffff:a.b.c.d) reach the IPv4
+ * host through a dual-stack socket; the sockaddr is rewritten to the plain
+ * IPv4 form so the dial matches the check.  Returns 1 for mapped, 2 for
+ * compatible (::a.b.c.d, deprecated, never dialled), 0 otherwise.
+ */
+static int
+unwrap_v4(struct sockaddr_storage *ss, struct sockaddr_storage *v4out)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t zero[12];
+	const struct sockaddr_in6 *s6;
+	struct sockaddr_in *s4;
+	const uint8_t	*b;
+	int		 kind;
+
+	if (ss->ss_family != AF_INET6)
+		return 0;
+	s6 = (const struct sockaddr_in6 *)ss;
+	b = s6->sin6_addr.s6_addr;
+	if (memcmp(b, mapped, 12) == 0)
+		kind = 1;
+	else if (memcmp(b, zero, 12) == 0 &&
+	    !(b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1))
+		kind = 2;	/* ::/128 and ::1 are checked as IPv6 */
+	else
+		return 0;
+	memset(v4out, 0, sizeof(*v4out));
+	s4 = (struct sockaddr_in *)v4out;
+	s4->sin_family = AF_INET;
+	s4->sin_port = s6->sin6_port;
+	memcpy(&s4->sin_addr, b + 12, 4);
+	return kind;
+}
+
+const char *
+policy_classify(const struct egress_conf *conf, struct sockaddr_storage *ss,
+    uint16_t port)
+{
+	struct sockaddr_storage v4;
+	const uint8_t	*b;
+	size_t		 n, i;
+	int		 kind;
+
+	if (ss->ss_family != AF_INET && ss->ss_family != AF_INET6)
+		return "not an internet address";
+	kind = unwrap_v4(ss, &v4);
+	if (kind == 1)
+		*ss = v4;	/* dial the IPv4 address that was checked */
+	const struct sockaddr_storage *chk = kind ? &v4 : ss;
+
+	if (is_listener(chk, port))
+		return "the proxy's own listening socket";
+	for (i = 0; i < (size_t)conf->nallow; i++)
+		if (cidr_contains(&conf->allow[i], chk))
+			return kind == 2 ?
+			    "IPv4-compatible IPv6 address ::/96" : NULL;
+	if (is_self(chk))
+		return "the proxy's own address";
+	b = sa_bytes(chk, &n);
+	for (i = 0; i < sizeof(deny) / sizeof(deny[0]); i++)
+		if (deny[i].family == chk->ss_family &&
+		    prefix_match(b, deny[i].addr, deny[i].plen))
+			return deny[i].reason;
+	if (kind == 2)
+		return "IPv4-compatible IPv6 address ::/96";
+	return NULL;
+}
+
+int
+policy_port_allowed(const struct egress_conf *conf, uint16_t port)
+{
+	int	 i;
+
+	for (i = 0; i < conf->nports; i++)
+		if (conf->ports[i] == port)
+			return 1;
+	return 0;
+}
+
+void
+policy_add_listener(const struct sockaddr_storage *ss)
+{
+	if (nlisteners < EGRESS_MAX_LISTEN)
+		listeners[nlisteners++] = *ss;
+}
+
+int
+policy_refresh_self(void)
+{
+	struct ifaddrs	*ifa, *i;
+	size_t		 len;
+
+	if (getifaddrs(&ifa) == -1) {
+		log_warn("getifaddrs");
+		return -1;
+	}
+	nself = 0;
+	for (i = ifa; i != NULL && nself < SELF_MAX; i = i->ifa_next) {
+		if (i->ifa_addr == NULL)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET)
+			len = sizeof(struct sockaddr_in);
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			len = sizeof(struct sockaddr_in6);
+		else
+			continue;
+		memset(&self[nself], 0, sizeof(self[nself]));
+		memcpy(&self[nself], i->ifa_addr, len);
+		nself++;
+	}
+	freeifaddrs(ifa);
+	return 0;
+}
+
+const char *
+sockaddr_str(const struct sockaddr_storage *ss, char *out, size_t outsz)
+{
+	const void	*a;
+
+	if (ss->ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)ss)->sin_addr;
+	else if (ss->ss_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	else
+		a = NULL;
+	if (a == NULL || inet_ntop(ss->ss_family, a, out, (socklen_t)outsz) == NULL)
+		snprintf(out, outsz, "?");
+	return out;
+}
