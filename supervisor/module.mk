@@ -16,3 +16,7 @@ $(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_OBJS)
 $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(SV_LIB_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
+
+# Unit tests: the Podman client against recorded replies, config and routes.
+$(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,,libcurl))
+$(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))

@@ -1,0 +1,321 @@
+/*
+ * Unit tests for supervisor/conf.c (YAML config, broken files, env
+ * overrides) and supervisor/route.c (endpoints, user ids, token).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../../supervisor/route.c"
+#include "../../../supervisor/conf.c"
+
+static char	 path[64];
+
+static const char *
+write_conf(const char *text)
+{
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "/tmp/svconf.%d.yaml", (int)getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static void
+clear_env(void)
+{
+	unsetenv("VIVARIUM_SUPERVISOR_TOKEN");
+	unsetenv("VIVARIUM_SUPERVISOR_LISTEN");
+	unsetenv("VIVARIUM_PODMAN_SOCKET");
+	unsetenv("VIVARIUM_SANDBOX_IMAGE");
+	unsetenv("VIVARIUM_STATE_DIR");
+	unsetenv("VIVARIUM_PROVISIONING");
+	unsetenv("VIVARIUM_IDLE_STOP_AFTER");
+}
+
+static void
+test_full_config(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p;
+
+	clear_env();
+	p = write_conf(
+	    "listen: 0.0.0.0:9000\n"
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "user_header: X-Librechat-User\n"
+	    "allowed_origins: [\"https://chat.example.org\"]\n"
+	    "podman:\n  socket: /run/user/1000/podman/podman.sock\n  timeout: 10s\n"
+	    "state_dir: /srv/vivarium\n"
+	    "image: localhost/vivarium-sandbox:9\n"
+	    "provisioning: allowlist\n"
+	    "idle_stop_after: 5m\n"
+	    "max_body: 1m\n"
+	    "limits:\n  memory: 1g\n  cpus: 1.5\n  pids: 64\n"
+	    "sandbox:\n  user: \"1001:1001\"\n  env:\n    VIVARIUM_MAX_TIMEOUT: \"120\"\n"
+	    "users:\n  alice:\n  bob:\n    memory: 4g\n    cpus: 4\n"
+	    "egress:\n  container: vivarium-egress\n  url: http://egress:3128\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(d.count, 0);
+	assert_string_equal(c.listen_host, "0.0.0.0");
+	assert_int_equal(c.listen_port, 9000);
+	assert_string_equal(c.user_header, "X-Librechat-User");
+	assert_string_equal(c.podman_socket, "/run/user/1000/podman/podman.sock");
+	assert_int_equal(c.podman_timeout_ms, 10000);
+	assert_int_equal(c.provisioning, PROV_ALLOWLIST);
+	assert_int_equal(c.idle_stop_after, 300);
+	assert_int_equal(c.max_body, 1 << 20);
+	assert_int_equal(c.limits.cpus_milli, 1500);
+	assert_int_equal(c.nusers, 2);
+	assert_true(conf_user_listed(&c, "alice"));
+	assert_false(conf_user_listed(&c, "carol"));
+	/* alice takes the defaults, bob overrides two of three. */
+	assert_int_equal(conf_limits(&c, "alice")->memory, 1ULL << 30);
+	assert_int_equal(conf_limits(&c, "bob")->memory, 4ULL << 30);
+	assert_int_equal(conf_limits(&c, "bob")->cpus_milli, 4000);
+	assert_int_equal(conf_limits(&c, "bob")->pids, 64);
+	assert_int_equal(conf_limits(&c, "carol")->pids, 64);
+	assert_int_equal(c.nenv, 1);
+	assert_string_equal(c.egress_url, "http://egress:3128");
+	confdiag_release(&d);
+	conf_release(&c);
+	unlink(p);
+}
+
+static void
+test_defaults_and_env(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+
+	clear_env();
+	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef", 1);
+	setenv("VIVARIUM_PODMAN_SOCKET", "/tmp/p.sock", 1);
+	setenv("VIVARIUM_IDLE_STOP_AFTER", "90s", 1);
+	setenv("VIVARIUM_PROVISIONING", "manual", 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	assert_string_equal(c.podman_socket, "/tmp/p.sock");
+	assert_int_equal(c.idle_stop_after, 90);
+	assert_int_equal(c.provisioning, PROV_MANUAL);
+	assert_string_equal(c.user_header, "X-User-ID");
+	assert_int_equal(c.limits.memory, 2ULL << 30);
+	assert_int_equal(c.limits.cpus_milli, 2000);
+	assert_int_equal(c.limits.pids, 128);
+	confdiag_release(&d);
+	conf_release(&c);
+
+	/* A bad environment value is named. */
+	setenv("VIVARIUM_IDLE_STOP_AFTER", "soon", 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), -1);
+	assert_non_null(strstr(buf_str(&d.text), "VIVARIUM_IDLE_STOP_AFTER"));
+	confdiag_release(&d);
+	conf_release(&c);
+	clear_env();
+}
+
+/* Every problem in one run, each with its line. */
+static void
+test_broken_file(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p, *t;
+	char		 want[128];
+
+	clear_env();
+	p = write_conf(
+	    "listen: localhost\n"			/* 1 */
+	    "token: short\n"				/* 2 */
+	    "provisioning: sometimes\n"			/* 3 */
+	    "idle_stop_after: -5\n"			/* 4 */
+	    "limits:\n  memory: lots\n  cpus: 0\n"	/* 5-7 */
+	    "colour: blue\n"				/* 8 */
+	    "users:\n  Alice:\n"			/* 9-10 */
+	    "sandbox: [1, 2]\n"				/* 11 */
+	    "egress:\n  container: e\n");		/* 12-13 */
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	t = buf_str(&d.text);
+	fputs(t, stderr);
+#define HAS_LINE(n) do { \
+	snprintf(want, sizeof(want), "%s:%d: ", p, (n)); \
+	assert_non_null(strstr(t, want)); } while (0)
+	HAS_LINE(1);
+	HAS_LINE(3);
+	HAS_LINE(4);
+	HAS_LINE(6);
+	HAS_LINE(7);
+	HAS_LINE(8);
+	HAS_LINE(10);
+	HAS_LINE(11);
+#undef HAS_LINE
+	assert_non_null(strstr(t, "unknown key \"colour\""));
+	assert_non_null(strstr(t, "too short"));
+	assert_non_null(strstr(t, "url is not"));
+	assert_int_equal(d.count, 10);
+	confdiag_release(&d);
+	conf_release(&c);
+	unlink(p);
+}
+
+static void
+test_yaml_syntax_and_missing(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p;
+
+	clear_env();
+	p = write_conf("token: [unclosed\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	assert_non_null(strstr(buf_str(&d.text), p));
+	confdiag_release(&d);
+	conf_release(&c);
+	unlink(p);
+
+	confdiag_init(&d, "/nonexistent/sv.yaml");
+	assert_int_equal(conf_load(&c, "/nonexistent/sv.yaml", &d), -1);
+	assert_non_null(strstr(buf_str(&d.text), "/nonexistent/sv.yaml"));
+	confdiag_release(&d);
+	conf_release(&c);
+
+	/* No token anywhere is an error that says where to put one. */
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), -1);
+	assert_non_null(strstr(buf_str(&d.text), "VIVARIUM_SUPERVISOR_TOKEN"));
+	confdiag_release(&d);
+	conf_release(&c);
+
+	/* allowlist with nobody listed serves nobody: refused. */
+	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef", 1);
+	setenv("VIVARIUM_PROVISIONING", "allowlist", 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), -1);
+	assert_non_null(strstr(buf_str(&d.text), "allowlist"));
+	confdiag_release(&d);
+	conf_release(&c);
+	clear_env();
+}
+
+static void
+test_durations(void **state)
+{
+	long	 v;
+
+	assert_int_equal(conf_parse_duration("15m", 86400, &v), 0);
+	assert_int_equal(v, 900);
+	assert_int_equal(conf_parse_duration("2h", 86400, &v), 0);
+	assert_int_equal(v, 7200);
+	assert_int_equal(conf_parse_duration("30", 86400, &v), 0);
+	assert_int_equal(v, 30);
+	assert_int_equal(conf_parse_duration("0", 86400, &v), 0);
+	assert_int_equal(conf_parse_duration("", 86400, &v), -1);
+	assert_int_equal(conf_parse_duration("m", 86400, &v), -1);
+	assert_int_equal(conf_parse_duration("1.5m", 86400, &v), -1);
+	assert_int_equal(conf_parse_duration("2d", 86400, &v), -1);
+	assert_int_equal(conf_parse_duration("-1s", 86400, &v), -1);
+}
+
+static void
+test_routes(void **state)
+{
+	const char	*u;
+	size_t		 n;
+
+	assert_int_equal(route_match("/mcp", &u, &n), ROUTE_MCP);
+	assert_int_equal(route_match("/mcp/", &u, &n), ROUTE_MCP);
+	assert_int_equal(route_match("/health", &u, &n), ROUTE_HEALTH);
+	assert_int_equal(route_match("/metrics", &u, &n), ROUTE_METRICS);
+	assert_int_equal(route_match("/u/alice/mcp", &u, &n), ROUTE_USER_MCP);
+	assert_int_equal(n, 5);
+	assert_memory_equal(u, "alice", 5);
+	assert_int_equal(route_match("/u//mcp", &u, &n), ROUTE_USER_MCP);
+	assert_int_equal(n, 0);	/* refused later by route_user_valid */
+	assert_int_equal(route_match("/u/alice/mcpx", &u, &n), ROUTE_NONE);
+	assert_int_equal(route_match("/u/alice/x/mcp", &u, &n), ROUTE_NONE);
+	assert_int_equal(route_match("/u/alice", &u, &n), ROUTE_NONE);
+	assert_int_equal(route_match("/", &u, &n), ROUTE_NONE);
+	assert_int_equal(route_match("/mcpx", &u, &n), ROUTE_NONE);
+}
+
+static void
+test_user_ids(void **state)
+{
+	char	 id[80];
+
+#define OK(s)	assert_int_equal(route_user_valid(s, strlen(s)), 0)
+#define BAD(s)	assert_int_equal(route_user_valid(s, strlen(s)), -1)
+	OK("alice");
+	OK("a");
+	OK("0");
+	OK("user-42");
+	OK("65a1f0c2e4b0d3a1b2c3d4e5");	/* a LibreChat ObjectId */
+	BAD("");
+	BAD("Alice");
+	BAD("-alice");
+	BAD("alice-");
+	BAD("al_ice");
+	BAD("al.ice");
+	BAD("al ice");
+	BAD("../etc");
+	BAD("al%2fice");
+	BAD("alicé");
+	memset(id, 'a', 63);
+	id[63] = '\0';
+	OK(id);
+	id[63] = 'a';
+	id[64] = '\0';
+	BAD(id);
+	/* An embedded NUL is caught by the length. */
+	assert_int_equal(route_user_valid("ab\0c", 4), -1);
+#undef OK
+#undef BAD
+}
+
+static void
+test_token(void **state)
+{
+	const char *t = "0123456789abcdef";
+
+	assert_true(route_token_ok("Bearer 0123456789abcdef", t));
+	assert_true(route_token_ok("bearer 0123456789abcdef", t));
+	assert_false(route_token_ok("Bearer 0123456789abcde", t));
+	assert_false(route_token_ok("Bearer 0123456789abcdefg", t));
+	assert_false(route_token_ok("Bearer 0123456789abcdeF", t));
+	assert_false(route_token_ok("Bearer ", t));
+	assert_false(route_token_ok("Basic 0123456789abcdef", t));
+	assert_false(route_token_ok("0123456789abcdef", t));
+	assert_false(route_token_ok(NULL, t));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_defaults_and_env),
+		cmocka_unit_test(test_broken_file),
+		cmocka_unit_test(test_yaml_syntax_and_missing),
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_routes),
+		cmocka_unit_test(test_user_ids),
+		cmocka_unit_test(test_token),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,298 @@
+/*
+ * Unit tests for supervisor/podman.c and the provisioning steps of
+ * supervisor/sandbox.c, against recorded Podman 4.3.1 replies served on a
+ * unix socket (podman_server.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "supervisor/podman_server.h"
+
+#include "../../../supervisor/podman.c"
+#include "../../../supervisor/route.c"
+#include "../../../supervisor/forward.c"
+#include "../../../supervisor/conf.c"
+#include "../../../supervisor/sandbox.c"
+
+#define API	"/v4.0.0/libpod"
+
+static struct podman *
+client(const struct fake_route *routes)
+{
+	return podman_new(fake_start(routes), 5000);
+}
+
+static void
+done(struct podman *p)
+{
+	podman_free(p);
+	fake_stop();
+}
+
+static void
+test_version_4_3(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "GET", API "/version", "version.http" }, { NULL, NULL, NULL } };
+	struct podman	*p = client(r);
+	struct perr	 e;
+
+	assert_int_equal(podman_version(p, &e), 0);
+	assert_string_equal(p->version, "4.3.1");
+	assert_true(podman_at_least(p, 4, 3));
+	assert_false(podman_at_least(p, 4, 6));
+	assert_string_equal(podman_isolate_value(p), "true");
+	done(p);
+}
+
+static void
+test_version_4_6_strict(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "GET", API "/version", "version-4.6.http" },
+		{ NULL, NULL, NULL } };
+	struct podman	*p = client(r);
+	struct perr	 e;
+	struct conf	 c;
+	json_t		*spec;
+
+	assert_int_equal(podman_version(p, &e), 0);
+	assert_string_equal(podman_isolate_value(p), "strict");
+	memset(&c, 0, sizeof(c));
+	c.state_dir = (char *)(uintptr_t)"/var/lib/vivarium";
+	spec = sandbox_network_spec(&c, p, "alice");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    spec, "options"), "isolate")), "strict");
+	assert_true(json_is_true(json_object_get(spec, "internal")));
+	assert_true(json_is_true(json_object_get(spec, "dns_enabled")));
+	json_decref(spec);
+	done(p);
+}
+
+static void
+test_name_in_use(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "POST", API "/containers/create",
+		    "container-create-name-in-use.http" },
+		{ NULL, NULL, NULL } };
+	struct podman		*p = client(r);
+	struct perr		 e;
+	struct fake_request	 q;
+	json_t			*spec = json_pack("{s:s}", "name", "x");
+
+	assert_int_equal(podman_container_create(p, spec, &e), -1);
+	assert_int_equal(e.status, 500);
+	assert_true(perr_exists(&e));
+	assert_non_null(strstr(e.msg, "is already in use"));
+	assert_non_null(strstr(e.msg, "POST"));
+	/* The body went out as JSON with the header Podman needs. */
+	q = fake_last();
+	assert_string_equal(q.content_type, "application/json");
+	assert_string_equal(q.body, "{\"name\":\"x\"}");
+	json_decref(spec);
+	done(p);
+}
+
+static void
+test_errors_readable(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "POST", API "/networks/create", "network-create-bad-option.http" },
+		{ "POST", API "/volumes/create", "volume-create-exists.http" },
+		{ "POST", API "/containers/vivarium-alice/start",
+		    "container-start-running.http" },
+		{ "GET", API "/networks/vivarium-nobody/exists",
+		    "network-exists-missing.http" },
+		{ "GET", API "/networks/vivarium-alice/exists", "network-exists.http" },
+		{ "POST", API "/containers/create", "container-create-form-body.http" },
+		{ NULL, NULL, NULL } };
+	struct podman	*p = client(r);
+	struct perr	 e;
+	json_t		*spec = json_object();
+
+	assert_int_equal(podman_network_create(p, spec, &e), -1);
+	assert_int_equal(e.status, 500);
+	assert_false(perr_exists(&e));
+	assert_non_null(strstr(e.msg, "parsing \"strict\""));
+	assert_int_equal(podman_volume_create(p, spec, &e), -1);
+	assert_true(perr_exists(&e));
+	/* 304: already running is success. */
+	assert_int_equal(podman_container_start(p, "vivarium-alice", &e), 0);
+	assert_int_equal(podman_network_exists(p, "vivarium-nobody", &e), 0);
+	assert_int_equal(podman_network_exists(p, "vivarium-alice", &e), 1);
+	assert_int_equal(podman_container_create(p, spec, &e), -1);
+	assert_non_null(strstr(e.msg, "500"));
+	json_decref(spec);
+	done(p);
+}
+
+static void
+test_inspect_and_list(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "GET", API "/containers/vivarium-alice/json",
+		    "container-inspect-running.http" },
+		{ "GET", API "/containers/vivarium-nobody/json",
+		    "container-inspect-missing.http" },
+		{ "GET", API "/containers/json", "containers-list.http" },
+		{ NULL, NULL, NULL } };
+	struct podman		*p = client(r);
+	struct perr		 e;
+	struct fake_request	 q;
+	json_t			*j;
+
+	assert_int_equal(podman_container_inspect(p, "vivarium-alice", &j, &e), 0);
+	assert_non_null(j);
+	assert_int_equal(podman_ctr_state(j), CTR_RUNNING);
+	json_decref(j);
+	assert_int_equal(podman_container_inspect(p, "vivarium-nobody", &j, &e), 0);
+	assert_null(j);
+	assert_int_equal(podman_ctr_state(j), CTR_MISSING);
+	assert_int_equal(podman_container_list(p, &j, &e), 0);
+	assert_true(json_array_size(j) >= 1);
+	assert_string_equal(sandbox_label_user(json_array_get(j, 0)), "alice");
+	json_decref(j);
+	q = fake_last();
+	assert_non_null(strstr(q.target, "all=true"));
+	assert_non_null(strstr(q.target, "io.vivarium.managed%3Dtrue"));
+	done(p);
+}
+
+static void
+test_unreachable(void **state)
+{
+	struct podman	*p = podman_new("/nonexistent/podman.sock", 2000);
+	struct perr	 e;
+	json_t		*j;
+
+	assert_int_equal(podman_version(p, &e), -1);
+	assert_int_equal(e.status, 0);
+	assert_non_null(strstr(e.msg, "not reachable"));
+	assert_non_null(strstr(e.msg, "/nonexistent/podman.sock"));
+	assert_int_equal(podman_container_inspect(p, "x", &j, &e), -1);
+	assert_int_equal(e.status, 0);
+	podman_free(p);
+}
+
+static void
+test_connection_closed(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "GET", API "/version", "CLOSE" }, { NULL, NULL, NULL } };
+	struct podman	*p = client(r);
+	struct perr	 e;
+
+	assert_int_equal(podman_version(p, &e), -1);
+	assert_int_equal(e.status, 0);
+	assert_true(strlen(e.msg) > 20);
+	done(p);
+}
+
+/* sandbox_create walks network, volume, runtime dir, container. */
+static void
+test_create_missing_image(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "GET", API "/version", "version.http" },
+		{ "GET", API "/networks/vivarium-bob/exists", "network-exists.http" },
+		{ "GET", API "/volumes/vivarium-bob-workspace/exists",
+		    "volume-exists-missing.http" },
+		{ "POST", API "/volumes/create", "volume-create-exists.http" },
+		{ "POST", API "/containers/create", "container-create-no-image.http" },
+		{ NULL, NULL, NULL } };
+	struct podman	*p = client(r);
+	struct perr	 e;
+	struct conf	 c;
+	struct confdiag	 d;
+	char		 dir[] = "/tmp/svtestXXXXXX";
+	struct stat	 st;
+	char		 rundir[128];
+
+	assert_non_null(mkdtemp(dir));
+	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef0123", 1);
+	setenv("VIVARIUM_STATE_DIR", dir, 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	confdiag_release(&d);
+	/* A volume that appeared meanwhile (500 "already exists") is fine;
+	 * the missing image is the error, and it says what to do. */
+	assert_int_equal(sandbox_create(&c, p, "bob", &e), -1);
+	assert_non_null(strstr(e.msg, "make image"));
+	assert_non_null(strstr(e.msg, c.image));
+	snprintf(rundir, sizeof(rundir), "%s/bob", dir);
+	assert_int_equal(stat(rundir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	rmdir(rundir);
+	rmdir(dir);
+	conf_release(&c);
+	unsetenv("VIVARIUM_STATE_DIR");
+	done(p);
+}
+
+static void
+test_container_spec(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	json_t		*s, *m;
+
+	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef0123", 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	confdiag_release(&d);
+	s = sandbox_container_spec(&c, "alice");
+	assert_string_equal(json_string_value(json_object_get(s, "name")),
+	    "vivarium-alice");
+	assert_true(json_is_true(json_object_get(s, "read_only_filesystem")));
+	assert_true(json_is_true(json_object_get(s, "no_new_privileges")));
+	assert_true(json_is_true(json_object_get(s, "init")));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(s,
+	    "cap_drop"), 0)), "ALL");
+	m = json_object_get(s, "resource_limits");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(m,
+	    "memory"), "limit")), 2147483648LL);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(m,
+	    "cpu"), "quota")), 200000);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(m,
+	    "pids"), "limit")), 128);
+	assert_int_equal(json_array_size(json_object_get(s, "r_limits")), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(s, "mounts"), 0), "destination")), "/tmp");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(s,
+	    "labels"), "io.vivarium.user")), "alice");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(s, "volumes"), 0), "Name")),
+	    "vivarium-alice-workspace");
+	assert_null(json_object_get(json_object_get(s, "env"), "http_proxy"));
+	json_decref(s);
+	conf_release(&c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_version_4_3),
+		cmocka_unit_test(test_version_4_6_strict),
+		cmocka_unit_test(test_name_in_use),
+		cmocka_unit_test(test_errors_readable),
+		cmocka_unit_test(test_inspect_and_list),
+		cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_connection_closed),
+		cmocka_unit_test(test_create_missing_image),
+		cmocka_unit_test(test_container_spec),
+	};
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
