@@ -58,6 +58,23 @@ class State:
 
 # ------------------------------------------------------------------ running
 
+def _import(name):
+    """Imports one of the runner's own dependencies with the workspace off
+    sys.path: a json.py or re.py the user saved must not stand in for the
+    module the runner needs (the user's code still sees its own files)."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    saved = list(sys.path)
+    here = os.getcwd()
+    sys.path[:] = [p for p in saved if p not in ("", ".", here)]
+    try:
+        __import__(name)
+    finally:
+        sys.path[:] = saved
+    return sys.modules[name]
+
+
 def _user_traceback(exc):
     """The exception's traceback starting at the user's first frame: the
     runner's own frames say nothing to the reader."""
@@ -69,7 +86,7 @@ def _user_traceback(exc):
 
 
 def _print_exception(exc, tb):
-    import traceback
+    traceback = _import("traceback")
     try:
         traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
     except Exception:
@@ -92,7 +109,7 @@ def _exit_status(code):
 def _run(source, ns):
     """Compiles and runs source in ns.  Returns (status, ran): ran is False
     when the code did not even compile."""
-    import linecache
+    linecache = _import("linecache")
     lines = source.splitlines(True)
     linecache.cache[CODE_FILENAME] = (len(source), None, lines, CODE_FILENAME)
     try:
@@ -126,7 +143,7 @@ def _restore(cfg, ns, st):
         if not os.path.exists(path):
             st.first = "namespace: fresh start (nothing was stored)"
             return
-        from vivarium import _store
+        _store = _import("vivarium._store")
         n = _store.count_names(path)
         try:
             os.unlink(path)
@@ -140,10 +157,10 @@ def _restore(cfg, ns, st):
     if not os.path.exists(path):
         st.first = "namespace: empty (nothing stored yet)"
         return
-    from vivarium import _store
+    _store = _import("vivarium._store")
     before = set(ns)
     try:
-        res = _store.load(path, ns)
+        res = _store.load(path, ns, _import)
     except Exception as e:
         for k in list(ns):
             if k not in before:
@@ -167,7 +184,7 @@ def _spelled_imports(source):
     dotted = []
     if "import" not in source:
         return spelled, dotted
-    import ast
+    ast = _import("ast")
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -188,7 +205,7 @@ def _spelled_imports(source):
 
 def _pickle_failure(name, value, exc):
     """Why a value can't be kept, in the footer's words."""
-    import re
+    re = _import("re")
     t = type(value).__name__
     msg = str(exc)
     m = re.search(r"cannot pickle '([^']+)' object", msg)
@@ -197,7 +214,7 @@ def _pickle_failure(name, value, exc):
         if inner == t:
             return "%s is not picklable" % t
         return "%s is not picklable: holds a %s" % (t, inner)
-    from vivarium._store import _short
+    _short = _import("vivarium._store")._short
     return "%s is not picklable: %s: %s" % (t, type(exc).__name__, _short(exc, 80))
 
 
@@ -206,7 +223,7 @@ def _save(cfg, ns, st, source):
             not os.path.exists(os.path.join(cfg.state_dir, STORE_NAME)):
         st.size = 0
         return      # nothing to keep and nothing to remove
-    from vivarium import _store
+    _store = _import("vivarium._store")
     spelled, dotted = _spelled_imports(source)
     modules = []         # header entries for module aliases
     pickled = []         # _store.Pickled
@@ -236,6 +253,7 @@ def _save(cfg, ns, st, source):
                 same.append((name, other))
                 continue
             first_of[id(value)] = name
+        _import("cloudpickle")
         try:
             pickled.append(_store.pickle_value(name, value, ns))
         except BaseException as e:
@@ -290,7 +308,7 @@ def _ensure_state_dir(path):
 # ------------------------------------------------------------------ footer
 
 def _footer(cfg, st, before, after):
-    from vivarium import _footer as F
+    F = _import("vivarium._footer")
     lines = ["--- state ---"]
     if not cfg.persist:
         lines.append("namespace: not kept between calls (VIVARIUM_PERSIST_NAMESPACE=0)")
@@ -379,8 +397,7 @@ def main(env=None):
     st = State()
     before = after = None
     if cfg.summary:
-        from vivarium._footer import Snapshot
-        before = Snapshot(cfg.workspace)
+        before = _import("vivarium._footer").Snapshot(cfg.workspace)
     if cfg.persist:
         _restore(cfg, ns, st)
         ns["__builtins__"] = builtins
@@ -397,7 +414,7 @@ def main(env=None):
             st.save_error = "%s: %s" % (type(e).__name__, e)
     elif cfg.persist and not ran:
         # The code did not compile: the stored namespace stays as it was.
-        from vivarium._store import is_stored_name
+        is_stored_name = _import("vivarium._store").is_stored_name
         st.values = [(n, v) for n, v in ns.items() if isinstance(n, str)
                      and is_stored_name(n) and n not in st.modules]
         st.aliases = list(st.modules.items())
@@ -405,8 +422,7 @@ def main(env=None):
 
     footer = None
     if cfg.summary:
-        from vivarium._footer import Snapshot
-        after = Snapshot(cfg.workspace)
+        after = _import("vivarium._footer").Snapshot(cfg.workspace)
         try:
             footer = _footer(cfg, st, before, after)
         except Exception as e:  # the footer must never cost the result

@@ -134,11 +134,12 @@ def _read_header(f):
     return header, 16 + hlen
 
 
-def load(path, ns):
+def load(path, ns, import_dep=None):
     """Restores the store at path into the dict ns.
 
     Returns a Restore with the names restored and the names that failed,
-    each with a reason.  Raises StoreError (or OSError) when the file as a
+    each with a reason.  import_dep(name) imports cloudpickle when a value
+    needs it (the runner's version keeps workspace files out of the way).  Raises StoreError (or OSError) when the file as a
     whole can't be read; the caller moves it aside.
     """
     res = Restore()
@@ -160,7 +161,7 @@ def load(path, ns):
                 if kind == "module":
                     _restore_module(e, ns, res)
                 elif kind == "value":
-                    _restore_value(f, base, e, ns, res)
+                    _restore_value(f, base, e, ns, res, import_dep)
             for e in entries:
                 if e.get("kind") == "same":
                     other = e.get("as")
@@ -210,11 +211,16 @@ def _restore_module(e, ns, res):
                            % (modname, type(exc).__name__, exc)))
 
 
-def _restore_value(f, base, e, ns, res):
+def _restore_value(f, base, e, ns, res, import_dep):
     name = e["name"]
     off, n = e["pickle"]
     f.seek(base + off)
     data = _read_exact(f, n)
+    if import_dep is not None and b"cloudpickle" in data:
+        try:
+            import_dep("cloudpickle")
+        except ImportError:
+            pass        # loads() below names the problem
     bufs = []
     for boff, blen in e.get("buffers") or []:
         f.seek(base + boff)

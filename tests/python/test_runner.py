@@ -1,0 +1,178 @@
+"""The runner's side of the contract: code runs as __main__ with the
+workspace first on sys.path, tracebacks point at the user's lines, exit
+codes, report.json, and main() callable in-process (as a fork server would)."""
+import json
+import os
+import sys
+import time
+import unittest
+
+from runner_util import PYTHON_DIR, Workspace
+
+
+class Running(Workspace):
+
+    def test_traceback_points_at_user_lines(self):
+        r = self.run_code("def f(x):\n"
+                          "    return 1 / x\n"
+                          "print('before')\n"
+                          "f(0)\n")
+        self.assertEqual(r.status, 1)
+        self.assertEqual(r.report["exit_code"], 1)
+        self.assertEqual(r.stdout, "before\n")
+        lines = r.stderr.rstrip("\n").split("\n")
+        self.assertEqual(lines[0], "Traceback (most recent call last):")
+        self.assertEqual(lines[1], '  File "<run_python>", line 4, in <module>')
+        self.assertEqual(lines[2], "    f(0)")
+        self.assertIn('  File "<run_python>", line 2, in f', lines)
+        self.assertIn("    return 1 / x", lines)
+        self.assertEqual(lines[-1], "ZeroDivisionError: division by zero")
+        self.assertNotIn("_runner", r.stderr)
+        self.assertNotIn("vivarium", r.stderr)
+
+    def test_traceback_through_a_library(self):
+        r = self.run_code("import json\njson.loads('{')\n")
+        self.assertEqual(r.status, 1)
+        lines = r.stderr.split("\n")
+        self.assertEqual(lines[1], '  File "<run_python>", line 2, in <module>')
+        self.assertIn("json", r.stderr)
+        self.assertNotIn("_runner", r.stderr)
+        self.assertTrue(lines[-2].startswith("json.decoder.JSONDecodeError"))
+
+    def test_syntax_error(self):
+        r = self.run_code("x = 1\nprint(x\n")
+        self.assertEqual(r.status, 1)
+        self.assertIn('File "<run_python>", line 2', r.stderr)
+        self.assertIn("SyntaxError", r.stderr)
+        self.assertNotIn("_runner", r.stderr)
+
+    def test_function_from_an_earlier_call_in_a_traceback(self):
+        self.ok("def g():\n    raise KeyError('k')\n")
+        r = self.run_code("x = 1\ng()\n")
+        self.assertIn('File "<run_python>", line 2, in <module>', r.stderr)
+        # Not the current call's line 2 shown as if it were g's.
+        self.assertIn('File "<run_python: earlier call>", line 2, in g', r.stderr)
+
+    def test_exit_codes(self):
+        self.assertEqual(self.run_code("import sys; sys.exit(3)").report["exit_code"], 3)
+        r = self.run_code("import sys; sys.exit(3)")
+        self.assertEqual(r.status, 3)
+        r = self.run_code("raise SystemExit")
+        self.assertEqual((r.status, r.report["exit_code"]), (0, 0))
+        r = self.run_code("import sys; sys.exit('bad input')")
+        self.assertEqual((r.status, r.report["exit_code"]), (1, 1))
+        self.assertEqual(r.stderr, "bad input\n")
+        r = self.run_code("raise KeyboardInterrupt")
+        self.assertEqual(r.status, 1)
+
+    def test_runs_as_main(self):
+        r = self.ok("import sys, pickle\n"
+                    "class A:\n"
+                    "    pass\n"
+                    "a = pickle.loads(pickle.dumps(A()))\n"
+                    "print(__name__, sys.modules['__main__'].__dict__ is globals(),\n"
+                    "      type(a).__name__, sys.argv)\n"
+                    "if __name__ == '__main__':\n"
+                    "    print('main block')\n")
+        self.assertEqual(r.stdout, "__main__ True A ['<run_python>']\nmain block\n")
+
+    def test_workspace_first_on_sys_path(self):
+        with open(os.path.join(self.ws, "helpers.py"), "w") as f:
+            f.write("def hello():\n    return 'hello from the workspace'\n")
+        r = self.ok("import sys, os\n"
+                    "print(sys.path[0] == os.getcwd())\n"
+                    "import helpers\nprint(helpers.hello())\n")
+        self.assertEqual(r.stdout, "True\nhello from the workspace\n")
+
+    def test_workspace_files_do_not_shadow_the_runner(self):
+        for mod in ("json", "re", "ast", "traceback", "cloudpickle", "importlib"):
+            with open(os.path.join(self.ws, mod + ".py"), "w") as f:
+                f.write("raise ImportError('the runner imported the workspace file')\n")
+        self.ok("x = [1]\nf = lambda: 2\n")
+        r = self.ok("print(x, f())\nx = 1 / 0 if False else 5\n")
+        self.assertEqual(r.stdout, "[1] 2\n")
+        r = self.run_code("import os.path as p\nprint(x)\nraise ValueError('v')\n")
+        self.assertEqual(r.stdout, "5\n")
+        self.assertTrue(r.stderr.strip().endswith("ValueError: v"), r.stderr)
+
+    def test_report_is_json_with_awkward_text(self):
+        name = "naïve \"quoted\"\\ \t tab.txt"
+        r = self.ok("open(%r, 'w').write('x')\nlabel = 'é'\n" % name)
+        self.assertIn("wrote: %s (1B)" % name, r.footer)
+        # A file name that is not UTF-8 still gives a valid report.
+        bad = os.path.join(os.fsencode(self.ws), b"bad-\xff.txt")
+        with open(bad, "wb") as f:
+            f.write(b"1")
+        r = self.ok("pass")
+        self.assertIn("bad-\ufffd.txt", r.footer)
+
+    def test_stdout_and_stderr_untouched(self):
+        r = self.ok("import sys\nprint('out')\nprint('err', file=sys.stderr)\n")
+        self.assertEqual((r.stdout, r.stderr), ("out\n", "err\n"))
+
+    def test_missing_code(self):
+        run_dir = os.path.join(self.tmp, "empty-run")
+        os.mkdir(run_dir)
+        import subprocess
+        p = subprocess.run([sys.executable, "-P", "-m", "vivarium._runner"], cwd=self.ws,
+                           env=self.env(VIVARIUM_RUN_DIR=run_dir), capture_output=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"can't read code.py", p.stderr)
+        with open(os.path.join(run_dir, "report.json")) as f:
+            self.assertEqual(json.load(f)["exit_code"], 2)
+
+    def test_main_callable_in_a_forked_child(self):
+        # What a warm fork server would do: import once, fork, call main().
+        sys.path.insert(0, PYTHON_DIR)
+        try:
+            from vivarium import _runner
+        finally:
+            sys.path.remove(PYTHON_DIR)
+        run_dir = os.path.join(self.tmp, "fork-run")
+        os.mkdir(run_dir, 0o700)
+        out = os.path.join(self.tmp, "fork-out")
+        with open(os.path.join(run_dir, "code.py"), "w") as f:
+            f.write("import sys\nx = 6 * 7\nprint(__name__, x)\nsys.exit(4)\n")
+        env = self.env(VIVARIUM_RUN_DIR=run_dir)
+        pid = os.fork()
+        if pid == 0:
+            status = 99
+            try:
+                os.chdir(self.ws)
+                fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(fd, 1)
+                os.environ.clear()
+                os.environ.update(env)
+                status = _runner.main()
+                sys.stdout.flush()
+            finally:
+                os._exit(status)
+        _, st = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(st), 4)
+        with open(out) as f:
+            self.assertEqual(f.read(), "__main__ 42\n")
+        with open(os.path.join(run_dir, "report.json")) as f:
+            rep = json.load(f)
+        self.assertEqual(rep["exit_code"], 4)
+        self.assertIn("vars: x 42", rep["footer"])
+        self.assertEqual(self.ok("print(x)").stdout, "42\n")
+
+
+class Speed(Workspace):
+
+    def test_plain_print_does_not_load_heavy_modules(self):
+        r = self.ok("import sys\n"
+                    "print(sorted(m for m in ('cloudpickle', 'pandas', 'numpy', 'json',"
+                    " 'vivarium._store') if m in sys.modules))")
+        self.assertEqual(r.stdout, "[]\n")
+
+    def test_plain_print_is_quick(self):
+        # Generous bound: the interpreter itself takes ~25 ms here.
+        self.ok("pass")
+        t = time.monotonic()
+        self.ok("print('hi')")
+        self.assertLess(time.monotonic() - t, 1.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
