@@ -28,6 +28,8 @@ extern char **environ;
 /* After the main process is gone, read at most this much more per stream:
  * a descendant outside the group may be writing without end. */
 #define SPAWN_DRAIN_MAX		(8u << 20)
+/* After the main process is gone, how long to wait for the pipes' EOF (s). */
+#define SPAWN_LINGER		0.2
 /* Without a pidfd, how often to look at the child (ms). */
 #define SPAWN_POLL_SLICE	10
 
@@ -339,6 +341,7 @@ spawn_reset_out(struct spawn *sp)
 	sp->exit_code = -1;
 	sp->signal = 0;
 	sp->exec_errno = 0;
+	sp->chdir_failed = 0;
 	sp->duration = 0;
 	spawn_stream_release(&sp->out);
 	spawn_stream_release(&sp->err);
@@ -355,7 +358,7 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 	struct spawn_report r;
 	struct pollfd	 pfd[3];
 	unsigned char	*chunk = NULL;
-	double		 start, deadline = 0, left;
+	double		 start, deadline = 0, left, end;
 	ssize_t		 n;
 	size_t		 t1 = 0, t2 = 0;
 	int		 ms;
@@ -409,6 +412,7 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 		reap(sp);
 		sp->exited = 0;
 		sp->exec_errno = r.err;
+		sp->chdir_failed = r.stage == STAGE_CHDIR;
 		snprintf(errbuf, errlen, "%s: %s%s", r.stage == STAGE_CHDIR ?
 		    (sp->cwd != NULL ? sp->cwd : "") : sp->argv[0],
 		    r.stage == STAGE_DUP ? "dup2: " : "", strerror(r.err));
@@ -465,11 +469,28 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 	kill(-sp->pid, SIGKILL);
 	reap(sp);
 	sp->duration = mono_now() - start;
-	/* Take what is already in the pipes; do not wait for more. */
-	if (outp[0] != -1)
-		drain_fd(&outp[0], &sp->out, chunk, SPAWN_DRAIN_MAX, &t1);
-	if (errp[0] != -1)
-		drain_fd(&errp[0], &sp->err, chunk, SPAWN_DRAIN_MAX, &t2);
+	/*
+	 * Take what is in the pipes.  Members of the group may take a moment
+	 * to die and close their ends, so wait briefly for EOF; a process
+	 * outside the group may hold them forever, so not for long.
+	 */
+	end = mono_now() + SPAWN_LINGER;
+	for (;;) {
+		if (outp[0] != -1)
+			drain_fd(&outp[0], &sp->out, chunk, SPAWN_DRAIN_MAX, &t1);
+		if (errp[0] != -1)
+			drain_fd(&errp[0], &sp->err, chunk, SPAWN_DRAIN_MAX, &t2);
+		if ((outp[0] == -1 && errp[0] == -1) ||
+		    t1 >= SPAWN_DRAIN_MAX || t2 >= SPAWN_DRAIN_MAX ||
+		    (left = end - mono_now()) <= 0)
+			break;
+		pfd[0].fd = outp[0];
+		pfd[1].fd = errp[0];
+		pfd[0].events = pfd[1].events = POLLIN;
+		pfd[0].revents = pfd[1].revents = 0;
+		if (poll(pfd, 2, (int)(left * 1000) + 1) == -1 && errno != EINTR)
+			break;
+	}
 	sp->lingered = outp[0] != -1 || errp[0] != -1;
 	rc = 0;
 fail:

@@ -10,8 +10,8 @@
  * killing the whole group with SIGKILL.
  *
  * When the main process exits, whatever is left of its group is killed and
- * the pipes are drained of what is already in them, then closed: a
- * descendant that left the group (setsid) and keeps the pipes open cannot
+ * the pipes are drained (waiting at most 0.2 s for their EOF), then closed:
+ * a descendant that left the group (setsid) and keeps the pipes open cannot
  * hold the caller.  It is not killed (it is no longer reachable through the
  * group); it only loses its output.
  *
@@ -62,12 +62,13 @@ struct spawn {
 	int		 timed_out;	/* we killed the group at the deadline */
 	int		 lingered;	/* descendants still held the pipes at exit */
 	int		 exec_errno;	/* the program could not be started */
+	int		 chdir_failed;	/* ... because cwd could not be entered */
 	double		 duration;	/* seconds from fork to reaping */
 };
 
 #define SPAWN_STREAM_INIT	{ 0, NULL, NULL, 0, NULL, 0, 0, 0 }
 #define SPAWN_INIT	{ NULL, NULL, NULL, 0, SPAWN_STREAM_INIT, \
-			  SPAWN_STREAM_INIT, -1, 0, 0, -1, 0, 0, 0, 0, 0, 0 }
+			  SPAWN_STREAM_INIT, -1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0 }
 
 /*
  * Runs the child to completion.  Returns 0 when it ran and was reaped

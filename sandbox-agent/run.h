@@ -37,6 +37,14 @@ struct run_image {
 	int		 orig_width, orig_height;
 };
 
+/* What became of the runner's report.json (docs/runner-contract.md). */
+enum run_report {
+	RUN_REPORT_MISSING,	/* none: killed, timed out, os._exit(), not started */
+	RUN_REPORT_OK,		/* read and checked; footer is its footer */
+	RUN_REPORT_MALFORMED,	/* unreadable, over 1 MiB or wrong types: ignored */
+	RUN_REPORT_VERSION,	/* another version: ignored (and logged) */
+};
+
 struct run_result {
 	int		 exit_code;		/* valid when !signaled && !timed_out */
 	int		 signaled;		/* killed by a signal other than ours */
@@ -47,6 +55,9 @@ struct run_result {
 	char		*out;			/* owned; tail of stdout, NUL-terminated */
 	size_t		 out_len;
 	unsigned long long out_cut;		/* characters dropped from the front */
+						/* (out/err: valid UTF-8, bad bytes as
+						 * U+FFFD, at most output_limit code
+						 * points; may hold NUL: use the length) */
 	char		*err;			/* owned; tail of stderr */
 	size_t		 err_len;
 	unsigned long long err_cut;
@@ -55,12 +66,20 @@ struct run_result {
 	size_t		 nimages;
 	size_t		 images_skipped;	/* changed PNGs over max_images */
 	char		 note[512];		/* a plain-words problem to report, or "" */
+	int		 report;		/* enum run_report */
 };
 
 /*
- * Runs one call.  Returns 0 when the process ran (whatever its exit), -1
- * when it could not be set up, with the reason in errbuf.  res is always
- * initialised and must be released.
+ * Runs one call.  Returns 0 when the process ran (whatever its exit) and
+ * also when the interpreter could not be started (spawn_failed, with the
+ * reason in note); -1 when the agent could not set the run up (temporary
+ * directory, workspace unreadable, fork failed, out of memory), with the
+ * reason in errbuf.  res is always initialised and must be released.
+ *
+ * note holds sentences that add to what the flags say: why a SIGKILL
+ * probably came from the OOM killer, that a killed run loses buffered
+ * output, why there is no footer, which PNGs could not be shown, that a
+ * process escaped the group.  It is cut at a character boundary.
  */
 int	run_python(const struct run_limits *, const struct run_request *,
 	    struct run_result *res, char *errbuf, size_t errlen);

@@ -184,6 +184,7 @@ test_exit_codes_and_output(void **state)
 	assert_int_equal(sp.exit_code, 3);
 	assert_false(sp.timed_out);
 	assert_false(sp.signaled);
+	assert_false(sp.lingered);
 	assert_string_equal(out_str(&sp.out), "out\n");
 	assert_string_equal(out_str(&sp.err), "err\n");
 	spawn_release(&sp);
@@ -274,6 +275,7 @@ test_exec_failures(void **state)
 	sp.argv = argv;
 	assert_int_equal(spawn_run(&sp, err, sizeof(err)), -1);
 	assert_int_equal(sp.exec_errno, ENOENT);
+	assert_false(sp.chdir_failed);
 	assert_non_null(strstr(err, "/nonexistent/python3"));
 	assert_non_null(strstr(err, "No such file"));
 	spawn_release(&sp);
@@ -304,6 +306,7 @@ test_exec_failures(void **state)
 	assert_int_equal(run_sh(&sp, "exit 0", 10, err, sizeof(err)), -1);
 	assert_int_equal(sp.exec_errno, ENOENT);
 	assert_non_null(strstr(err, "/nonexistent-dir"));
+	assert_true(sp.chdir_failed);
 	spawn_release(&sp);
 }
 
@@ -330,6 +333,8 @@ test_timeout_kills_group(void **state)
 	assert_true(sp.timed_out);
 	assert_false(sp.exited);
 	assert_false(sp.signaled);
+	/* The group held the pipes; once it is dead, nothing lingers. */
+	assert_false(sp.lingered);
 	assert_string_equal(out_str(&sp.out), "started\n");
 	gc = read_pidfile(pf, 1);
 	assert_true(gc > 0);

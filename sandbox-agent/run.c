@@ -1,0 +1,749 @@
+/*
+ * run.c: one run_python call (see run.h and docs/runner-contract.md).
+ *
+ * Make a private run directory with code.py, start the runner with the
+ * contract's environment in the workspace, keep the tail of its output,
+ * read its report, and collect the PNGs it made.  Memory stays bounded
+ * whatever the code does: output goes through fixed-size rings, the report
+ * is capped, images are decoded row by row under a pixel cap.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "images.h"
+#include "log.h"
+#include "run.h"
+#include "spawn.h"
+#include "banned.h"
+
+extern char **environ;
+
+#define REPORT_MAX		(1u << 20)
+#define RUNDIR_MAX_DEPTH	8
+/* Decoding attempts past max_images, for PNGs that fail to load. */
+#define IMAGE_EXTRA_TRIES	8
+
+/* ---------------------------------------------------------------- UTF-8 */
+
+/*
+ * Characters are counted the way a decoder that replaces bad bytes with
+ * U+FFFD would see them: a valid sequence is one character, and so is
+ * each maximal invalid part (a lead byte with the continuation bytes that
+ * fit it, or a stray byte), as Unicode recommends (ch. 3, "U+FFFD
+ * substitution of maximal subparts").
+ */
+
+/* The byte range the continuation after lead b must fall in; 0: not a lead. */
+static int
+utf8_lead(unsigned char b, unsigned char *lo, unsigned char *hi)
+{
+	*lo = 0x80;
+	*hi = 0xbf;
+	if (b < 0x80)
+		return 0;
+	if (b >= 0xc2 && b <= 0xdf)
+		return 1;
+	if (b == 0xe0)
+		*lo = 0xa0;
+	else if (b == 0xed)
+		*hi = 0x9f;
+	if (b >= 0xe0 && b <= 0xef)
+		return 2;
+	if (b == 0xf0)
+		*lo = 0x90;
+	else if (b == 0xf4)
+		*hi = 0x8f;
+	if (b >= 0xf0 && b <= 0xf4)
+		return 3;
+	return -1;
+}
+
+/* Streaming character count over every byte a stream produced. */
+struct utf8_count {
+	unsigned long long chars;
+	int		 need;
+	unsigned char	 lo, hi;
+};
+
+static void
+utf8_count_feed(void *arg, const unsigned char *p, size_t n)
+{
+	struct utf8_count *c = arg;
+	size_t		 i;
+	int		 need;
+
+	for (i = 0; i < n; i++) {
+		if (c->need > 0) {
+			if (p[i] >= c->lo && p[i] <= c->hi) {
+				c->need--;
+				c->lo = 0x80;
+				c->hi = 0xbf;
+				continue;
+			}
+			c->need = 0;	/* broken: p[i] starts afresh */
+		}
+		c->chars++;
+		need = utf8_lead(p[i], &c->lo, &c->hi);
+		c->need = need > 0 ? need : 0;
+	}
+}
+
+/*
+ * The sequence at p: returns its length and whether it is valid (*ok).
+ * An invalid one is a maximal subpart, at least one byte.
+ */
+static size_t
+utf8_seq(const unsigned char *p, size_t n, int *ok)
+{
+	unsigned char	 lo, hi;
+	int		 need;
+	size_t		 i;
+
+	need = utf8_lead(p[0], &lo, &hi);
+	*ok = need >= 0;
+	if (need <= 0)
+		return 1;
+	for (i = 1; i <= (size_t)need; i++) {
+		if (i >= n || p[i] < lo || p[i] > hi) {
+			*ok = 0;
+			return i;
+		}
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	return i;
+}
+
+/*
+ * Makes the text shown for one stream from the bytes kept of it: valid
+ * UTF-8 (bad bytes become U+FFFD), at most `limit` characters, the tail.
+ * `dropped`: bytes were lost before p, so p may start inside a character.
+ * total_chars counts the whole stream; *cut gets what is not shown.
+ */
+static int
+tail_text(const unsigned char *p, size_t n, int dropped,
+    unsigned long long total_chars, size_t limit, char **out, size_t *outlen,
+    unsigned long long *cut)
+{
+	struct buf	 b = BUF_INIT((size_t)-1 / 4);
+	size_t		 i = 0, k, chars = 0, skip, start;
+	int		 ok;
+
+	*out = NULL;
+	*outlen = 0;
+	/* The rest of a character whose start was dropped. */
+	if (dropped)
+		while (i < n && i < 3 && (p[i] & 0xc0) == 0x80)
+			i++;
+	for (; i < n; i += k) {
+		k = utf8_seq(p + i, n - i, &ok);
+		if (ok ? buf_append(&b, p + i, k) :
+		    buf_append(&b, "\xef\xbf\xbd", 3))
+			goto fail;
+		chars++;
+	}
+	start = 0;
+	if (chars > limit) {
+		/* Keep the last `limit` characters: skip to a lead byte. */
+		for (skip = chars - limit; start < b.len; start++)
+			if (((unsigned char)b.data[start] & 0xc0) != 0x80 &&
+			    skip-- == 0)
+				break;
+		chars = limit;
+	}
+	buf_consume(&b, start);
+	*cut = total_chars > chars ? total_chars - chars : 0;
+	*out = buf_detach(&b, outlen);
+	return *out != NULL ? 0 : -1;
+fail:
+	buf_release(&b);
+	return -1;
+}
+
+/* ---------------------------------------------------------------- notes */
+
+static void
+note_add(struct run_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends a sentence to res->note, cutting at a character boundary. */
+static void
+note_add(struct run_result *res, const char *fmt, ...)
+{
+	char		 line[512];
+	size_t		 used = strlen(res->note), room, n;
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (used > 0 && used + 1 < sizeof(res->note))
+		res->note[used++] = ' ';
+	room = sizeof(res->note) - 1 - used;
+	n = strlen(line);
+	if (n > room) {
+		n = room;
+		while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(res->note + used, line, n);
+	res->note[used + n] = '\0';
+}
+
+/* ---------------------------------------------------------------- run dir */
+
+/* Removes dir/name and everything under it; returns -1 if some remains. */
+static int
+rm_tree_at(int dfd, const char *name, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	int		 fd, rc = 0;
+
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	if (depth >= RUNDIR_MAX_DEPTH)
+		return -1;
+	fchmodat(dfd, name, 0700, 0);
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (rm_tree_at(dirfd(d), de->d_name, depth + 1) == -1)
+			rc = -1;
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	ssize_t	 w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Makes the private run directory holding code.py. */
+static int
+rundir_make(char *dir, size_t dirlen, const char *code, size_t code_len,
+    char *errbuf, size_t errlen)
+{
+	const char	*tmp = getenv("TMPDIR");
+	char		 path[PATH_MAX];
+	int		 fd, n;
+
+	if (tmp == NULL || *tmp != '/')
+		tmp = "/tmp";
+	n = snprintf(dir, dirlen, "%s/vivarium-run-XXXXXX", tmp);
+	if (n < 0 || (size_t)n >= dirlen) {
+		snprintf(errbuf, errlen, "TMPDIR is too long");
+		return -1;
+	}
+	/* mkdtemp makes it 0700. */
+	if (mkdtemp(dir) == NULL) {
+		snprintf(errbuf, errlen, "cannot make a run directory in %s: %s",
+		    tmp, strerror(errno));
+		dir[0] = '\0';
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/code.py", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1 || write_all(fd, code, code_len) == -1 ||
+	    close(fd) == -1) {
+		snprintf(errbuf, errlen, "cannot write %s: %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+rundir_remove(const char *dir)
+{
+	if (dir[0] == '\0')
+		return;
+	if (rm_tree_at(AT_FDCWD, dir, 0) == -1)
+		log_warnx("run directory %s: could not remove all of it", dir);
+}
+
+/* ---------------------------------------------------------------- environment */
+
+static const char *const env_ours[] = {
+	"VIVARIUM_RUN_DIR", "VIVARIUM_STATE_DIR", "VIVARIUM_FRESH",
+	"VIVARIUM_PERSIST_NAMESPACE", "VIVARIUM_NAMESPACE_MAX_BYTES",
+	"VIVARIUM_STATE_SUMMARY", "MPLBACKEND", "PYTHONPATH", NULL,
+};
+
+struct envv {
+	char	**v;		/* owned array; entries in `own` are owned */
+	size_t	 n, cap;
+	char	**own;
+	size_t	 nown;
+};
+
+static int
+env_push(struct envv *e, char *s, int owned)
+{
+	char	**v;
+
+	if (e->n + 2 > e->cap) {
+		e->cap = e->cap ? e->cap * 2 : 64;
+		if ((v = reallocarray(e->v, e->cap, sizeof(*v))) == NULL)
+			return -1;
+		e->v = v;
+		if ((v = reallocarray(e->own, e->cap, sizeof(*v))) == NULL)
+			return -1;
+		e->own = v;
+	}
+	e->v[e->n++] = s;
+	e->v[e->n] = NULL;
+	if (owned)
+		e->own[e->nown++] = s;
+	return 0;
+}
+
+static int
+env_pushf(struct envv *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+env_pushf(struct envv *e, const char *fmt, ...)
+{
+	struct buf	 b = BUF_INIT(1 << 20);
+	va_list		 ap;
+	int		 r;
+	char		*s;
+
+	va_start(ap, fmt);
+	r = buf_vappendf(&b, fmt, ap);
+	va_end(ap);
+	if (r == -1 || (s = buf_detach(&b, NULL)) == NULL) {
+		buf_release(&b);
+		return -1;
+	}
+	if (env_push(e, s, 1) == -1) {
+		free(s);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+env_free(struct envv *e)
+{
+	size_t	 i;
+
+	for (i = 0; i < e->nown; i++)
+		free(e->own[i]);
+	free(e->own);
+	free(e->v);
+	memset(e, 0, sizeof(*e));
+}
+
+static int
+env_is_ours(const char *kv)
+{
+	const char *const *k;
+	size_t		 n;
+
+	for (k = env_ours; *k != NULL; k++) {
+		n = strlen(*k);
+		if (strncmp(kv, *k, n) == 0 && kv[n] == '=')
+			return 1;
+	}
+	return 0;
+}
+
+/* The agent's environment, minus what the contract sets, plus that. */
+static int
+env_build(struct envv *e, const struct run_limits *lim,
+    const struct run_request *rq, const char *rundir)
+{
+	const char	*pp = getenv("PYTHONPATH");
+	char		**p;
+
+	for (p = environ; p != NULL && *p != NULL; p++)
+		if (!env_is_ours(*p) && env_push(e, *p, 0) == -1)
+			return -1;
+	if (env_pushf(e, "VIVARIUM_RUN_DIR=%s", rundir) == -1 ||
+	    env_pushf(e, "VIVARIUM_STATE_DIR=%s/.vivarium", rq->workspace) == -1 ||
+	    env_pushf(e, "VIVARIUM_FRESH=%d", rq->fresh ? 1 : 0) == -1 ||
+	    env_pushf(e, "VIVARIUM_PERSIST_NAMESPACE=%d",
+	    lim->persist_namespace ? 1 : 0) == -1 ||
+	    env_pushf(e, "VIVARIUM_NAMESPACE_MAX_BYTES=%llu",
+	    lim->namespace_max_bytes) == -1 ||
+	    env_pushf(e, "VIVARIUM_STATE_SUMMARY=%d",
+	    lim->state_summary ? 1 : 0) == -1 ||
+	    env_pushf(e, "MPLBACKEND=Agg") == -1)
+		return -1;
+	if (lim->pythonpath != NULL && *lim->pythonpath != '\0') {
+		if (pp != NULL && *pp != '\0')
+			return env_pushf(e, "PYTHONPATH=%s:%s", lim->pythonpath, pp);
+		return env_pushf(e, "PYTHONPATH=%s", lim->pythonpath);
+	}
+	if (pp != NULL && *pp != '\0')
+		return env_pushf(e, "PYTHONPATH=%s", pp);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- report */
+
+/*
+ * Reads the runner's report.json: never trusted, capped, type-checked.
+ * Returns RUN_REPORT_OK with *footer set (owned, or NULL), or another
+ * status with the reason in why.
+ */
+static int
+report_read(const char *rundir, int exit_code, char **footer, char *why,
+    size_t whylen)
+{
+	char		 path[PATH_MAX];
+	struct buf	 b = BUF_INIT(REPORT_MAX);
+	char		 chunk[65536];
+	struct stat	 st;
+	json_error_t	 jerr;
+	json_t		*root = NULL, *v, *x, *f;
+	ssize_t		 n;
+	int		 fd, rc = RUN_REPORT_MALFORMED;
+
+	*footer = NULL;
+	why[0] = '\0';
+	snprintf(path, sizeof(path), "%s/report.json", rundir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return errno == ENOENT ? RUN_REPORT_MISSING : RUN_REPORT_MALFORMED;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		goto done;
+	}
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			snprintf(why, whylen, "%s", strerror(errno));
+			goto done;
+		}
+		if (n == 0)
+			break;
+		if (buf_append(&b, chunk, (size_t)n) == -1) {
+			snprintf(why, whylen, "larger than %u bytes", REPORT_MAX);
+			goto done;
+		}
+	}
+	root = json_loadb(buf_str(&b), b.len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		snprintf(why, whylen, "not JSON: %s", jerr.text);
+		goto done;
+	}
+	if (!json_is_object(root)) {
+		snprintf(why, whylen, "not a JSON object");
+		goto done;
+	}
+	v = json_object_get(root, "version");
+	if (!json_is_integer(v)) {
+		snprintf(why, whylen, "'version' is missing or not an integer");
+		goto done;
+	}
+	if (json_integer_value(v) != 1) {
+		snprintf(why, whylen, "version %lld, this agent reads version 1",
+		    (long long)json_integer_value(v));
+		rc = RUN_REPORT_VERSION;
+		goto done;
+	}
+	x = json_object_get(root, "exit_code");
+	if (!json_is_integer(x)) {
+		snprintf(why, whylen, "'exit_code' is missing or not an integer");
+		goto done;
+	}
+	if (json_integer_value(x) != exit_code)
+		log_warnx("report.json says exit code %lld, the process exited "
+		    "with %d; using the process's", (long long)json_integer_value(x),
+		    exit_code);
+	f = json_object_get(root, "footer");
+	if (f != NULL && !json_is_null(f) && !json_is_string(f)) {
+		snprintf(why, whylen, "'footer' is neither a string nor null");
+		goto done;
+	}
+	if (json_is_string(f) && (*footer = strndup(json_string_value(f),
+	    json_string_length(f))) == NULL) {
+		snprintf(why, whylen, "out of memory");
+		goto done;
+	}
+	rc = RUN_REPORT_OK;
+done:
+	json_decref(root);
+	buf_release(&b);
+	close(fd);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- images */
+
+static void
+images_collect(const struct run_limits *lim, const struct run_request *rq,
+    const struct img_snap *before, struct run_result *res)
+{
+	struct img_snap	 after = IMG_SNAP_INIT;
+	const struct img_file **ch = NULL;
+	struct img_thumb t;
+	struct run_image *im;
+	char		 err[256];
+	ssize_t		 n, i;
+	size_t		 tries = 0, max = (size_t)lim->max_images;
+
+	if (img_snap_take(&after, rq->workspace, err, sizeof(err)) == -1) {
+		log_warnx("images: %s", err);
+		return;
+	}
+	if ((n = img_snap_changed(before, &after, &ch)) <= 0)
+		goto done;
+	if ((res->images = calloc(max, sizeof(*res->images))) == NULL)
+		goto done;
+	for (i = 0; i < n; i++) {
+		if (res->nimages >= max || tries >= max + IMAGE_EXTRA_TRIES) {
+			res->images_skipped++;
+			continue;
+		}
+		tries++;
+		if (img_thumb_file(rq->workspace, ch[i]->path,
+		    lim->max_image_side, &t, err, sizeof(err)) == -1) {
+			note_add(res, "%s could not be shown: %s.", ch[i]->path,
+			    err);
+			continue;
+		}
+		im = &res->images[res->nimages];
+		if ((im->name = strdup(ch[i]->path)) == NULL) {
+			img_thumb_release(&t);
+			res->images_skipped++;
+			continue;
+		}
+		im->png = t.png;
+		im->png_len = t.len;
+		im->width = t.width;
+		im->height = t.height;
+		im->orig_width = t.orig_width;
+		im->orig_height = t.orig_height;
+		res->nimages++;
+	}
+done:
+	if (after.truncated)
+		log_warnx("images: %s: the PNG scan stopped at its bounds",
+		    rq->workspace);
+	free(ch);
+	img_snap_release(&after);
+}
+
+/* ---------------------------------------------------------------- the run */
+
+static void
+run_result_init(struct run_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	res->report = RUN_REPORT_MISSING;
+}
+
+/* Turns a stream's kept bytes into the result's text. */
+static int
+stream_text(struct spawn_stream *s, const struct utf8_count *cnt,
+    size_t limit, char **out, size_t *outlen, unsigned long long *cut)
+{
+	const unsigned char *p;
+	size_t		 n;
+
+	p = spawn_stream_take(s, &n);
+	return tail_text(p, n, s->total > n, cnt->chars, limit, out, outlen,
+	    cut);
+}
+
+static const char *
+sig_name(int sig)
+{
+	const char	*s = sigabbrev_np(sig);
+
+	return s != NULL ? s : "?";
+}
+
+int
+run_python(const struct run_limits *lim, const struct run_request *rq,
+    struct run_result *res, char *errbuf, size_t errlen)
+{
+	char		 rundir[PATH_MAX], why[256], serr[512];
+	char		*argv[5];
+	struct envv	 env;
+	struct spawn	 sp = SPAWN_INIT;
+	struct utf8_count cout, cerr;
+	struct img_snap	 before = IMG_SNAP_INIT;
+	size_t		 cap;
+	int		 rc = -1, images, rs;
+
+	run_result_init(res);
+	memset(&env, 0, sizeof(env));
+	memset(&cout, 0, sizeof(cout));
+	memset(&cerr, 0, sizeof(cerr));
+	rundir[0] = '\0';
+	if (errlen > 0)
+		errbuf[0] = '\0';
+
+	images = lim->max_images > 0;
+	if (images && img_snap_take(&before, rq->workspace, serr,
+	    sizeof(serr)) == -1) {
+		snprintf(errbuf, errlen, "workspace: %s", serr);
+		goto done;
+	}
+	if (rundir_make(rundir, sizeof(rundir), rq->code, rq->code_len,
+	    errbuf, errlen) == -1)
+		goto done;
+	if (env_build(&env, lim, rq, rundir) == -1) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto done;
+	}
+
+	argv[0] = (char *)(uintptr_t)(lim->python != NULL && *lim->python ?
+	    lim->python : "python3");
+	argv[1] = (char *)(uintptr_t)"-P";
+	argv[2] = (char *)(uintptr_t)"-m";
+	argv[3] = (char *)(uintptr_t)"vivarium._runner";
+	argv[4] = NULL;
+	sp.argv = argv;
+	sp.envp = env.v;
+	sp.cwd = rq->workspace;
+	sp.timeout = rq->timeout_s > 0 ? (double)rq->timeout_s : 0;
+	/* A character is at most 4 bytes; keep enough for `limit` of them. */
+	cap = lim->output_limit > (SIZE_MAX - 8) / 4 ? SIZE_MAX - 8 :
+	    lim->output_limit * 4 + 4;
+	sp.out.cap = sp.err.cap = cap;
+	sp.out.observe = sp.err.observe = utf8_count_feed;
+	sp.out.observe_arg = &cout;
+	sp.err.observe_arg = &cerr;
+
+	if (spawn_run(&sp, serr, sizeof(serr)) == -1) {
+		if (sp.exec_errno == 0 && sp.pid == -1) {
+			/* pipe or fork failed: the agent's problem, not the code's */
+			snprintf(errbuf, errlen, "%s", serr);
+			goto done;
+		}
+		res->spawn_failed = 1;
+		if (sp.chdir_failed)
+			note_add(res, "Cannot enter the workspace: %s.", serr);
+		else
+			note_add(res, "%s. VIVARIUM_PYTHON names the interpreter "
+			    "(\"%s\" now%s).", serr, argv[0],
+			    strchr(argv[0], '/') == NULL ?
+			    ", looked up in PATH" : "");
+		rc = 0;
+		goto done;
+	}
+	res->duration = sp.duration;
+	res->timed_out = sp.timed_out;
+	res->signaled = sp.signaled;
+	res->signal = sp.signal;
+	if (sp.exited)
+		res->exit_code = sp.exit_code;
+
+	if (stream_text(&sp.out, &cout, lim->output_limit, &res->out,
+	    &res->out_len, &res->out_cut) == -1 ||
+	    stream_text(&sp.err, &cerr, lim->output_limit, &res->err,
+	    &res->err_len, &res->err_cut) == -1) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto done;
+	}
+
+	if (sp.timed_out) {
+		res->report = RUN_REPORT_MISSING;
+		note_add(res, "Python buffers output written to a pipe, so "
+		    "lines printed shortly before the kill may be missing; "
+		    "print(..., flush=True) shows progress as it happens.");
+	} else if (sp.signaled) {
+		res->report = RUN_REPORT_MISSING;
+		if (sp.signal == SIGKILL)
+			note_add(res, "The agent did not send that SIGKILL; it "
+			    "usually comes from the kernel's out-of-memory "
+			    "killer, meaning the code needed more memory than "
+			    "the sandbox allows. Work on less data at a time.");
+		else
+			note_add(res, "The Python process died of signal %d "
+			    "(SIG%s).", sp.signal, sig_name(sp.signal));
+	} else {
+		rs = report_read(rundir, sp.exit_code, &res->footer, why,
+		    sizeof(why));
+		res->report = rs;
+		if (rs == RUN_REPORT_MISSING)
+			note_add(res, "No state summary: the process ended "
+			    "(exit code %d) before the runner wrote its report, "
+			    "for example through os._exit() or because the "
+			    "runner could not start (see stderr).", sp.exit_code);
+		else if (rs == RUN_REPORT_MALFORMED) {
+			log_warnx("report.json: %s", why);
+			note_add(res, "No state summary: the runner's report "
+			    "was unusable (%s).", why);
+		} else if (rs == RUN_REPORT_VERSION)
+			log_warnx("report.json: %s; ignored", why);
+	}
+	if (sp.lingered)
+		note_add(res, "A process started by the code left the run's "
+		    "process group and still holds its output; it was not "
+		    "stopped, and what it prints from now on is not shown.");
+
+	if (images)
+		images_collect(lim, rq, &before, res);
+	rc = 0;
+done:
+	spawn_release(&sp);
+	env_free(&env);
+	img_snap_release(&before);
+	rundir_remove(rundir);
+	return rc;
+}
+
+void
+run_result_release(struct run_result *res)
+{
+	size_t	 i;
+
+	free(res->out);
+	free(res->err);
+	free(res->footer);
+	for (i = 0; i < res->nimages; i++) {
+		free(res->images[i].name);
+		free(res->images[i].png);
+	}
+	free(res->images);
+	run_result_init(res);
+}
