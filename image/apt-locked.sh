@@ -1,0 +1,35 @@
+#!/bin/sh
+# image/apt-locked.sh LOCKFILE: runs in a build stage.  Installs every
+# package=version of LOCKFILE (made by `make lock`), checks that each one is
+# installed at exactly that version, and leaves no package lists behind.
+set -eu
+lock=$1
+here=$(dirname "$0")
+. "$here/apt-sources.sh"
+apt_sources "${DEBIAN_MIRROR:-http://deb.debian.org}"
+export DEBIAN_FRONTEND=noninteractive
+grep -v '^#' "$lock" | grep . >/tmp/want
+apt-get -q -o Acquire::Retries=3 update >/dev/null
+# The versions must all still be on the mirror.  Debian's mirrors keep only
+# the newest of each; a point release makes an old lock uninstallable.
+if ! xargs apt-get install -y -q --no-install-recommends --allow-downgrades \
+    -o Acquire::Retries=3 -o Dpkg::Options::=--force-confold </tmp/want >/tmp/apt.log 2>&1; then
+	tail -n 30 /tmp/apt.log >&2
+	echo "apt-locked: cannot install $lock exactly; if a version above is" >&2
+	echo "apt-locked: 'not found', the mirror has moved on: run \`make lock\`," >&2
+	echo "apt-locked: or build against a snapshot (DEBIAN_MIRROR, docs/image.md)." >&2
+	exit 1
+fi
+arch=$(dpkg --print-architecture)
+dpkg-query -W -f '${binary:Package}=${Version}\n' | sed "s/:$arch=/=/" | sort >/tmp/have
+bad=$(sort /tmp/want | comm -23 - /tmp/have)
+if [ -n "$bad" ]; then
+	echo "apt-locked: installed versions differ from $lock for:" >&2
+	echo "$bad" >&2
+	exit 1
+fi
+extra=$(sed 's/=.*//' /tmp/want | sort | comm -13 - "$(sed 's/=.*//' /tmp/have | sort >/tmp/haven; echo /tmp/haven)")
+[ -z "$extra" ] || echo "apt-locked: note: installed but not in $lock (from the base):" $extra >&2
+apt-get clean
+rm -rf /var/lib/apt/lists/* /tmp/want /tmp/have /tmp/haven /tmp/apt.log
+echo "apt-locked: $(wc -l <"$lock") lines of $lock installed exactly" >&2

@@ -1,0 +1,183 @@
+#!/bin/sh
+# image/image.sh COMMAND: build the sandbox image without any registry.
+#
+#   base     make sure the trixie base image exists: pull it if a registry
+#            answers, else debootstrap (minbase) and `podman import`
+#   lock     resolve image/packages.txt against trixie into image/*.lock
+#   key      print the hash of everything the image is built from
+#   build    build the image now (layers are cached)
+#   ensure   build only when no image carries the current key
+#   run ...  run it hardened (image/run-hardened.sh ARGS)
+#
+# Environment:
+#   VIVARIUM_IMAGE_STORE  system (default: the host's Podman storage) or test
+#                         (the private storage of tests/lib/podman.sh)
+#   VIVARIUM_IMAGE        image name, default localhost/vivarium-sandbox
+#   IMAGE_VERSION         tag, default the Makefile's VERSION
+#   VIVARIUM_BASE         base image, default localhost/vivarium-base:trixie
+#   VIVARIUM_BASE_PULL    1 to try `podman pull debian:trixie` first (default 0:
+#                         a pulled base differs from the debootstrapped one the
+#                         lock was made from)
+#   DEBIAN_MIRROR         scheme://host serving /debian and /debian-security,
+#                         default http://deb.debian.org
+#   PIP_EXTRAS            1 to add the hash-pinned pip layer (docs/image.md)
+set -eu
+
+cd "$(dirname "$0")/.."
+IMAGE=${VIVARIUM_IMAGE:-localhost/vivarium-sandbox}
+VERSION=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
+BASE=${VIVARIUM_BASE:-localhost/vivarium-base:trixie}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org}
+PIP_EXTRAS=${PIP_EXTRAS:-0}
+STORE=${VIVARIUM_IMAGE_STORE:-system}
+# Explicit rlimits for build and lock containers: Podman's defaults exceed
+# the hard nofile limit of these hosts.
+ULIMITS="--ulimit nofile=4096:4096 --ulimit nproc=4096:4096"
+
+case "$STORE" in
+test)
+	. tests/lib/podman.sh
+	vp_env
+	P() { vpodman "$@"; }
+	NET=vivarium-test
+	;;
+system)
+	# runc works wherever crun does, and crun fails on cgroup-v1 hosts.
+	if command -v runc >/dev/null 2>&1; then
+		P() { podman --runtime runc "$@"; }
+	else
+		P() { podman "$@"; }
+	fi
+	NET=
+	;;
+*)	echo "image: VIVARIUM_IMAGE_STORE must be system or test" >&2; exit 2 ;;
+esac
+
+say() { echo "image: $*" >&2; }
+
+# ---------------------------------------------------------------- base
+
+cmd_base() {
+	if P image exists "$BASE"; then
+		return 0
+	fi
+	if [ "${VIVARIUM_BASE_PULL:-0}" = 1 ] &&
+	    timeout 120 P pull -q docker.io/library/debian:trixie >/dev/null 2>&1; then
+		P tag docker.io/library/debian:trixie "$BASE"
+		say "base: pulled debian:trixie as $BASE"
+		return 0
+	fi
+	command -v debootstrap >/dev/null ||
+	    { say "debootstrap is missing (scripts/deps podman)"; exit 1; }
+	say "base: no $BASE; debootstrap --variant=minbase trixie from $MIRROR"
+	t0=$(date +%s)
+	tmp=$(mktemp -d /var/tmp/vivarium-base.XXXXXX)
+	trap 'rm -rf "$tmp"' EXIT
+	if ! debootstrap --variant=minbase trixie "$tmp/rootfs" "$MIRROR/debian" \
+	    >"$tmp/debootstrap.log" 2>&1; then
+		tail -n 20 "$tmp/debootstrap.log" >&2
+		say "base: debootstrap failed"
+		exit 1
+	fi
+	rm -rf "$tmp/rootfs/var/cache/apt/archives/"*.deb \
+	    "$tmp/rootfs/var/lib/apt/lists/"* "$tmp/rootfs/var/log/"*.log
+	tar -C "$tmp/rootfs" --numeric-owner -c . |
+	    P import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' \
+	    --message "debootstrap --variant=minbase trixie $MIRROR/debian" \
+	    - "$BASE" >/dev/null
+	rm -rf "$tmp"
+	trap - EXIT
+	say "base: imported $BASE in $(( $(date +%s) - t0 ))s"
+}
+
+# ---------------------------------------------------------------- lock
+
+cmd_lock() {
+	cmd_base
+	tmp=$(mktemp -d /var/tmp/vivarium-lock.XXXXXX)
+	trap 'rm -rf "$tmp"' EXIT
+	cp image/packages.txt image/apt-sources.sh image/lock-resolve.sh "$tmp/"
+	P run --rm $ULIMITS ${NET:+--network "$NET"} -e DEBIAN_MIRROR="$MIRROR" \
+	    -v "$tmp:/lock:Z" "$BASE" sh /lock/lock-resolve.sh builder runtime
+	cp "$tmp/builder.lock" image/builder.lock
+	cp "$tmp/runtime.lock" image/runtime.lock
+	rm -rf "$tmp"
+	trap - EXIT
+	say "lock: wrote image/builder.lock and image/runtime.lock"
+}
+
+# ---------------------------------------------------------------- key
+
+# Every file the image is built from, one path a line.  The build context
+# holds exactly these, so the key cannot miss an input.
+inputs() {
+	{
+		echo Containerfile
+		echo Makefile
+		ls image/packages.txt image/*.lock image/apt-sources.sh \
+		    image/apt-locked.sh image/pip-extras.sh \
+		    image/requirements-extra.txt image/python-install.sh
+		find common sandbox-agent python -type f \
+		    ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*/tests/*' \
+		    ! -name '*.o' ! -name '*.d'
+	} | LC_ALL=C sort -u
+}
+
+cmd_key() {
+	{
+		inputs | while IFS= read -r f; do
+			printf '%s %s\n' "$(sha256sum <"$f" | cut -c1-64)" "$f"
+		done
+		echo "PIP_EXTRAS=$PIP_EXTRAS BASE=$BASE"
+	} | sha256sum | cut -c1-64
+}
+
+# ---------------------------------------------------------------- build
+
+cmd_build() {
+	for f in image/builder.lock image/runtime.lock; do
+		[ -s "$f" ] || { say "$f is missing: run \`make lock\`"; exit 1; }
+	done
+	cmd_base
+	key=$(cmd_key)
+	tmp=$(mktemp -d /var/tmp/vivarium-ctx.XXXXXX)
+	trap 'rm -rf "$tmp"' EXIT
+	inputs | tar -c -T - | tar -C "$tmp" -x
+	say "build: $IMAGE:$VERSION (inputs $key)"
+	t0=$(date +%s)
+	P build --layers $ULIMITS ${NET:+--network "$NET"} -f Containerfile \
+	    --build-arg BASE="$BASE" --build-arg DEBIAN_MIRROR="$MIRROR" \
+	    --build-arg PIP_EXTRAS="$PIP_EXTRAS" \
+	    --label io.vivarium.inputs="$key" \
+	    --label org.opencontainers.image.version="$VERSION" \
+	    -t "$IMAGE:$VERSION" -t "$IMAGE:latest" "$tmp"
+	rm -rf "$tmp"
+	trap - EXIT
+	size=$(P image inspect --format '{{.Size}}' "$IMAGE:$VERSION")
+	say "build: done in $(( $(date +%s) - t0 ))s; $IMAGE:$VERSION is $((size / 1048576)) MiB"
+}
+
+image_key() {
+	P image inspect --format '{{index .Labels "io.vivarium.inputs"}}' \
+	    "$IMAGE:$VERSION" 2>/dev/null || true
+}
+
+cmd_ensure() {
+	key=$(cmd_key)
+	if [ "$(image_key)" = "$key" ]; then
+		say "ensure: $IMAGE:$VERSION is up to date ($key)"
+		return 0
+	fi
+	cmd_build
+}
+
+case "${1:-}" in
+base)	cmd_base ;;
+lock)	cmd_lock ;;
+key)	cmd_key ;;
+inputs)	inputs ;;
+build)	cmd_build ;;
+ensure)	cmd_ensure ;;
+run)	shift; exec image/run-hardened.sh "$@" ;;
+*)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,37 @@
+#!/bin/sh
+# image/lock-resolve.sh STAGE...: runs inside a container of the base image
+# (see `image/image.sh lock`).  For each stage, asks apt what installing that
+# stage's packages from image/packages.txt would leave on the system, and
+# writes /lock/<stage>.lock: every package of the result at its exact version.
+set -eu
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org}
+. /lock/apt-sources.sh
+apt_sources "$mirror"
+export DEBIAN_FRONTEND=noninteractive
+apt-get -q -o Acquire::Retries=3 update >/dev/null
+arch=$(dpkg --print-architecture)
+for stage in "$@"; do
+	pkgs=$(awk -v s="$stage" '$1 == s { print $2 }' /lock/packages.txt)
+	# What is there now, then what apt would install or upgrade.
+	dpkg-query -W -f '${binary:Package} ${Version}\n' >/tmp/have
+	apt-get install -s -q --no-install-recommends $pkgs >/tmp/sim
+	# "Inst NAME [OLD] (NEW SUITE [ARCH])": NEW is the first word in ().
+	sed -n 's/^Inst \([^ ]*\) \(\[[^]]*\] \)\{0,1\}(\([^ ]*\) .*/\1 \3/p' /tmp/sim >/tmp/inst
+	if grep -q '^Remv ' /tmp/sim; then
+		echo "lock: installing $stage would remove packages:" >&2
+		grep '^Remv ' /tmp/sim >&2
+		exit 1
+	fi
+	out=/lock/$stage.lock
+	{
+		echo "# $stage packages for image/packages.txt, resolved by \`make lock\`."
+		echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) from $mirror; Debian trixie, $arch."
+		echo "# One package=version a line; the build installs exactly these."
+		# Later lines (apt's) win over earlier ones (what the base had).
+		cat /tmp/have /tmp/inst | sed "s/:$arch / /" |
+		    awk '{ v[$1] = $2 } END { for (p in v) print p "=" v[p] }' |
+		    LC_ALL=C sort
+	} >"$out.tmp"
+	mv "$out.tmp" "$out"
+	echo "lock: $stage: $(grep -vc '^#' "$out") packages ($(wc -l </tmp/inst) from apt)" >&2
+done

@@ -1,0 +1,35 @@
+# image: the sandbox image (Containerfile at the top; docs/image.md).
+#   make image       build localhost/vivarium-sandbox:$(VERSION) into the host's
+#                    Podman storage, only when its inputs changed (FORCE=1: always)
+#   make lock        resolve image/packages.txt into the exact versions of
+#                    image/builder.lock and image/runtime.lock
+#   make test-image  build it (into the tests' private storage) when needed
+#                    and test it run hardened with the MCP SDK client
+# Variables: DEBIAN_MIRROR, PIP_EXTRAS=1 (the optional pip layer), VIVARIUM_BASE.
+
+IMAGE_ENV = IMAGE_VERSION=$(VERSION)
+
+.PHONY: image lock image-base image-for-tests test-image
+
+image:
+	@scripts/deps podman
+	@$(IMAGE_ENV) image/image.sh $(if $(FORCE),build,ensure)
+
+image-base:
+	@scripts/deps podman
+	@$(IMAGE_ENV) image/image.sh base
+
+lock:
+	@scripts/deps podman
+	@$(IMAGE_ENV) image/image.sh lock
+
+# The same image, in the private storage of tests/lib/podman.sh: other
+# suites that need the sandbox image depend on this target.
+image-for-tests:
+	@scripts/deps podman
+	@$(IMAGE_ENV) VIVARIUM_IMAGE_STORE=test image/image.sh ensure
+
+test-image: image-for-tests
+	@$(IMAGE_ENV) tests/image/run.sh
+
+TEST_SUITES += test-image

@@ -1,0 +1,123 @@
+#!/bin/sh
+# tests/image/run.sh [TEST...]: the test-image suite.  Expects the image in
+# the tests' private storage (`make image-for-tests` puts it there when its
+# inputs changed).  Starts one container with image/run-hardened.sh, checks
+# its hardening from the outside, then runs tests/image/client.mjs (the MCP
+# SDK client) against it; TEST names pick client tests.
+set -eu
+cd "$(dirname "$0")/../.."
+root=$PWD
+. tests/lib/podman.sh
+vp_start
+
+VERSION=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
+IMAGE=localhost/vivarium-sandbox:$VERSION
+export VIVARIUM_IMAGE_STORE=test IMAGE_VERSION="$VERSION"
+fails=0
+ok() { echo "ok - $*"; }
+notok() { echo "not ok - $*"; fails=$((fails + 1)); }
+
+if ! vpodman image exists "$IMAGE"; then
+	echo "test-image: $IMAGE is not in the test storage: run \`make image-for-tests\`" >&2
+	exit 1
+fi
+echo "# image $IMAGE: $(( $(vpodman image inspect --format '{{.Size}}' "$IMAGE") / 1048576 )) MiB"
+
+# The client's packages, from its lock file.
+if [ ! -d tests/image/node_modules/@modelcontextprotocol/sdk ] ||
+   [ tests/image/package-lock.json -nt tests/image/node_modules/.package-lock.json ]; then
+	(cd tests/image && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# ---------------------------------------------------------------- bad input
+# The run script refuses what would weaken the sandbox, in plain words.
+if out=$(image/run-hardened.sh --no-such-flag 2>&1); then
+	notok "run-hardened accepted an unknown option"
+elif echo "$out" | grep -q "unknown option --no-such-flag"; then
+	ok "run-hardened names an unknown option"
+else
+	notok "run-hardened: unclear error for an unknown option: $out"
+fi
+open_net=$(vp_name vivtest-open)
+vpodman network create "$open_net" >/dev/null
+vp_on_exit "vpodman network rm -f $open_net"
+if out=$(image/run-hardened.sh --name "$(vp_name never)" --network "$open_net" 2>&1); then
+	notok "run-hardened accepted a network with a way out"
+elif echo "$out" | grep -q "is not internal"; then
+	ok "run-hardened refuses a network that is not internal"
+else
+	notok "run-hardened: unclear error for an open network: $out"
+fi
+# The pip layer is off by default, and on without pins it stops clearly.
+tmp=$(mktemp -d)
+vp_on_exit "rm -rf $tmp"
+if PIP_EXTRAS=1 sh image/pip-extras.sh image/requirements-extra.txt "$tmp/pip" >"$tmp/out" 2>&1; then
+	notok "pip-extras: PIP_EXTRAS=1 with nothing pinned went through"
+elif grep -q "pins nothing" "$tmp/out"; then
+	ok "pip-extras: PIP_EXTRAS=1 with nothing pinned stops with a clear message"
+else
+	notok "pip-extras: unclear failure: $(cat "$tmp/out")"
+fi
+printf 'polars==1.0.0\n' >"$tmp/req.txt"
+if PIP_EXTRAS=1 sh image/pip-extras.sh "$tmp/req.txt" "$tmp/pip2" >"$tmp/out" 2>&1; then
+	notok "pip-extras: a requirement without a hash went through"
+elif grep -q "lack an exact == pin or a sha256 hash" "$tmp/out"; then
+	ok "pip-extras: a requirement without a hash is refused"
+else
+	notok "pip-extras: unclear failure for a requirement without hash: $(cat "$tmp/out")"
+fi
+PIP_EXTRAS=0 sh image/pip-extras.sh image/requirements-extra.txt "$tmp/pip3"
+if [ "$(ls -A "$tmp/pip3")" = VIVARIUM-PIP-EXTRAS.txt ]; then
+	ok "pip-extras: off by default, installs nothing"
+else
+	notok "pip-extras: the off path left $(ls -A "$tmp/pip3")"
+fi
+
+# ---------------------------------------------------------------- container
+name=$(vp_name vivtest-sandbox)
+net=$(vp_name vivtest-net)
+ws=$(mktemp -d /var/tmp/vivtest-ws.XXXXXX)
+sock=$(mktemp -d "$VP_RUN/vivtest-sock.XXXXXX")
+rmdir "$sock"
+chown 1000:1000 "$ws"
+vp_on_exit "rm -rf $ws $sock"
+vp_on_exit "vpodman network rm -f $net"
+vp_on_exit "vpodman rm -f -t 0 $name"
+# 1 GiB keeps the memory hog quick; everything else is the default.
+image/run-hardened.sh --name "$name" --network "$net" --workspace "$ws" \
+    --socket-dir "$sock" --memory 1g --wait 60 >/dev/null 2>"$tmp/ready" || {
+	cat "$tmp/ready" >&2
+	notok "the container did not get ready"
+	exit 1
+}
+ok "container ready: $(sed -n 's/.*ready in \(.*\) ms.*/\1/p' "$tmp/ready") ms from start to GET /health"
+
+# What Podman says it set up: the hardening is checked from outside too.
+fmt='ro={{.HostConfig.ReadonlyRootfs}} add={{.HostConfig.CapAdd}} sec={{.HostConfig.SecurityOpt}} pids={{.HostConfig.PidsLimit}} mem={{.HostConfig.Memory}} swap={{.HostConfig.MemorySwap}} cpus={{.HostConfig.NanoCpus}} init={{.HostConfig.Init}} user={{.Config.User}} {{range .HostConfig.Ulimits}}{{.Name}}={{.Soft}}:{{.Hard}} {{end}}'
+got=$(vpodman inspect --format "$fmt" "$name")
+bad=
+for want in "ro=true " "add=[] " "no-new-privileges" "pids=128 " "mem=1073741824 " \
+    "swap=1073741824 " "cpus=2000000000 " "init=true " "user=1000:1000 " \
+    "RLIMIT_NOFILE=4096:4096" "RLIMIT_NPROC=1024:1024"; do
+	case "$got" in
+	*"$want"*) ;;
+	*) bad="$bad '$want'" ;;
+	esac
+done
+if [ "$(vpodman network inspect --format '{{.Internal}}' "$net")" != true ]; then
+	bad="$bad internal-network"
+fi
+if [ -z "$bad" ]; then
+	ok "container settings: read-only, no caps, no-new-privileges, limits, rlimits, init, internal network"
+else
+	notok "container settings lack$bad: $got"
+fi
+
+node tests/image/client.mjs "$sock/agent.sock" "$ws" "$@" || fails=$((fails + 1))
+
+if [ "$(vpodman inspect --format '{{.State.Running}}' "$name")" != true ]; then
+	notok "the sandbox died during the tests; its log:"
+	vpodman logs --tail 30 "$name" >&2
+fi
+[ "$fails" = 0 ] || { echo "test-image: $fails failure(s)" >&2; exit 1; }
+echo "test-image: all passed"
