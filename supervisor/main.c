@@ -472,7 +472,7 @@ main(int argc, char **argv)
 	if (d == NULL)
 		fatalx("cannot listen on %s:%d (in use, or not an address of "
 		    "this machine?)", conf.listen_host, conf.listen_port);
-	log_info("listening on %s:%d, MCP at /mcp and /u/<user>/mcp, "
+	log_info("listening on http://%s:%d/ (MCP at /mcp and /u/<user>/mcp), "
 	    "provisioning %s, idle stop after %lds", conf.listen_host,
 	    conf.listen_port, conf_provisioning_name(conf.provisioning),
 	    conf.idle_stop_after);

@@ -20,3 +20,28 @@ $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(SV_LIB_OBJS) $(COMMON_OBJS)
 # Unit tests: the Podman client against recorded replies, config and routes.
 $(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
+
+# Integration: real Podman (a private service), the real sandbox image.
+.PHONY: test-supervisor bench-supervisor run
+test-supervisor:
+	@scripts/deps build test podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
+	@$(MAKE) --no-print-directory image-for-tests
+	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    VIVARIUM_CTL_BIN=$(abspath $(BIN))/vivariumctl tests/supervisor/run.sh
+TEST_SUITES += test-supervisor
+
+bench-supervisor:
+	@scripts/deps build test podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor image-for-tests
+	@if [ ! -d tests/e2e/node_modules/undici ]; then \
+	    (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error); fi
+	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    node bench/supervisor/bench.mjs
+
+# make run: the service on this machine, in the foreground (supervisor/run.sh).
+run:
+	@scripts/deps build podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
+	@$(MAKE) --no-print-directory image
+	@BIN=$(BIN) supervisor/run.sh

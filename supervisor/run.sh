@@ -1,0 +1,83 @@
+#!/bin/sh
+# supervisor/run.sh: `make run`, the service on this machine in the
+# foreground: the supervisor, a Podman service for it, and the sandbox image.
+#
+#   1. Podman: uses $VIVARIUM_PODMAN_SOCKET when it answers, else
+#      /run/podman/podman.sock when it answers, else starts
+#      `podman --runtime runc system service` on /run/vivarium/podman.sock
+#      over the host's storage (runc: crun fails on cgroup-v1 hosts; cgroupfs
+#      and file events: no systemd needed) and stops it again on exit.
+#   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else /var/lib/vivarium/token
+#      (made once with 32 random bytes, mode 0600).
+#   3. Config: $VIVARIUM_SUPERVISOR_CONFIG, else /etc/vivarium/supervisor.yaml
+#      when present, else built-in defaults (127.0.0.1:8787, auto provisioning).
+#   4. Runs bin/vivarium-supervisor until Ctrl-C / SIGTERM.
+# The image is built by the Makefile before this runs (make image).
+set -eu
+BIN=${BIN:-bin}
+RUNDIR=/run/vivarium
+mkdir -p "$RUNDIR" /var/lib/vivarium
+
+ping_sock() {
+	[ -S "$1" ] && [ "$(curl -s --max-time 2 --unix-socket "$1" http://d/_ping 2>/dev/null)" = OK ]
+}
+
+svc_pid=""
+cleanup() {
+	if [ -n "$svc_pid" ]; then
+		kill -TERM "$svc_pid" 2>/dev/null || :
+		wait "$svc_pid" 2>/dev/null || :
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+sock=${VIVARIUM_PODMAN_SOCKET:-}
+if [ -n "$sock" ] && ping_sock "$sock"; then
+	:
+elif ping_sock /run/podman/podman.sock; then
+	sock=/run/podman/podman.sock
+else
+	sock=$RUNDIR/podman.sock
+	if ! ping_sock "$sock"; then
+		rm -f "$sock"
+		echo "run: starting a Podman service on $sock (log: $RUNDIR/podman.log)" >&2
+		podman --runtime runc --cgroup-manager cgroupfs --events-backend file \
+		    system service --time 0 "unix://$sock" >"$RUNDIR/podman.log" 2>&1 &
+		svc_pid=$!
+		i=0
+		until ping_sock "$sock"; do
+			i=$((i + 1))
+			if [ $i -gt 300 ] || ! kill -0 "$svc_pid" 2>/dev/null; then
+				echo "run: the Podman service did not come up:" >&2
+				cat "$RUNDIR/podman.log" >&2
+				exit 1
+			fi
+			sleep 0.1
+		done
+	fi
+fi
+export VIVARIUM_PODMAN_SOCKET="$sock"
+
+if [ -z "${VIVARIUM_SUPERVISOR_TOKEN:-}" ]; then
+	tok=/var/lib/vivarium/token
+	if [ ! -s "$tok" ]; then
+		(umask 077; od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$tok")
+		echo "run: made a new token in $tok" >&2
+	fi
+	VIVARIUM_SUPERVISOR_TOKEN=$(cat "$tok")
+	export VIVARIUM_SUPERVISOR_TOKEN
+	echo "run: token for LibreChat's Authorization header is in $tok" >&2
+fi
+
+conf=${VIVARIUM_SUPERVISOR_CONFIG:-/etc/vivarium/supervisor.yaml}
+if [ -f "$conf" ]; then
+	"$BIN/vivarium-supervisor" -f "$conf" &
+else
+	"$BIN/vivarium-supervisor" &
+fi
+sv_pid=$!
+# Forward Ctrl-C / TERM to the supervisor, then stop our Podman service.
+trap 'kill -TERM $sv_pid 2>/dev/null; wait $sv_pid; exit 0' INT TERM
+wait $sv_pid

@@ -1,0 +1,165 @@
+// lib.mjs: helpers for the supervisor's integration tests and benchmark:
+// a private Podman service (tests/lib/podman.sh), the supervisor with a
+// config of our own, and MCP clients (the official SDK, as LibreChat uses).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { startServer, makeFetch, repoRoot } from '../e2e/harness.mjs';
+
+const sdk = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/client');
+const { Client } = await import(join(sdk, 'index.js'));
+const { StreamableHTTPClientTransport } = await import(join(sdk, 'streamableHttp.js'));
+
+export { repoRoot };
+export const TOKEN = randomBytes(24).toString('hex');
+export const supervisorBin = process.env.VIVARIUM_SUPERVISOR_BIN || join(repoRoot, 'bin/vivarium-supervisor');
+export const ctlBin = process.env.VIVARIUM_CTL_BIN || join(repoRoot, 'bin/vivariumctl');
+const version = /^VERSION\s*:=\s*(\S+)/m.exec(readFileSync(join(repoRoot, 'Makefile'), 'utf8'))[1];
+export const IMAGE = process.env.VIVARIUM_SANDBOX_IMAGE || `localhost/vivarium-sandbox:${version}`;
+
+// A short tag so that concurrent runs never share names: user ids of a
+// run all start with it, and cleanup removes exactly those.
+export const TAG = 't' + randomBytes(3).toString('hex');
+export const user = (name) => `${TAG}-${name}`;
+
+// The podman CLI on the tests' private storage.
+export function vp(...args) {
+  return execFileSync('sh', ['-c', `. "${repoRoot}/tests/lib/podman.sh" && vp_env && vpodman "$@"`, 'sh', ...args],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+export function vpTry(...args) {
+  try { return vp(...args); } catch (e) { return null; }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+export { sleep };
+
+// A private `podman system service` on sock; returns { stop() }.
+export async function startPodman(sock) {
+  rmSync(sock, { force: true });
+  const proc = spawn('sh', ['-c', `. "${repoRoot}/tests/lib/podman.sh" && vp_env && exec vpodman system service --time 0 "unix://${sock}"`],
+    { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+  let log = '';
+  proc.stderr.on('data', (d) => { log += d; });
+  const f = makeFetch(sock);
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    try {
+      const r = await f('http://d/_ping');
+      if ((await r.text()) === 'OK') break;
+    } catch { /* not yet */ }
+    if (proc.exitCode !== null) throw new Error(`podman service exited:\n${log}`);
+    if (Date.now() > deadline) throw new Error(`podman service did not answer:\n${log}`);
+    await sleep(50);
+  }
+  await f.close();
+  return {
+    sock,
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const done = new Promise((r) => proc.on('exit', r));
+      proc.kill('SIGTERM');
+      await Promise.race([done, sleep(5000)]);
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+    },
+  };
+}
+
+// A directory for the agents' sockets: short, it must fit sun_path.
+export function stateDir() {
+  const d = `/run/vsv-${TAG}`;
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+// Writes a config and starts the supervisor; returns a handle.
+export async function startSupervisor({ podmanSock, state, extra = '', port = 0, env = {} }) {
+  const dir = mkdtempSync('/tmp/vsv-conf-');
+  const conf = join(dir, 'supervisor.yaml');
+  const p = port || 20000 + Math.floor(Math.random() * 20000);
+  writeFileSync(conf, [
+    `listen: 127.0.0.1:${p}`,
+    `token: ${TOKEN}`,
+    `podman:\n  socket: ${podmanSock}`,
+    `state_dir: ${state}`,
+    `image: ${IMAGE}`,
+    `ready_timeout: 60s`,
+    extra,
+  ].join('\n') + '\n');
+  const srv = await startServer(supervisorBin, { args: ['-f', conf], env, timeoutMs: 20000 });
+  const fetch = makeFetch(null);
+  const h = {
+    conf, base: srv.baseUrl, proc: srv.proc, stderr: srv.stderr,
+    // A raw request to the MCP endpoint (or another path).
+    async post(body, { headers = {}, path = '/mcp', method = 'POST', token = TOKEN, userId } = {}) {
+      const hd = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers };
+      if (token) hd.authorization = `Bearer ${token}`;
+      if (userId) hd['x-user-id'] = userId;
+      const res = await fetch(`${srv.baseUrl}${path}`, { method, headers: hd, body: method === 'GET' ? undefined : body });
+      const text = await res.text();
+      let json = null;
+      try { json = JSON.parse(text); } catch { /* not JSON */ }
+      return { status: res.status, headers: res.headers, text, json };
+    },
+    async get(path) {
+      const res = await fetch(`${srv.baseUrl}${path}`);
+      return { status: res.status, text: await res.text() };
+    },
+    // A connected SDK client for a user (header or path form).
+    async client(uid, { viaPath = false } = {}) {
+      const url = viaPath ? `${srv.baseUrl}/u/${uid}/mcp` : `${srv.baseUrl}/mcp`;
+      const headers = { Authorization: `Bearer ${TOKEN}` };
+      if (!viaPath) headers['X-User-ID'] = uid;
+      const c = new Client({ name: 'vivarium-supervisor-test', version: '0.0.0' });
+      await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+      return c;
+    },
+    async stop() {
+      if (srv.proc.exitCode === null) {
+        const done = new Promise((r) => srv.proc.on('exit', r));
+        srv.proc.kill('SIGTERM');
+        await Promise.race([done, sleep(10000)]);
+        if (srv.proc.exitCode === null) srv.proc.kill('SIGKILL');
+      }
+      await fetch.close().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return h;
+}
+
+export async function runPython(client, code, args = {}) {
+  const r = await client.callTool({ name: 'run_python', arguments: { code, ...args } }, undefined, { timeout: 120000 });
+  return { ...r, text: r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n') };
+}
+
+// Podman objects of one of our users.
+export function objects(uid) {
+  const name = `vivarium-${uid}`;
+  return {
+    containers: vp('ps', '-a', '--filter', `name=^${name}$`, '--format', '{{.ID}} {{.State}}').split('\n').filter(Boolean),
+    network: vpTry('network', 'exists', name) !== null,
+    volume: vpTry('volume', 'exists', `${name}-workspace`) !== null,
+  };
+}
+
+export function containerState(uid) {
+  return vpTry('inspect', '-f', '{{.State.Status}}', `vivarium-${uid}`);
+}
+
+// Removes every object of this run (names start with vivarium-<TAG>-).
+export function cleanup() {
+  const pre = `vivarium-${TAG}-`;
+  for (const c of (vpTry('ps', '-a', '--format', '{{.Names}}') || '').split('\n'))
+    if (c.startsWith(pre)) vpTry('rm', '-f', '-t', '0', c);
+  for (const n of (vpTry('network', 'ls', '--format', '{{.Name}}') || '').split('\n'))
+    if (n.startsWith(pre)) vpTry('network', 'rm', '-f', n);
+  for (const v of (vpTry('volume', 'ls', '--format', '{{.Name}}') || '').split('\n'))
+    if (v.startsWith(pre)) vpTry('volume', 'rm', '-f', v);
+  rmSync(`/run/vsv-${TAG}`, { recursive: true, force: true });
+}
+
+export function imagePresent() {
+  return vpTry('image', 'exists', IMAGE) !== null;
+}

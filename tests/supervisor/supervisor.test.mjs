@@ -1,0 +1,229 @@
+// Integration tests of vivarium-supervisor against a private Podman service
+// and the real sandbox image, driven by the official MCP SDK client.
+// Run by `make test-supervisor` (tests/supervisor/run.sh).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import {
+  TOKEN, TAG, IMAGE, user, vp, vpTry, sleep, startPodman, stateDir, startSupervisor,
+  runPython, objects, containerState, cleanup, imagePresent, ctlBin,
+} from './lib.mjs';
+
+const podmanSock = `/run/vsv-${TAG}.podman.sock`;
+let podman, sv, state;
+
+before(async () => {
+  podman = await startPodman(podmanSock);
+  assert.ok(imagePresent(), `${IMAGE} is not in the test storage: run make image-for-tests`);
+  state = stateDir();
+  sv = await startSupervisor({ podmanSock, state });
+});
+
+after(async () => {
+  if (sv) await sv.stop();
+  cleanup();
+  if (podman) await podman.stop();
+});
+
+test('two users get separate containers, networks and volumes, and cannot reach each other', async () => {
+  const a = user('alice'), b = user('bob');
+  const ca = await sv.client(a);
+  const cb = await sv.client(b, { viaPath: true });
+  let r = await runPython(ca, "open('mine.txt','w').write('alice'); print('hello from a')");
+  assert.match(r.text, /hello from a/);
+  r = await runPython(cb, "import os; print(sorted(os.listdir('.')))");
+  assert.doesNotMatch(r.text, /mine\.txt/, 'bob must not see alice\'s files');
+  for (const u of [a, b]) {
+    const o = objects(u);
+    assert.equal(o.containers.length, 1, `one container for ${u}`);
+    assert.ok(o.network && o.volume, `network and volume for ${u}`);
+  }
+  // Each on its own internal network only.
+  const netsA = vp('inspect', '-f', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', `vivarium-${a}`).trim();
+  assert.equal(netsA, `vivarium-${a}`);
+  const ipB = vp('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${b}`);
+  const ipA = vp('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${a}`);
+  assert.match(ipB, /^\d+\.\d+\.\d+\.\d+$/);
+  const probe = (ip) => `import socket
+s = socket.socket(); s.settimeout(3)
+try:
+    s.connect((${JSON.stringify(ip)}, 8000)); print('CONNECTED')
+except Exception as e:
+    print('BLOCKED', type(e).__name__)`;
+  // Control: the same probe reaches the agent's TCP port on A's own address.
+  r = await runPython(ca, probe(ipA));
+  assert.match(r.text, /CONNECTED/, `control probe failed: ${r.text}`);
+  r = await runPython(ca, probe(ipB));
+  assert.match(r.text, /BLOCKED/, `alice reached bob's sandbox: ${r.text}`);
+  await ca.close(); await cb.close();
+});
+
+test('20 concurrent first requests for one user create one container', async () => {
+  const u = user('crowd');
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  const rs = await Promise.all(Array.from({ length: 20 }, () => sv.post(body, { userId: u })));
+  for (const r of rs) assert.equal(r.status, 200, r.text);
+  assert.equal(objects(u).containers.length, 1);
+  const created = (sv.stderr().match(new RegExp(`vivarium-${u}: ready in \\d+ ms \\(created\\)`, 'g')) || []).length;
+  assert.equal(created, 1, 'one creation logged');
+});
+
+test('bad requests are refused clearly and the supervisor keeps serving', async () => {
+  const u = user('alice');
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  let r = await sv.post(ping, { userId: u, token: 'not-the-token' });
+  assert.equal(r.status, 401);
+  assert.match(r.json.error.message, /wrong token/);
+  r = await sv.post(ping, { userId: u, token: null });
+  assert.equal(r.status, 401);
+  assert.match(r.json.error.message, /missing Authorization/);
+  r = await sv.post(ping, {});
+  assert.equal(r.status, 400);
+  assert.match(r.json.error.message, /missing X-User-ID header/);
+  for (const bad of ['Alice', 'a_b', '-x', 'x'.repeat(64), 'a.b', 'a%2fb']) {
+    r = await sv.post(ping, { userId: bad });
+    assert.equal(r.status, 400, bad);
+    assert.match(r.json.error.message, /lowercase letters a-z, digits and '-'/);
+  }
+  r = await sv.post(ping, { path: '/u/Bad_User/mcp' });
+  assert.equal(r.status, 400);
+  r = await sv.post(ping, { userId: u, headers: { origin: 'http://evil.example.com' } });
+  assert.equal(r.status, 403);
+  r = await sv.post('x'.repeat(5 * 1024 * 1024), { userId: u });
+  assert.equal(r.status, 413);
+  assert.match(r.text, /too large/);
+  r = await sv.post(ping, { userId: u, method: 'PUT' });
+  assert.equal(r.status, 405);
+  r = await sv.post(ping, { path: '/nope' });
+  assert.equal(r.status, 404);
+  // None of that created anything, and the next good request works.
+  assert.equal(objects('Alice').containers.length, 0);
+  r = await sv.post(ping, { userId: u });
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.json.result, {});
+  r = await sv.get('/health');
+  assert.equal(r.status, 200);
+  r = await sv.get('/metrics');
+  assert.match(r.text, /vivarium_requests_total\{code="401"\} 2/);
+  assert.match(r.text, /vivarium_sandboxes\{state="ready"\} \d+/);
+  assert.match(r.text, /vivarium_spawn_seconds_count [1-9]/);
+});
+
+test('a killed and removed sandbox is recreated with the files intact', async () => {
+  const u = user('phoenix');
+  let c = await sv.client(u);
+  await runPython(c, "open('keep.txt','w').write('still here')");
+  const id1 = objects(u).containers[0].split(' ')[0];
+  vp('kill', `vivarium-${u}`);
+  vp('rm', `vivarium-${u}`);
+  await c.close();
+  c = await sv.client(u);
+  const r = await runPython(c, "print(open('keep.txt').read())");
+  assert.match(r.text, /still here/);
+  const ids = objects(u).containers;
+  assert.equal(ids.length, 1);
+  assert.notEqual(ids[0].split(' ')[0], id1, 'a new container');
+  await c.close();
+});
+
+test('restarting the supervisor adopts running sandboxes (no twins) and removes one stuck in created', async () => {
+  const u = user('alice');
+  const stuck = user('stuck');
+  const before = objects(u).containers;
+  // A container that was created but never started, as after a crash.
+  vp('volume', 'create', '--label', 'io.vivarium.managed=true', '--label', `io.vivarium.user=${stuck}`, `vivarium-${stuck}-workspace`);
+  vp('create', '--name', `vivarium-${stuck}`, '--label', 'io.vivarium.managed=true',
+    '--label', `io.vivarium.user=${stuck}`, IMAGE);
+  assert.equal(containerState(stuck), 'created');
+  const port = Number(new URL(sv.base).port);
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port });
+  assert.match(sv.stderr(), /adopted \d+ sandbox/);
+  assert.match(sv.stderr(), new RegExp(`vivarium-${stuck}: removing a container stuck in "created"`));
+  assert.equal(containerState(stuck), null, 'stuck container removed');
+  const c = await sv.client(u);
+  const r = await runPython(c, "print(open('mine.txt').read())");
+  assert.match(r.text, /alice/);
+  assert.deepEqual(objects(u).containers, before, 'same container, no twin');
+  await c.close();
+  // The stuck user is served by a fresh container on its old volume.
+  const cs = await sv.client(stuck);
+  assert.match((await runPython(cs, 'print(6*7)')).text, /42/);
+  assert.equal(objects(stuck).containers.length, 1);
+  await cs.close();
+});
+
+test('Podman stopped gives a clear 503; back again, the supervisor recovers', async () => {
+  const u = user('late');
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  await podman.stop();
+  let r = await sv.post(ping, { userId: u });
+  assert.equal(r.status, 503);
+  assert.match(r.json.error.message, /Podman is not reachable/);
+  // A running sandbox keeps answering without Podman.
+  r = await sv.post(ping, { userId: user('alice') });
+  assert.equal(r.status, 200);
+  podman = await startPodman(podmanSock);
+  r = await sv.post(ping, { userId: u });
+  assert.equal(r.status, 200, r.text);
+  r = await sv.get('/metrics');
+  assert.match(r.text, /vivarium_podman_errors_total [1-9]/);
+});
+
+test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', async () => {
+  const u = user('ctl');
+  const env = { ...process.env, VIVARIUM_PODMAN_SOCKET: podmanSock, VIVARIUM_STATE_DIR: state, VIVARIUM_SANDBOX_IMAGE: IMAGE };
+  const ctl = (...args) => {
+    try {
+      return { code: 0, out: execFileSync(ctlBin, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) };
+    } catch (e) { return { code: e.status, out: e.stdout, err: e.stderr }; }
+  };
+  assert.equal(ctl('status', u).code, 3, 'unknown user: exit 3');
+  assert.equal(ctl('add-user', 'Bad_Id').code, 2);
+  let r = ctl('add-user', u);
+  assert.equal(r.code, 0, r.err);
+  assert.equal(ctl('status', u).code, 5, 'added, not running: exit 5');
+  r = ctl('start', u);
+  assert.equal(r.code, 0, r.err);
+  r = ctl('--json', 'status', u);
+  assert.equal(r.code, 0);
+  const st = JSON.parse(r.out);
+  assert.equal(st.state, 'running');
+  assert.equal(st.agent_answers, true);
+  r = ctl('--json', 'list');
+  assert.ok(JSON.parse(r.out).some((x) => x.user === u && x.state === 'running'));
+  assert.match(ctl('list').out, new RegExp(`${u}\\s+running`));
+  assert.equal(ctl('stop', u).code, 0);
+  assert.equal(ctl('status', u).code, 5);
+  assert.equal(ctl('remove-user', u).code, 0);
+  assert.ok(objects(u).volume, 'volume kept without --purge');
+  assert.equal(objects(u).containers.length, 0);
+  assert.equal(ctl('remove-user', '--purge', u).code, 0);
+  assert.ok(!objects(u).volume, 'volume gone with --purge');
+  assert.equal(ctl('remove-user', u).code, 3);
+  // Podman down: exit 4 and a sentence that says so.
+  r = execFileSync('sh', ['-c', `"${ctlBin}" list; echo "rc=$?"`], { env: { ...env, VIVARIUM_PODMAN_SOCKET: '/nonexistent.sock' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  assert.match(r, /rc=4/);
+});
+
+test('an idle sandbox is stopped, and the next call resumes with files and namespace', async () => {
+  const u = user('sleepy');
+  const port = Number(new URL(sv.base).port);
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port, extra: 'idle_stop_after: 3s' });
+  let c = await sv.client(u);
+  await runPython(c, "x = 41\nopen('nap.txt','w').write('z')");
+  // A call in progress counts as activity: a 5 s run outlives the 3 s limit.
+  const r0 = await runPython(c, 'import time; time.sleep(5); print("awake")');
+  assert.match(r0.text, /awake/);
+  assert.equal(containerState(u), 'running');
+  const deadline = Date.now() + 20000;
+  while (containerState(u) === 'running' && Date.now() < deadline) await sleep(250);
+  assert.equal(containerState(u), 'exited', 'stopped when idle');
+  await c.close();
+  c = await sv.client(u);
+  const r = await runPython(c, "print(x + 1, open('nap.txt').read())");
+  assert.match(r.text, /42 z/);
+  assert.equal(containerState(u), 'running');
+  await c.close();
+});
