@@ -46,7 +46,7 @@ span_eq(const char *buf, struct http_span s, const char *lit)
 }
 
 static int
-fail(struct http_req *r, int status, const char *reason)
+refuse(struct http_req *r, int status, const char *reason)
 {
 	r->status = status;
 	r->reason = reason;
@@ -203,25 +203,25 @@ parse_target(const char *buf, struct http_span t, struct http_req *r)
 
 	for (i = 0; i < t.len; i++)
 		if (s[i] == '#')
-			return fail(r, 400, "fragment in request target");
+			return refuse(r, 400, "fragment in request target");
 	if (r->connect) {
 		if (http_parse_authority(s, t.len, 0, r, &reason) == -1)
-			return fail(r, 400, reason);
+			return refuse(r, 400, reason);
 		return 0;
 	}
 	if (t.len >= 8 && strncasecmp(s, "https://", 8) == 0)
-		return fail(r, 400, "https targets must use CONNECT");
+		return refuse(r, 400, "https targets must use CONNECT");
 	if (t.len < 7 || strncasecmp(s, "http://", 7) != 0) {
 		if (s[0] == '/' || s[0] == '*')
-			return fail(r, 400,
+			return refuse(r, 400,
 			    "a proxy request needs an absolute http:// URI");
-		return fail(r, 400, "unsupported URI scheme");
+		return refuse(r, 400, "unsupported URI scheme");
 	}
 	a = s + 7;
 	for (rest = a; rest < end && *rest != '/' && *rest != '?'; rest++)
 		;
 	if (http_parse_authority(a, (size_t)(rest - a), 80, r, &reason) == -1)
-		return fail(r, 400, reason);
+		return refuse(r, 400, reason);
 	r->path.off = (uint32_t)(rest - buf);
 	r->path.len = (uint32_t)(end - rest);
 	return 0;
@@ -281,19 +281,19 @@ parse_fields(const char *buf, size_t p, size_t end, struct http_req *r,
 		while (eol < end && buf[eol] != '\r')
 			eol++;
 		if (buf[p] == ' ' || buf[p] == '\t')
-			return fail(r, 400, "obsolete line folding");
+			return refuse(r, 400, "obsolete line folding");
 		for (n = p; n < eol && is_tchar((unsigned char)buf[n]); n++)
 			;
 		if (n == p)
-			return fail(r, 400, "malformed header field name");
+			return refuse(r, 400, "malformed header field name");
 		if (n == eol || buf[n] != ':') {
 			if (buf[n] == ' ' || buf[n] == '\t')
-				return fail(r, 400, "whitespace before colon");
-			return fail(r, 400, "malformed header field name");
+				return refuse(r, 400, "whitespace before colon");
+			return refuse(r, 400, "malformed header field name");
 		}
 		for (v = n + 1; v < eol; v++)
 			if (!is_fchar((unsigned char)buf[v]))
-				return fail(r, 400,
+				return refuse(r, 400,
 				    "control character in header field");
 		v = n + 1;
 		while (v < eol && (buf[v] == ' ' || buf[v] == '\t'))
@@ -302,7 +302,7 @@ parse_fields(const char *buf, size_t p, size_t end, struct http_req *r,
 		while (ve > v && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t'))
 			ve--;
 		if (r->nfields == HTTP_MAX_HEADERS)
-			return fail(r, 431, "too many header fields");
+			return refuse(r, 431, "too many header fields");
 		f = &r->fields[r->nfields++];
 		f->name.off = (uint32_t)p;
 		f->name.len = (uint32_t)(n - p);
@@ -313,12 +313,12 @@ parse_fields(const char *buf, size_t p, size_t end, struct http_req *r,
 			(*nhost)++;
 		else if (span_eq(buf, f->name, "content-length")) {
 			if (++*ncl > 1)
-				return fail(r, 400, "duplicate Content-Length");
+				return refuse(r, 400, "duplicate Content-Length");
 			if (parse_number(buf + v, ve - v, &r->content_length))
-				return fail(r, 400, "malformed Content-Length");
+				return refuse(r, 400, "malformed Content-Length");
 		} else if (span_eq(buf, f->name, "transfer-encoding")) {
 			if (++*nte > 1)
-				return fail(r, 400,
+				return refuse(r, 400,
 				    "duplicate Transfer-Encoding");
 			*te_chunked = (ve - v == 7 &&
 			    strncasecmp(buf + v, "chunked", 7) == 0);
@@ -347,10 +347,10 @@ http_parse_request(const char *buf, size_t len, size_t max,
 	r->content_length = -1;
 	hl = head_end(buf, len > max ? max : len);
 	if (hl == -1)
-		return fail(r, 400, "bare CR, bare LF or NUL in request head");
+		return refuse(r, 400, "bare CR, bare LF or NUL in request head");
 	if (hl == 0)
 		return len >= max ?
-		    fail(r, 431, "request head too large") : HTTP_NEED_MORE;
+		    refuse(r, 431, "request head too large") : HTTP_NEED_MORE;
 	r->head_len = (size_t)hl;
 
 	/* request-line = method SP request-target SP HTTP-version CRLF */
@@ -359,7 +359,7 @@ http_parse_request(const char *buf, size_t len, size_t max,
 	for (sp1 = 0; sp1 < eol && is_tchar((unsigned char)buf[sp1]); sp1++)
 		;
 	if (sp1 == 0 || sp1 == eol || buf[sp1] != ' ' || sp1 > 32)
-		return fail(r, 400, "malformed request method");
+		return refuse(r, 400, "malformed request method");
 	r->method.off = 0;
 	r->method.len = (uint32_t)sp1;
 	for (sp2 = sp1 + 1; sp2 < eol; sp2++) {
@@ -368,15 +368,15 @@ http_parse_request(const char *buf, size_t len, size_t max,
 		if (c == ' ')
 			break;
 		if (c < 0x21 || c > 0x7e)
-			return fail(r, 400, "bad byte in request target");
+			return refuse(r, 400, "bad byte in request target");
 	}
 	if (sp2 == sp1 + 1 || sp2 == eol)
-		return fail(r, 400, "malformed request line");
+		return refuse(r, 400, "malformed request line");
 	target.off = (uint32_t)(sp1 + 1);
 	target.len = (uint32_t)(sp2 - sp1 - 1);
 	if (eol - sp2 - 1 != 8 || strncmp(buf + sp2 + 1, "HTTP/1.", 7) != 0 ||
 	    (buf[sp2 + 8] != '0' && buf[sp2 + 8] != '1'))
-		return fail(r, 400, "unsupported HTTP version");
+		return refuse(r, 400, "unsupported HTTP version");
 	r->minor = buf[sp2 + 8] - '0';
 	r->connect = (sp1 == 7 && strncmp(buf, "CONNECT", 7) == 0);
 	if (parse_target(buf, target, r) == HTTP_ERROR)
@@ -387,16 +387,16 @@ http_parse_request(const char *buf, size_t len, size_t max,
 	    &chunked, &cclose, &ckeep) == HTTP_ERROR)
 		return HTTP_ERROR;
 	if (nhost > 1)
-		return fail(r, 400, "duplicate Host");
+		return refuse(r, 400, "duplicate Host");
 	if (nhost == 0 && r->minor == 1 && !r->connect)
-		return fail(r, 400, "missing Host");
+		return refuse(r, 400, "missing Host");
 	if (ncl && nte)
-		return fail(r, 400,
+		return refuse(r, 400,
 		    "both Content-Length and Transfer-Encoding");
 	if (nte && !chunked)
-		return fail(r, 400, "unsupported Transfer-Encoding");
+		return refuse(r, 400, "unsupported Transfer-Encoding");
 	if (r->connect && (nte || r->content_length > 0))
-		return fail(r, 400, "CONNECT with a body");
+		return refuse(r, 400, "CONNECT with a body");
 	r->chunked = chunked;
 	r->close = r->minor == 0 ? !ckeep : cclose;
 	return HTTP_DONE;

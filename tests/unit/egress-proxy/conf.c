@@ -1,0 +1,148 @@
+/*
+ * Unit tests for egress-proxy/conf.c: the YAML file, environment overrides,
+ * and every mistake reported in one run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../../egress-proxy/conf.c"
+
+static char path[] = "/tmp/egress-conf-XXXXXX";
+
+static void
+write_file(const char *text)
+{
+	FILE	*f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int
+setup(void **state)
+{
+	int	 fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	unlink(path);
+	return 0;
+}
+
+static void
+clear_env(void)
+{
+	unsetenv("VIVARIUM_EGRESS_PORTS");
+	unsetenv("VIVARIUM_EGRESS_ALLOW_CIDRS");
+	unsetenv("VIVARIUM_EGRESS_HEADER_TIMEOUT");
+	unsetenv("VIVARIUM_EGRESS_LISTEN");
+}
+
+static void
+test_defaults(void **state)
+{
+	struct egress_conf c;
+	struct confdiag	 d;
+
+	clear_env();
+	conf_defaults(&c);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	assert_int_equal(c.nports, 2);
+	assert_int_equal(c.ports[0], 80);
+	assert_int_equal(c.ports[1], 443);
+	assert_int_equal(c.nallow, 0);
+	assert_int_equal(c.nlisten, 1);
+	assert_string_equal(c.listen[0], "0.0.0.0:3128");
+	confdiag_release(&d);
+	conf_release(&c);
+}
+
+static void
+test_file_and_env(void **state)
+{
+	struct egress_conf c;
+	struct confdiag	 d;
+
+	clear_env();
+	write_file("listen: [\"127.0.0.1:9000\", \"[::1]:9000\"]\n"
+	    "allow_ports: [443, 8443]\n"
+	    "allow_cidrs:\n  - 127.0.0.0/8\n  - fd00::/8\n"
+	    "timeouts:\n  header: 3\n  connect: 4\n  idle: 60\n"
+	    "limits:\n  connections: 10\n  per_client: 2\n"
+	    "resolver_threads: 2\n");
+	setenv("VIVARIUM_EGRESS_HEADER_TIMEOUT", "7", 1);
+	setenv("VIVARIUM_EGRESS_PORTS", "80", 1);
+	conf_defaults(&c);
+	confdiag_init(&d, path);
+	assert_int_equal(conf_load(&c, path, &d), 0);
+	assert_int_equal(c.nlisten, 2);
+	assert_string_equal(c.listen[1], "[::1]:9000");
+	assert_int_equal(c.nports, 1);		/* the variable wins */
+	assert_int_equal(c.ports[0], 80);
+	assert_int_equal(c.nallow, 2);
+	assert_int_equal(c.header_timeout, 7);	/* the variable wins */
+	assert_int_equal(c.connect_timeout, 4);
+	assert_int_equal(c.idle_timeout, 60);
+	assert_int_equal(c.max_conns, 10);
+	assert_int_equal(c.max_per_client, 2);
+	assert_int_equal(c.resolver_threads, 2);
+	confdiag_release(&d);
+	conf_release(&c);
+	clear_env();
+}
+
+static void
+test_all_errors_reported(void **state)
+{
+	struct egress_conf c;
+	struct confdiag	 d;
+	const char	*t;
+
+	clear_env();
+	write_file("allow_ports: [443, -1, 70000]\n"
+	    "allow_cidrs: [10.1.2.3/8, nonsense]\n"
+	    "timeouts:\n  header: soon\n  slow: 1\n"
+	    "colour: blue\n");
+	setenv("VIVARIUM_EGRESS_ALLOW_CIDRS", "300.0.0.0/8", 1);
+	conf_defaults(&c);
+	confdiag_init(&d, path);
+	assert_int_equal(conf_load(&c, path, &d), -1);
+	t = buf_str(&d.text);
+	assert_int_equal(d.count, 8);
+	assert_non_null(strstr(t, ":1: allow_ports: bad value '-1'"));
+	assert_non_null(strstr(t, ":1: allow_ports: bad value '70000'"));
+	assert_non_null(strstr(t, ":2: allow_cidrs: bad value '10.1.2.3/8'"));
+	assert_non_null(strstr(t, ":4: timeouts.header"));
+	assert_non_null(strstr(t, ":5: unknown key 'timeouts.slow'"));
+	assert_non_null(strstr(t, ":6: unknown key 'colour'"));
+	assert_non_null(strstr(t, "VIVARIUM_EGRESS_ALLOW_CIDRS: bad value"));
+	confdiag_release(&d);
+	conf_release(&c);
+	clear_env();
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_file_and_env),
+		cmocka_unit_test(test_all_errors_reported),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

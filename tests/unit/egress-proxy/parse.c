@@ -1,0 +1,438 @@
+/*
+ * Unit tests for egress-proxy/parse.c: requests the proxy must accept, the
+ * hostile ones it must refuse (with the right status), the head it sends
+ * upstream, and body framing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "../../../egress-proxy/parse.c"
+
+#define MAX	16384
+
+static struct http_req r;
+
+static int
+parse(const char *s)
+{
+	return http_parse_request(s, strlen(s), MAX, &r);
+}
+
+static void
+test_connect(void **state)
+{
+	assert_int_equal(parse("CONNECT Example.COM:443 HTTP/1.1\r\n"
+	    "Host: example.com:443\r\n\r\n"), HTTP_DONE);
+	assert_true(r.connect);
+	assert_string_equal(r.host, "example.com");
+	assert_int_equal(r.port, 443);
+	assert_int_equal(r.minor, 1);
+
+	/* Python's http.client may send no Host with CONNECT */
+	assert_int_equal(parse("CONNECT [2001:db8::1]:8443 HTTP/1.0\r\n\r\n"),
+	    HTTP_DONE);
+	assert_true(r.host_v6);
+	assert_string_equal(r.host, "2001:db8::1");
+	assert_int_equal(r.port, 8443);
+
+	assert_int_equal(parse("CONNECT a.b:1 HTTP/1.1\r\n\r\n"), HTTP_DONE);
+	assert_int_equal(parse("CONNECT a.b:65535 HTTP/1.1\r\n\r\n"), HTTP_DONE);
+	assert_int_equal(r.port, 65535);
+}
+
+/* Bytes after the head are not part of it: head_len stops at the empty
+ * line, whatever follows (a TLS hello after CONNECT). */
+static void
+test_connect_pipelined(void **state)
+{
+	const char *s = "CONNECT x.org:443 HTTP/1.1\r\nHost: x.org\r\n\r\n"
+	    "\x16\x03\x01\x02\x00GET / HTTP/1.1\r\n";
+
+	assert_int_equal(http_parse_request(s, strlen(s) , MAX, &r), HTTP_DONE);
+	assert_int_equal(r.head_len, strlen("CONNECT x.org:443 HTTP/1.1\r\n"
+	    "Host: x.org\r\n\r\n"));
+}
+
+static void
+test_absolute_form(void **state)
+{
+	const char	*s;
+
+	s = "GET http://example.com/a/b?c=d HTTP/1.1\r\nHost: example.com\r\n"
+	    "User-Agent: t\r\n\r\n";
+	assert_int_equal(parse(s), HTTP_DONE);
+	assert_false(r.connect);
+	assert_string_equal(r.host, "example.com");
+	assert_int_equal(r.port, 80);
+	assert_int_equal(r.path.len, strlen("/a/b?c=d"));
+	assert_memory_equal(s + r.path.off, "/a/b?c=d", r.path.len);
+	assert_int_equal(r.nfields, 2);
+	assert_false(r.close);
+
+	assert_int_equal(parse("HEAD HTTP://EXAMPLE.com:8080 HTTP/1.0\r\n\r\n"),
+	    HTTP_DONE);
+	assert_string_equal(r.host, "example.com");
+	assert_int_equal(r.port, 8080);
+	assert_int_equal(r.path.len, 0);
+	assert_true(r.close);	/* HTTP/1.0 without keep-alive */
+
+	assert_int_equal(parse("GET http://[::1]:81/ HTTP/1.1\r\nHost: x\r\n"
+	    "Connection: close\r\n\r\n"), HTTP_DONE);
+	assert_string_equal(r.host, "::1");
+	assert_true(r.close);
+
+	assert_int_equal(parse("POST http://a.io/ HTTP/1.1\r\nHost: a.io\r\n"
+	    "Content-Length: 12\r\n\r\n"), HTTP_DONE);
+	assert_int_equal(r.content_length, 12);
+	assert_int_equal(parse("POST http://a.io/ HTTP/1.1\r\nHost: a.io\r\n"
+	    "Transfer-Encoding: Chunked\r\n\r\n"), HTTP_DONE);
+	assert_true(r.chunked);
+
+	/* Field values: obs-text and inner blanks pass; OWS is trimmed. */
+	s = "GET http://a.io/ HTTP/1.1\r\nHost:a.io\r\nX-A: \t caf\xc3\xa9 x \t\r\n"
+	    "X-Empty:\r\n\r\n";
+	assert_int_equal(parse(s), HTTP_DONE);
+	assert_int_equal(r.fields[1].value.len, strlen("caf\xc3\xa9 x"));
+	assert_int_equal(r.fields[2].value.len, 0);
+}
+
+static void
+test_incomplete(void **state)
+{
+	assert_int_equal(parse(""), HTTP_NEED_MORE);
+	assert_int_equal(parse("CONNECT a.b:443 HTTP/1.1\r\n"), HTTP_NEED_MORE);
+	assert_int_equal(parse("CONNECT a.b:443 HTTP/1.1\r\nHost: a"),
+	    HTTP_NEED_MORE);
+	assert_int_equal(parse("CONNECT a.b:443 HTTP/1.1\r\n\r"),
+	    HTTP_NEED_MORE);
+}
+
+struct bad {
+	const char	*req;
+	int		 status;
+	const char	*why;		/* part of the reason */
+};
+
+#define H "\r\nHost: a.io\r\n\r\n"
+
+static const struct bad bad[] = {
+	/* the target */
+	{ "CONNECT user@example.com:443 HTTP/1.1\r\n\r\n", 400, "userinfo" },
+	{ "CONNECT user:pw@example.com:443 HTTP/1.1\r\n\r\n", 400, "userinfo" },
+	{ "GET http://u:p@example.com/ HTTP/1.1" H, 400, "userinfo" },
+	{ "GET http://example.com@evil.io/ HTTP/1.1" H, 400, "userinfo" },
+	{ "CONNECT [fe80::1%25eth0]:443 HTTP/1.1\r\n\r\n", 400, "zone" },
+	{ "CONNECT [fe80::1%eth0]:443 HTTP/1.1\r\n\r\n", 400, "zone" },
+	{ "GET http://[fe80::1%25eth0]/ HTTP/1.1" H, 400, "zone" },
+	{ "CONNECT a.io:0443 HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io:65536 HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io:+443 HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io:-443 HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io:0 HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io:443a HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io:4430000 HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io: HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io:443:443 HTTP/1.1\r\n\r\n", 400, "port" },
+	{ "CONNECT a.io HTTP/1.1\r\n\r\n", 400, "missing port" },
+	{ "GET http://a.io:0x50/ HTTP/1.1" H, 400, "port" },
+	{ "GET http://a.io:/ HTTP/1.1" H, 400, "port" },
+	{ "CONNECT :443 HTTP/1.1\r\n\r\n", 400, "empty host" },
+	{ "CONNECT a%2eio:443 HTTP/1.1\r\n\r\n", 400, "bad character" },
+	{ "CONNECT a!io:443 HTTP/1.1\r\n\r\n", 400, "bad character" },
+	{ "CONNECT [::1:443 HTTP/1.1\r\n\r\n", 400, "unterminated" },
+	{ "CONNECT [::g]:443 HTTP/1.1\r\n\r\n", 400, "IPv6" },
+	{ "CONNECT [1.2.3.4]:443 HTTP/1.1\r\n\r\n", 400, "IPv6" },
+	{ "CONNECT []:443 HTTP/1.1\r\n\r\n", 400, "IPv6" },
+	{ "CONNECT [::1]x:443 HTTP/1.1\r\n\r\n", 400, "junk" },
+	{ "GET / HTTP/1.1" H, 400, "absolute" },
+	{ "OPTIONS * HTTP/1.1" H, 400, "absolute" },
+	{ "GET https://a.io/ HTTP/1.1" H, 400, "CONNECT" },
+	{ "GET ftp://a.io/ HTTP/1.1" H, 400, "scheme" },
+	{ "GET http://a.io/#frag HTTP/1.1" H, 400, "fragment" },
+	{ "GET http:///x HTTP/1.1" H, 400, "empty host" },
+	/* the request line */
+	{ "GET  http://a.io/ HTTP/1.1" H, 400, "request line" },
+	{ "GET http://a.io/  HTTP/1.1" H, 400, "version" },
+	{ "GET http://a.io/ HTTP/2.0" H, 400, "version" },
+	{ "GET http://a.io/ http/1.1" H, 400, "version" },
+	{ "GET http://a.io/ HTTP/1.1 " H, 400, "version" },
+	{ "GET http://a.io/ HTTP/1.10" H, 400, "version" },
+	{ "GET http://a.io/" H, 400, "request line" },
+	{ "G(T http://a.io/ HTTP/1.1" H, 400, "method" },
+	{ " GET http://a.io/ HTTP/1.1" H, 400, "method" },
+	{ "GET http://a.io/\x7f HTTP/1.1" H, 400, "target" },
+	{ "GET http://a.io/\xc3\xa9 HTTP/1.1" H, 400, "target" },
+	{ "\r\nGET http://a.io/ HTTP/1.1" H, 400, "method" },
+	/* line endings and bytes */
+	{ "GET http://a.io/ HTTP/1.1\nHost: a.io\n\n", 400, "bare" },
+	{ "GET http://a.io/ HTTP/1.1\r\nHost: a.io\n\r\n", 400, "bare" },
+	{ "GET http://a.io/ HTTP/1.1\r\nX: a\rb\r\nHost: a.io\r\n\r\n", 400,
+	    "bare" },
+	{ "GET http://a.io/ HTTP/1.1\r\nX: a\x01" "b" H, 400, "control" },
+	{ "GET http://a.io/ HTTP/1.1\r\nX: a\x7f" H, 400, "control" },
+	{ "GET http://a.io/ HTTP/1.1\r\nX: a\x1b[0m" H, 400, "control" },
+	/* fields */
+	{ "GET http://a.io/ HTTP/1.1\r\nHost: a.io\r\nX: a\r\n folded\r\n\r\n",
+	    400, "folding" },
+	{ "GET http://a.io/ HTTP/1.1\r\nHost: a.io\r\n\tX: a\r\n\r\n", 400,
+	    "folding" },
+	{ "GET http://a.io/ HTTP/1.1\r\nHost : a.io\r\n\r\n", 400,
+	    "whitespace before colon" },
+	{ "GET http://a.io/ HTTP/1.1\r\nHost\t: a.io\r\n\r\n", 400,
+	    "whitespace before colon" },
+	{ "GET http://a.io/ HTTP/1.1\r\n: a.io\r\n\r\n", 400, "field name" },
+	{ "GET http://a.io/ HTTP/1.1\r\nX(y): 1" H, 400, "field name" },
+	{ "GET http://a.io/ HTTP/1.1\r\nNoColon" H, 400, "field name" },
+	{ "GET http://a.io/ HTTP/1.1\r\nHost: a.io\r\nhost: b.io\r\n\r\n", 400,
+	    "duplicate Host" },
+	{ "GET http://a.io/ HTTP/1.1\r\nX: y\r\n\r\n", 400, "missing Host" },
+	{ "POST http://a.io/ HTTP/1.1\r\nContent-Length: 1\r\n"
+	    "Content-Length: 1" H, 400, "duplicate Content-Length" },
+	{ "POST http://a.io/ HTTP/1.1\r\nContent-Length: 1, 1" H, 400,
+	    "malformed Content-Length" },
+	{ "POST http://a.io/ HTTP/1.1\r\nContent-Length: +1" H, 400,
+	    "malformed Content-Length" },
+	{ "POST http://a.io/ HTTP/1.1\r\nContent-Length: -1" H, 400,
+	    "malformed Content-Length" },
+	{ "POST http://a.io/ HTTP/1.1\r\nContent-Length: " H, 400,
+	    "malformed Content-Length" },
+	{ "POST http://a.io/ HTTP/1.1\r\nContent-Length: 99999999999999999999"
+	    H, 400, "malformed Content-Length" },
+	{ "POST http://a.io/ HTTP/1.1\r\nContent-Length: 3\r\n"
+	    "Transfer-Encoding: chunked" H, 400, "both" },
+	{ "POST http://a.io/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "Content-Length: 3" H, 400, "both" },
+	{ "POST http://a.io/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked" H,
+	    400, "Transfer-Encoding" },
+	{ "POST http://a.io/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "Transfer-Encoding: chunked" H, 400, "duplicate Transfer-Encoding" },
+	{ "POST http://a.io/ HTTP/1.1\r\nTransfer-Encoding: xchunked" H, 400,
+	    "Transfer-Encoding" },
+	{ "CONNECT a.io:443 HTTP/1.1\r\nContent-Length: 5\r\n\r\n", 400,
+	    "body" },
+	{ "CONNECT a.io:443 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+	    400, "body" },
+};
+
+static void
+test_hostile(void **state)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = http_parse_request(bad[i].req, strlen(bad[i].req),
+		    MAX, &r);
+
+		if (rc != HTTP_ERROR)
+			fail_msg("accepted (%d): %s", rc, bad[i].req);
+		if (r.status != bad[i].status || strstr(r.reason,
+		    bad[i].why) == NULL)
+			fail_msg("%s: got %d \"%s\", want %d \"%s\"",
+			    bad[i].req, r.status, r.reason, bad[i].status,
+			    bad[i].why);
+	}
+}
+
+static void
+test_nul_byte(void **state)
+{
+	static const char s[] = "GET http://a.io/ HTTP/1.1\r\nX: a\0b" H;
+
+	assert_int_equal(http_parse_request(s, sizeof(s) - 1, MAX, &r),
+	    HTTP_ERROR);
+	assert_int_equal(r.status, 400);
+}
+
+static void
+test_too_large(void **state)
+{
+	struct buf	 b = BUF_INIT(1 << 20);
+	int		 i;
+
+	/* a head that never ends inside the limit */
+	assert_int_equal(buf_appends(&b, "GET http://a.io/ HTTP/1.1\r\n"), 0);
+	while (b.len < MAX + 10)
+		assert_int_equal(buf_appends(&b, "X-Pad: 0123456789abcdef\r\n"),
+		    0);
+	assert_int_equal(http_parse_request(b.data, b.len, MAX, &r),
+	    HTTP_ERROR);
+	assert_int_equal(r.status, 431);
+	/* exactly at the limit, still open: refused, not waited for */
+	assert_int_equal(http_parse_request(b.data, MAX, MAX, &r), HTTP_ERROR);
+	assert_int_equal(r.status, 431);
+
+	/* too many fields, though small */
+	buf_reset(&b);
+	assert_int_equal(buf_appends(&b, "GET http://a.io/ HTTP/1.1\r\n"
+	    "Host: a.io\r\n"), 0);
+	for (i = 0; i < HTTP_MAX_HEADERS; i++)
+		assert_int_equal(buf_appends(&b, "X: 1\r\n"), 0);
+	assert_int_equal(buf_appends(&b, "\r\n"), 0);
+	assert_int_equal(http_parse_request(b.data, b.len, MAX, &r),
+	    HTTP_ERROR);
+	assert_int_equal(r.status, 431);
+
+	/* a host name longer than DNS allows */
+	buf_reset(&b);
+	assert_int_equal(buf_appends(&b, "CONNECT "), 0);
+	for (i = 0; i < 300; i++)
+		assert_int_equal(buf_appends(&b, "a"), 0);
+	assert_int_equal(buf_appends(&b, ":443 HTTP/1.1\r\n\r\n"), 0);
+	assert_int_equal(http_parse_request(b.data, b.len, MAX, &r),
+	    HTTP_ERROR);
+	assert_int_equal(r.status, 400);
+	buf_release(&b);
+}
+
+static void
+test_rewrite(void **state)
+{
+	const char *s =
+	    "POST http://Example.com/p?q=1 HTTP/1.1\r\n"
+	    "Host: ignored.example\r\n"
+	    "Proxy-Authorization: Basic eA==\r\n"
+	    "Proxy-Connection: keep-alive\r\n"
+	    "Connection: close, X-Secret\r\n"
+	    "Keep-Alive: 300\r\n"
+	    "TE: trailers\r\n"
+	    "Upgrade: websocket\r\n"
+	    "X-Secret: 1\r\n"
+	    "Content-Length: 2\r\n"
+	    "Accept: */*\r\n\r\n";
+	struct buf	 out = BUF_INIT(4096);
+
+	assert_int_equal(parse(s), HTTP_DONE);
+	assert_int_equal(http_rewrite_request(s, &r, &out), 0);
+	assert_string_equal(buf_str(&out),
+	    "POST /p?q=1 HTTP/1.1\r\n"
+	    "Host: example.com\r\n"
+	    "Content-Length: 2\r\n"
+	    "Accept: */*\r\n"
+	    "Connection: close\r\n\r\n");
+
+	buf_reset(&out);
+	s = "GET http://[2001:db8::1]:8080?x HTTP/1.1\r\nHost: h\r\n\r\n";
+	assert_int_equal(parse(s), HTTP_DONE);
+	assert_int_equal(http_rewrite_request(s, &r, &out), 0);
+	assert_string_equal(buf_str(&out),
+	    "GET /?x HTTP/1.1\r\nHost: [2001:db8::1]:8080\r\n\r\n");
+	buf_release(&out);
+}
+
+static void
+test_response(void **state)
+{
+	struct http_resp resp;
+	const char	*s;
+
+	s = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_DONE);
+	assert_int_equal(resp.status, 200);
+	assert_int_equal(resp.content_length, 3);
+	assert_int_equal(resp.head_len, strlen(s) - 3);
+	assert_false(resp.close);
+
+	s = "HTTP/1.0 404 Not Found\r\n\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_DONE);
+	assert_true(resp.close);
+
+	s = "HTTP/1.1 204\r\n\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_DONE);
+	assert_int_equal(resp.status, 204);
+
+	s = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	    "Content-Length: 10\r\n\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_DONE);
+	assert_true(resp.chunked);
+	assert_true(resp.close);
+	assert_int_equal(resp.content_length, -1);
+
+	s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_ERROR);
+	s = "HTTP/1.1 20 OK\r\n\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_ERROR);
+	s = "ICY 200 OK\r\n\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_ERROR);
+	s = "HTTP/1.1 200 OK\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_NEED_MORE);
+}
+
+static void
+test_chunked(void **state)
+{
+	static const char body[] = "5;ext=1\r\nhello\r\n1A\r\n"
+	    "abcdefghijklmnopqrstuvwxyz\r\n0\r\nX-Trailer: t\r\n\r\n";
+	const char	*s = body;
+	struct body	 b;
+	size_t		 i, n = sizeof(body) - 1;
+	char		 both[256];
+
+	/* all at once, with the next request right behind */
+	snprintf(both, sizeof(both), "%sGET http://next/ HTTP/1.1\r\n", body);
+	body_init(&b, BODY_CHUNKED, 0);
+	assert_int_equal(body_feed(&b, both, strlen(both)), (long)n);
+	assert_true(b.done);
+
+	/* one byte at a time */
+	body_init(&b, BODY_CHUNKED, 0);
+	for (i = 0; i < n; i++) {
+		assert_false(b.done);
+		assert_int_equal(body_feed(&b, s + i, 1), 1);
+	}
+	assert_true(b.done);
+
+	/* malformed framing */
+	body_init(&b, BODY_CHUNKED, 0);
+	assert_int_equal(body_feed(&b, "zz\r\n", 4), -1);
+	body_init(&b, BODY_CHUNKED, 0);
+	assert_int_equal(body_feed(&b, "3\r\nabcX\r\n", 9), -1);
+	body_init(&b, BODY_CHUNKED, 0);
+	assert_int_equal(body_feed(&b, "3\nabc\r\n", 7), -1);
+	body_init(&b, BODY_CHUNKED, 0);
+	assert_int_equal(body_feed(&b, "ffffffffffffffffff\r\n", 20), -1);
+	body_init(&b, BODY_CHUNKED, 0);
+	assert_int_equal(body_feed(&b, "0\r\n folded\r\n\r\n", 15), -1);
+
+	/* fixed length */
+	body_init(&b, BODY_LENGTH, 3);
+	assert_int_equal(body_feed(&b, "ab", 2), 2);
+	assert_false(b.done);
+	assert_int_equal(body_feed(&b, "cdef", 4), 1);
+	assert_true(b.done);
+	body_init(&b, BODY_LENGTH, 0);
+	assert_true(b.done);
+	body_init(&b, BODY_NONE, 0);
+	assert_true(b.done);
+	assert_int_equal(body_feed(&b, "x", 1), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_connect_pipelined),
+		cmocka_unit_test(test_absolute_form),
+		cmocka_unit_test(test_incomplete),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_nul_byte),
+		cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_rewrite),
+		cmocka_unit_test(test_response),
+		cmocka_unit_test(test_chunked),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

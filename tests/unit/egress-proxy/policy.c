@@ -1,0 +1,324 @@
+/*
+ * Unit tests for egress-proxy/policy.c: every denied range at its edges,
+ * the operator allow list, the proxy's own addresses, and the literal
+ * spellings getaddrinfo turns into loopback or link-local addresses.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <netdb.h>
+
+#include <cmocka.h>
+
+#include "../../../egress-proxy/policy.c"
+
+struct probe {
+	const char	*addr;
+	int		 denied;
+};
+
+/* The edges of every range in the issue: first and last address inside,
+ * and the neighbours just outside (which are public unless another range
+ * covers them). */
+static const struct probe v4[] = {
+	{ "0.0.0.0", 1 }, { "0.255.255.255", 1 }, { "1.0.0.0", 0 },
+	{ "9.255.255.255", 0 }, { "10.0.0.0", 1 }, { "10.255.255.255", 1 },
+	{ "11.0.0.0", 0 },
+	{ "100.63.255.255", 0 }, { "100.64.0.0", 1 }, { "100.127.255.255", 1 },
+	{ "100.128.0.0", 0 },
+	{ "126.255.255.255", 0 }, { "127.0.0.0", 1 }, { "127.0.0.1", 1 },
+	{ "127.255.255.255", 1 }, { "128.0.0.0", 0 },
+	{ "169.253.255.255", 0 }, { "169.254.0.0", 1 },
+	{ "169.254.169.254", 1 }, { "169.254.255.255", 1 },
+	{ "169.255.0.0", 0 },
+	{ "172.15.255.255", 0 }, { "172.16.0.0", 1 }, { "172.31.255.255", 1 },
+	{ "172.32.0.0", 0 },
+	{ "191.255.255.255", 0 }, { "192.0.0.0", 1 }, { "192.0.0.255", 1 },
+	{ "192.0.1.0", 0 },
+	{ "192.0.1.255", 0 }, { "192.0.2.0", 1 }, { "192.0.2.255", 1 },
+	{ "192.0.3.0", 0 },
+	{ "192.88.98.255", 0 }, { "192.88.99.0", 1 }, { "192.88.99.255", 1 },
+	{ "192.88.100.0", 0 },
+	{ "192.167.255.255", 0 }, { "192.168.0.0", 1 },
+	{ "192.168.255.255", 1 }, { "192.169.0.0", 0 },
+	{ "198.17.255.255", 0 }, { "198.18.0.0", 1 }, { "198.19.255.255", 1 },
+	{ "198.20.0.0", 0 },
+	{ "198.51.99.255", 0 }, { "198.51.100.0", 1 },
+	{ "198.51.100.255", 1 }, { "198.51.101.0", 0 },
+	{ "203.0.112.255", 0 }, { "203.0.113.0", 1 }, { "203.0.113.255", 1 },
+	{ "203.0.114.0", 0 },
+	{ "223.255.255.255", 0 }, { "224.0.0.0", 1 },
+	{ "239.255.255.255", 1 }, { "240.0.0.0", 1 },
+	{ "255.255.255.255", 1 },
+	{ "8.8.8.8", 0 }, { "1.1.1.1", 0 }, { "93.184.216.34", 0 },
+};
+
+static const struct probe v6[] = {
+	{ "::", 1 }, { "::1", 1 },
+	/* IPv4-mapped: decoded and checked as IPv4 */
+	{ "::ffff:0.0.0.0", 1 }, { "::ffff:127.0.0.1", 1 },
+	{ "::ffff:10.1.2.3", 1 }, { "::ffff:169.254.169.254", 1 },
+	{ "::ffff:8.8.8.8", 0 },
+	/* IPv4-compatible: decoded, and never dialled even when public */
+	{ "::2", 1 }, { "::127.0.0.1", 1 }, { "::169.254.169.254", 1 },
+	{ "::8.8.8.8", 1 }, { "::255.255.255.255", 1 },
+	{ "::1:0:0", 0 }, { "::1:0:0:0", 0 }, { "::fffe:ffff:ffff", 0 },
+	{ "64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "64:ff9b::", 1 },
+	{ "64:ff9b::a9fe:a9fe", 1 }, { "64:ff9b::ffff:ffff", 1 },
+	{ "64:ff9b::1:0:0", 0 },
+	{ "64:ff9b:0:ffff:ffff:ffff:ffff:ffff", 0 }, { "64:ff9b:1::", 1 },
+	{ "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", 1 }, { "64:ff9b:2::", 0 },
+	{ "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "100::", 1 },
+	{ "100::ffff:ffff:ffff:ffff", 1 }, { "100:0:0:1::", 0 },
+	{ "2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "2001::", 1 },
+	{ "2001:0:a9fe:a9fe::1", 1 },
+	{ "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "2001:200::", 0 },
+	{ "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "2001:db8::", 1 },
+	{ "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "2001:db9::", 0 },
+	{ "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "2002::", 1 },
+	{ "2002:a9fe:a9fe::1", 1 },
+	{ "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "2003::", 0 },
+	{ "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "fc00::", 1 },
+	{ "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "fe00::", 0 },
+	{ "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "fe80::", 1 },
+	{ "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "fec0::", 1 },
+	{ "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "ff00::", 1 },
+	{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 },
+	{ "2606:4700:4700::1111", 0 }, { "2a00:1450:4001::1", 0 },
+};
+
+static void
+mkaddr(const char *s, uint16_t port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(s, ':') == NULL) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		assert_int_equal(inet_pton(AF_INET, s, &s4->sin_addr), 1);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		assert_int_equal(inet_pton(AF_INET6, s, &s6->sin6_addr), 1);
+	}
+}
+
+static const char *
+classify(const struct egress_conf *conf, const char *s, uint16_t port)
+{
+	struct sockaddr_storage ss;
+
+	mkaddr(s, port, &ss);
+	return policy_classify(conf, &ss, port);
+}
+
+static void
+run_probes(const struct probe *p, size_t n)
+{
+	struct egress_conf conf;
+	const char	*why;
+	size_t		 i;
+
+	conf_defaults(&conf);
+	for (i = 0; i < n; i++) {
+		why = classify(&conf, p[i].addr, 443);
+		if ((why != NULL) != p[i].denied)
+			fail_msg("%s: expected %s, got %s", p[i].addr,
+			    p[i].denied ? "denied" : "allowed",
+			    why ? why : "allowed");
+	}
+}
+
+static void
+test_ipv4_ranges(void **state)
+{
+	run_probes(v4, sizeof(v4) / sizeof(v4[0]));
+}
+
+static void
+test_ipv6_ranges(void **state)
+{
+	run_probes(v6, sizeof(v6) / sizeof(v6[0]));
+}
+
+static void
+test_reasons_name_the_range(void **state)
+{
+	struct egress_conf conf;
+
+	conf_defaults(&conf);
+	assert_string_equal(classify(&conf, "169.254.169.254", 80),
+	    "link-local 169.254.0.0/16");
+	assert_string_equal(classify(&conf, "::ffff:10.0.0.1", 80),
+	    "private 10.0.0.0/8");
+	assert_string_equal(classify(&conf, "::8.8.8.8", 80),
+	    "IPv4-compatible IPv6 address ::/96");
+	assert_string_equal(classify(&conf, "64:ff9b::a9fe:a9fe", 80),
+	    "NAT64 64:ff9b::/96");
+}
+
+/* What is dialled is what was checked: a mapped address becomes IPv4. */
+static void
+test_mapped_is_rewritten(void **state)
+{
+	struct egress_conf conf;
+	struct sockaddr_storage ss;
+	char		 a[64];
+
+	conf_defaults(&conf);
+	mkaddr("::ffff:8.8.4.4", 443, &ss);
+	assert_null(policy_classify(&conf, &ss, 443));
+	assert_int_equal(ss.ss_family, AF_INET);
+	assert_string_equal(sockaddr_str(&ss, a, sizeof(a)), "8.8.4.4");
+	assert_int_equal(ntohs(((struct sockaddr_in *)&ss)->sin_port), 443);
+}
+
+static void
+test_allow_list(void **state)
+{
+	struct egress_conf conf;
+
+	conf_defaults(&conf);
+	assert_int_equal(cidr_parse("127.0.0.0/8", &conf.allow[0]), 0);
+	assert_int_equal(cidr_parse("fd00:1::/32", &conf.allow[1]), 0);
+	conf.nallow = 2;
+	assert_null(classify(&conf, "127.0.0.1", 80));
+	assert_null(classify(&conf, "127.255.255.255", 80));
+	assert_null(classify(&conf, "::ffff:127.0.0.1", 80));
+	assert_null(classify(&conf, "fd00:1:ffff::1", 80));
+	assert_non_null(classify(&conf, "fd00:2::1", 80));
+	assert_non_null(classify(&conf, "10.0.0.1", 80));
+	assert_non_null(classify(&conf, "::1", 80));
+	/* Nothing private is allowed without configuration. */
+	conf.nallow = 0;
+	assert_non_null(classify(&conf, "127.0.0.1", 80));
+
+	/* Malformed lists are refused, including host bits past the prefix. */
+	assert_int_equal(cidr_parse("10.1.2.3/8", &conf.allow[0]), -1);
+	assert_int_equal(cidr_parse("10.0.0.0/33", &conf.allow[0]), -1);
+	assert_int_equal(cidr_parse("10.0.0.0/", &conf.allow[0]), -1);
+	assert_int_equal(cidr_parse("example.com/8", &conf.allow[0]), -1);
+	assert_int_equal(cidr_parse("::/129", &conf.allow[0]), -1);
+	assert_int_equal(cidr_parse("::1", &conf.allow[0]), 0);
+	assert_int_equal(conf.allow[0].plen, 128);
+}
+
+/* The proxy never dials itself, even where the allow list would let it. */
+static void
+test_own_addresses(void **state)
+{
+	struct egress_conf conf;
+	struct sockaddr_storage l;
+
+	conf_defaults(&conf);
+	assert_int_equal(policy_refresh_self(), 0);
+	mkaddr("0.0.0.0", 3128, &l);
+	policy_add_listener(&l);
+	/* lo's 127.0.0.1 is one of our addresses */
+	assert_string_equal(classify(&conf, "127.0.0.1", 80),
+	    "the proxy's own address");
+	assert_int_equal(cidr_parse("127.0.0.0/8", &conf.allow[0]), 0);
+	conf.nallow = 1;
+	assert_null(classify(&conf, "127.0.0.1", 80));
+	assert_string_equal(classify(&conf, "127.0.0.1", 3128),
+	    "the proxy's own listening socket");
+	assert_string_equal(classify(&conf, "::ffff:127.0.0.1", 3128),
+	    "the proxy's own listening socket");
+	assert_string_equal(classify(&conf, "0.0.0.0", 3128),
+	    "the proxy's own listening socket");
+}
+
+/*
+ * Spellings that a host-string filter would miss.  They go through the same
+ * path as the proxy: the authority parser, then getaddrinfo, then the
+ * classifier on each address.
+ */
+static int
+literal_denied(const char *authority)
+{
+	struct egress_conf conf;
+	struct http_req	 r;
+	struct addrinfo	 hints, *res, *ai;
+	struct sockaddr_storage ss;
+	const char	*reason;
+	int		 n = 0, denied = 0;
+
+	conf_defaults(&conf);
+	if (http_parse_authority(authority, strlen(authority), 0, &r,
+	    &reason) == -1)
+		return 2;	/* refused by the parser */
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(r.host, NULL, &hints, &res) != 0)
+		fail_msg("%s: getaddrinfo failed", authority);
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		memset(&ss, 0, sizeof(ss));
+		memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+		n++;
+		denied += policy_classify(&conf, &ss, r.port) != NULL;
+	}
+	freeaddrinfo(res);
+	assert_true(n > 0);
+	return denied == n;
+}
+
+static void
+test_literal_forms(void **state)
+{
+	assert_int_equal(literal_denied("2130706433:443"), 1);
+	assert_int_equal(literal_denied("0x7f.1:443"), 1);
+	assert_int_equal(literal_denied("017700000001:443"), 1);
+	assert_int_equal(literal_denied("127.1:443"), 1);
+	assert_int_equal(literal_denied("0:443"), 1);
+	assert_int_equal(literal_denied("[::ffff:127.0.0.1]:443"), 1);
+	assert_int_equal(literal_denied("[::127.0.0.1]:443"), 1);
+	assert_int_equal(literal_denied("[64:ff9b::a9fe:a9fe]:443"), 1);
+	assert_int_equal(literal_denied("[2002:a9fe:a9fe::1]:443"), 1);
+	assert_int_equal(literal_denied("[::ffff:a9fe:a9fe]:443"), 1);
+	/* zone identifiers never get as far as the resolver */
+	assert_int_equal(literal_denied("[fe80::1%25eth0]:443"), 2);
+	assert_int_equal(literal_denied("[fe80::1%eth0]:443"), 2);
+	/* and a public literal passes */
+	assert_int_equal(literal_denied("8.8.8.8:443"), 0);
+	assert_int_equal(literal_denied("[2606:4700:4700::1111]:443"), 0);
+}
+
+static void
+test_ports(void **state)
+{
+	struct egress_conf conf;
+
+	conf_defaults(&conf);
+	assert_true(policy_port_allowed(&conf, 80));
+	assert_true(policy_port_allowed(&conf, 443));
+	assert_false(policy_port_allowed(&conf, 22));
+	assert_false(policy_port_allowed(&conf, 8080));
+	assert_int_equal(conf_parse_ports("443, 8443", &conf), 0);
+	assert_false(policy_port_allowed(&conf, 80));
+	assert_true(policy_port_allowed(&conf, 8443));
+	assert_int_equal(conf_parse_ports("0", &conf), -1);
+	assert_int_equal(conf_parse_ports("65536", &conf), -1);
+	assert_int_equal(conf_parse_ports("+80", &conf), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ipv4_ranges),
+		cmocka_unit_test(test_ipv6_ranges),
+		cmocka_unit_test(test_reasons_name_the_range),
+		cmocka_unit_test(test_mapped_is_rewritten),
+		cmocka_unit_test(test_allow_list),
+		cmocka_unit_test(test_own_addresses),
+		cmocka_unit_test(test_literal_forms),
+		cmocka_unit_test(test_ports),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
