@@ -168,7 +168,15 @@ http_collect(struct MHD_Connection *conn, void **con_cls,
 		if (cl != NULL) {
 			errno = 0;
 			len = strtoull(cl, &end, 10);
-			if (errno == 0 && *end == '\0' && len > max) {
+			if (errno == 0 && *end == '\0' && len > max &&
+			    len <= HTTP_DRAIN_MAX) {
+				/*
+				 * Read and drop it, then answer: a client still
+				 * sending when we close would get a reset
+				 * instead of our 413.
+				 */
+				req->too_big = 1;
+			} else if (errno == 0 && *end == '\0' && len > max) {
 				req->too_big = 1;
 				req->ret = http_reply_text(conn,
 				    MHD_HTTP_CONTENT_TOO_LARGE,

@@ -69,10 +69,16 @@ enum http_collect {
 };
 
 /*
- * Accumulates the body of the current request, at most max bytes.  A
- * Content-Length over max is answered 413 before any of the body is read; a
- * chunked body that grows past max is drained and then answered 413, so the
- * connection stays usable.  *reqp is set on every return (NULL only with
+ * Bodies over the cap are read and dropped, then answered 413, so the client
+ * sees the answer (closing on a client still sending makes it see a reset
+ * instead); a declared Content-Length over this is answered at once and the
+ * connection closed.
+ */
+#define HTTP_DRAIN_MAX	(64ULL * 1024 * 1024)
+
+/*
+ * Accumulates the body of the current request, at most max bytes; an
+ * oversized one gets 413 (see HTTP_DRAIN_MAX).  *reqp is set on every return (NULL only with
  * HTTP_COLLECT_FAILED).
  */
 enum http_collect http_collect(struct MHD_Connection *, void **con_cls,

@@ -217,6 +217,12 @@ mcp_handle(const struct agent_ctx *ctx, const char *pver, const char *body,
 	*reply = NULL;
 	msg = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
 	    &jerr);
+	if (msg == NULL && json_error_code(&jerr) == json_error_invalid_utf8) {
+		*reply = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: the body "
+		    "is not valid UTF-8 (at byte %d); JSON text, and the code in "
+		    "it, must be UTF-8", jerr.position);
+		return 400;
+	}
 	if (msg == NULL) {
 		*reply = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: the body "
 		    "is not valid JSON (%s, at line %d column %d)", jerr.text,

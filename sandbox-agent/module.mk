@@ -19,3 +19,19 @@ $(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,,$(AGENT_TEST_P
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/workspace.o,$(AGENT_TEST_PKGS)))
+
+# ---------------------------------------------------------------- e2e
+# The MCP SDK client tests (tests/e2e, node's test runner) against the real
+# agent on TCP and on a unix socket.  Other suites may depend on
+# $(E2E_NODE_MODULES) to get the pinned client installed.
+E2E_NODE_MODULES := tests/e2e/node_modules/.package-lock.json
+
+$(E2E_NODE_MODULES): tests/e2e/package.json tests/e2e/package-lock.json
+	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: test-agent
+TEST_SUITES += test-agent
+test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
+	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
+		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs
