@@ -6,7 +6,13 @@ set -eu
 lock=$1
 here=$(dirname "$0")
 . "$here/apt-sources.sh"
-apt_sources "${DEBIAN_MIRROR:-http://deb.debian.org}"
+# A lock made from a snapshot says so; its build reads the same snapshot.
+snapshot=$(sed -n 's/^# snapshot: //p' "$lock")
+if [ -n "$snapshot" ]; then
+	apt_sources "${DEBIAN_SNAPSHOT_MIRROR:-http://snapshot.debian.org}" "$snapshot"
+else
+	apt_sources "${DEBIAN_MIRROR:-http://deb.debian.org}"
+fi
 export DEBIAN_FRONTEND=noninteractive
 grep -v '^#' "$lock" | grep . >/tmp/want
 apt-get -q -o Acquire::Retries=3 update >/dev/null
@@ -17,7 +23,7 @@ if ! xargs apt-get install -y -q --no-install-recommends --allow-downgrades \
 	tail -n 30 /tmp/apt.log >&2
 	echo "apt-locked: cannot install $lock exactly; if a version above is" >&2
 	echo "apt-locked: 'not found', the mirror has moved on: run \`make lock\`," >&2
-	echo "apt-locked: or build against a snapshot (DEBIAN_MIRROR, docs/image.md)." >&2
+	echo "apt-locked: or lock against a snapshot (DEBIAN_SNAPSHOT, docs/image.md)." >&2
 	exit 1
 fi
 arch=$(dpkg --print-architecture)

@@ -20,6 +20,9 @@
 #                         lock was made from)
 #   DEBIAN_MIRROR         scheme://host serving /debian and /debian-security,
 #                         default http://deb.debian.org
+#   DEBIAN_SNAPSHOT       for `lock`: resolve against snapshot.debian.org at this
+#                         timestamp (e.g. 20251115T000000Z); the lock records it
+#                         and the build then installs from that snapshot
 #   PIP_EXTRAS            1 to add the hash-pinned pip layer (docs/image.md)
 set -eu
 
@@ -92,18 +95,32 @@ cmd_base() {
 
 # ---------------------------------------------------------------- lock
 
+# What a lock pins: its package lines and its snapshot, not its date.
+lock_body() {
+	grep -e '^[^#]' -e '^# snapshot:' "$1"
+}
+
 cmd_lock() {
 	cmd_base
 	tmp=$(mktemp -d /var/tmp/vivarium-lock.XXXXXX)
 	trap 'rm -rf "$tmp"' EXIT
 	cp image/packages.txt image/apt-sources.sh image/lock-resolve.sh "$tmp/"
 	P run --rm $ULIMITS ${NET:+--network "$NET"} -e DEBIAN_MIRROR="$MIRROR" \
+	    -e DEBIAN_SNAPSHOT="${DEBIAN_SNAPSHOT:-}" \
 	    -v "$tmp:/lock:Z" "$BASE" sh /lock/lock-resolve.sh builder runtime
-	cp "$tmp/builder.lock" image/builder.lock
-	cp "$tmp/runtime.lock" image/runtime.lock
+	# A lock whose versions did not move is left alone (its date too), so
+	# relocking does not change the image key and rebuild for nothing.
+	for stage in builder runtime; do
+		if [ -f "image/$stage.lock" ] &&
+		    [ "$(lock_body "image/$stage.lock")" = "$(lock_body "$tmp/$stage.lock")" ]; then
+			say "lock: image/$stage.lock unchanged"
+		else
+			cp "$tmp/$stage.lock" "image/$stage.lock"
+			say "lock: wrote image/$stage.lock"
+		fi
+	done
 	rm -rf "$tmp"
 	trap - EXIT
-	say "lock: wrote image/builder.lock and image/runtime.lock"
 }
 
 # ---------------------------------------------------------------- key

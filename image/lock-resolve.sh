@@ -4,9 +4,14 @@
 # stage's packages from image/packages.txt would leave on the system, and
 # writes /lock/<stage>.lock: every package of the result at its exact version.
 set -eu
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org}
+snapshot=${DEBIAN_SNAPSHOT:-}
+if [ -n "$snapshot" ]; then
+	mirror=${DEBIAN_SNAPSHOT_MIRROR:-http://snapshot.debian.org}
+else
+	mirror=${DEBIAN_MIRROR:-http://deb.debian.org}
+fi
 . /lock/apt-sources.sh
-apt_sources "$mirror"
+apt_sources "$mirror" "$snapshot"
 export DEBIAN_FRONTEND=noninteractive
 apt-get -q -o Acquire::Retries=3 update >/dev/null
 arch=$(dpkg --print-architecture)
@@ -27,6 +32,7 @@ for stage in "$@"; do
 		echo "# $stage packages for image/packages.txt, resolved by \`make lock\`."
 		echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) from $mirror; Debian trixie, $arch."
 		echo "# One package=version a line; the build installs exactly these."
+		[ -z "$snapshot" ] || echo "# snapshot: $snapshot"
 		# Later lines (apt's) win over earlier ones (what the base had).
 		cat /tmp/have /tmp/inst | sed "s/:$arch / /" |
 		    awk '{ v[$1] = $2 } END { for (p in v) print p "=" v[p] }' |

@@ -14,8 +14,10 @@
 # Options:
 #   --name NAME          container name (default vivarium-sandbox)
 #   --image IMAGE        default localhost/vivarium-sandbox:$IMAGE_VERSION
-#   --network NET        internal network, created when missing (default
-#                        vivarium-sandbox); never a network with a gateway out
+#   --network NET        internal network without DNS, created when missing
+#                        (default vivarium-sandbox); a network that is not
+#                        internal, or whose DNS server would resolve outside
+#                        names, is refused.  Give the proxy as an address.
 #   --workspace VOL|DIR  what to mount on /workspace: a volume name (created
 #                        by Podman when missing) or an absolute host directory
 #                        (default: volume NAME-workspace)
@@ -89,11 +91,17 @@ else
 fi
 
 if ! P network exists "$network"; then
-	P network create --internal --opt isolate=true \
+	P network create --internal --disable-dns --opt isolate=true \
 	    --label io.vivarium.role=sandbox-network \
 	    "$network" >/dev/null
 elif [ "$(P network inspect --format '{{.Internal}}' "$network")" != true ]; then
 	echo "run-hardened: network $network is not internal; refusing it" >&2
+	exit 1
+elif [ "$(P network inspect --format '{{.DNSEnabled}}' "$network")" = true ]; then
+	# aardvark-dns answers names from the outside world even on an
+	# internal network: a channel out that needs no route.
+	echo "run-hardened: network $network has DNS enabled, which resolves" \
+	    "outside names; refusing it (create it with --disable-dns)" >&2
 	exit 1
 fi
 

@@ -48,6 +48,16 @@ elif echo "$out" | grep -q "is not internal"; then
 else
 	notok "run-hardened: unclear error for an open network: $out"
 fi
+dns_net=$(vp_name vivtest-dns)
+vpodman network create --internal "$dns_net" >/dev/null
+vp_on_exit "vpodman network rm -f $dns_net"
+if out=$(image/run-hardened.sh --name "$(vp_name never)" --network "$dns_net" 2>&1); then
+	notok "run-hardened accepted an internal network whose DNS resolves outside names"
+elif echo "$out" | grep -q "has DNS enabled"; then
+	ok "run-hardened refuses an internal network with DNS"
+else
+	notok "run-hardened: unclear error for a network with DNS: $out"
+fi
 # The pip layer is off by default, and on without pins it stops clearly.
 tmp=$(mktemp -d)
 vp_on_exit "rm -rf $tmp"
@@ -71,6 +81,21 @@ if [ "$(ls -A "$tmp/pip3")" = VIVARIUM-PIP-EXTRAS.txt ]; then
 	ok "pip-extras: off by default, installs nothing"
 else
 	notok "pip-extras: the off path left $(ls -A "$tmp/pip3")"
+fi
+
+# The image key: the same for the same inputs, moved by any one of them.
+kt=$tmp/keytree
+mkdir -p "$kt"
+image/image.sh inputs | tar -c -T - | tar -C "$kt" -x
+cp image/image.sh "$kt/image/"
+key() { VIVARIUM_IMAGE_STORE=system "$1/image/image.sh" key; }
+k0=$(key "$root") k1=$(key "$kt") k2=$(key "$kt")
+echo "# keep me" >>"$kt/python/vivarium/__init__.py"
+k3=$(key "$kt")
+if [ "$k0" = "$k1" ] && [ "$k1" = "$k2" ] && [ "$k2" != "$k3" ] && [ ${#k0} = 64 ]; then
+	ok "image key: stable for the same inputs, changed by an edit under python/"
+else
+	notok "image key: repo $k0, copy $k1 then $k2, after an edit $k3"
 fi
 
 # ---------------------------------------------------------------- container
