@@ -58,6 +58,9 @@ class State:
 
 # ------------------------------------------------------------------ running
 
+_workspace = [None]     # the workspace of the current run, for _import
+
+
 def _import(name):
     """Imports one of the runner's own dependencies with the workspace off
     sys.path: a json.py or re.py the user saved must not stand in for the
@@ -66,8 +69,12 @@ def _import(name):
     if mod is not None:
         return mod
     saved = list(sys.path)
-    here = os.getcwd()
-    sys.path[:] = [p for p in saved if p not in ("", ".", here)]
+    try:
+        here = os.getcwd()
+    except OSError:
+        here = None
+    skip = ("", ".", here, _workspace[0])
+    sys.path[:] = [p for p in saved if p not in skip]
     try:
         __import__(name)
     finally:
@@ -374,6 +381,7 @@ def _write_report(run_dir, exit_code, footer):
 def main(env=None):
     env = os.environ if env is None else env
     cfg = Config(env)
+    _workspace[0] = cfg.workspace
     if not cfg.run_dir:
         sys.stderr.write("vivarium runner: VIVARIUM_RUN_DIR is not set\n")
         return 2

@@ -205,8 +205,6 @@ def _restore_module(e, ns, res):
         res.restored.append(e["name"])
         res.modules[e["name"]] = modname
     except BaseException as exc:  # a module's import can raise anything
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
         res.failed.append((e["name"], "module %s: %s: %s"
                            % (modname, type(exc).__name__, exc)))
 
@@ -228,9 +226,7 @@ def _restore_value(f, base, e, ns, res, import_dep):
     try:
         ns[name] = pickle.loads(data, buffers=bufs)
         res.restored.append(name)
-    except BaseException as exc:
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
+    except BaseException as exc:  # __setstate__ and friends run user code
         res.failed.append((name, "%s: %s" % (type(exc).__name__, _short(exc))))
 
 

@@ -126,6 +126,25 @@ class Persist(Workspace):
                          r"t \(ModuleNotFoundError: .*\)$")
         self.assertEqual(r.line("namespace:"), "namespace: restored 1 name(s)")
 
+    def test_value_whose_unpickling_exits(self):
+        self.ok("class Nasty:\n"
+                "    def __setstate__(self, state):\n"
+                "        raise SystemExit(9)\n"
+                "x = Nasty()\n"
+                "x.a = 1\n"
+                "y = 2\n")
+        r = self.ok("print(y, 'x' in globals())")
+        self.assertEqual(r.stdout, "2 False\n")
+        self.assertEqual(r.line("not restored:"), "not restored: x (SystemExit: 9)")
+
+    def test_code_that_changes_directory(self):
+        other = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(other)
+        r = self.ok("import os\nos.chdir(%r)\nz = 1\nopen('here.txt', 'w').close()\n" % other)
+        self.assertTrue(os.path.exists(self.store))
+        self.assertEqual(r.line("workspace:"), "workspace: 0 files")
+        self.assertEqual(self.ok("print(z)").stdout, "1\n")
+
 
 class Cap(Workspace):
 
