@@ -86,6 +86,20 @@ utf8_count_feed(void *arg, const unsigned char *p, size_t n)
 	int		 need;
 
 	for (i = 0; i < n; i++) {
+		/* Runs of ASCII, eight bytes at a time: output is mostly that. */
+		if (c->need == 0) {
+			uint64_t w;
+
+			while (n - i >= 8) {
+				memcpy(&w, p + i, 8);
+				if (w & 0x8080808080808080ULL)
+					break;
+				c->chars += 8;
+				i += 8;
+			}
+			if (i == n)
+				break;
+		}
 		if (c->need > 0) {
 			if (p[i] >= c->lo && p[i] <= c->hi) {
 				c->need--;

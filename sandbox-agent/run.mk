@@ -4,3 +4,21 @@
 
 $(eval $(call unit_test,common_spawn,tests/unit/common/spawn.c,,))
 $(eval $(call unit_test,agent_png,tests/unit/sandbox-agent/png.c,,libpng))
+$(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/images.o,jansson libpng))
+$(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/images.o,jansson libpng))
+
+# The same tests of spawning, tails and images under valgrind (a build
+# without sanitizers: the two do not mix).  The child side of a fork is not
+# checked: it only calls async-signal-safe functions before exec.
+VALGRIND_RUN := valgrind -q --error-exitcode=9 --leak-check=full \
+	--errors-for-leak-kinds=definite,indirect --child-silent-after-fork=yes
+
+.PHONY: test-valgrind-agent
+test-valgrind-agent:
+	@$(MAKE) --no-print-directory SANITIZE= build/rel/t/common_spawn \
+		build/rel/t/agent_png build/rel/t/agent_run_output
+	SPAWN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/common_spawn
+	$(VALGRIND_RUN) build/rel/t/agent_png
+	$(VALGRIND_RUN) build/rel/t/agent_run_output
+
+TEST_SUITES += test-valgrind-agent

@@ -1,0 +1,621 @@
+/*
+ * run_python end to end: Debian's /usr/bin/python3 with the real runner
+ * from python/, a temporary workspace per test.  Prints, exceptions, exit
+ * statuses, timeouts, signals, a missing interpreter, report.json in every
+ * bad shape, the contract's environment, output clipping, PNGs, and memory
+ * that stays flat while the code prints gigabytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../../sandbox-agent/run.c"
+
+#define PYTHON		"/usr/bin/python3"
+
+static char	 pythonpath[PATH_MAX];
+static char	 fixtures[PATH_MAX];
+static char	 ws[64];
+
+static int
+setup(void **state)
+{
+	if (realpath("python", pythonpath) == NULL ||
+	    realpath("tests/data/png", fixtures) == NULL) {
+		fprintf(stderr, "run from the top of the tree\n");
+		return -1;
+	}
+	if (access(PYTHON, X_OK) == -1) {
+		fprintf(stderr, "%s is needed (scripts/deps test)\n", PYTHON);
+		return -1;
+	}
+	log_init("run-test", 0);
+	return 0;
+}
+
+static int
+ws_new(void **state)
+{
+	snprintf(ws, sizeof(ws), "/tmp/vivarium-run-test-XXXXXX");
+	return mkdtemp(ws) == NULL ? -1 : 0;
+}
+
+static int
+ws_del(void **state)
+{
+	char	 cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ws);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void
+limits(struct run_limits *lim)
+{
+	memset(lim, 0, sizeof(*lim));
+	lim->python = PYTHON;
+	lim->pythonpath = pythonpath;
+	lim->output_limit = 20000;
+	lim->max_images = 4;
+	lim->max_image_side = 1280;
+	lim->persist_namespace = 1;
+	lim->namespace_max_bytes = 256ULL << 20;
+	lim->state_summary = 1;
+}
+
+static int
+run(const struct run_limits *lim, const char *code, long timeout,
+    struct run_result *res)
+{
+	struct run_request rq;
+	char		 err[512];
+	int		 rc;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.code = code;
+	rq.code_len = strlen(code);
+	rq.timeout_s = timeout;
+	rq.workspace = ws;
+	rc = run_python(lim, &rq, res, err, sizeof(err));
+	if (rc == -1)
+		print_error("run_python: %s\n", err);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- basics */
+
+static void
+test_print(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim);
+	assert_int_equal(run(&lim, "print('hello')\nprint('wörld')", 30,
+	    &res), 0);
+	assert_false(res.spawn_failed);
+	assert_false(res.timed_out);
+	assert_false(res.signaled);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "hello\nwörld\n");
+	assert_int_equal(res.out_len, strlen("hello\nwörld\n"));
+	assert_int_equal(res.out_cut, 0);
+	assert_string_equal(res.err, "");
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	assert_non_null(res.footer);
+	assert_non_null(strstr(res.footer, "--- state ---"));
+	assert_string_equal(res.note, "");
+	assert_true(res.duration > 0 && res.duration < 30);
+	run_result_release(&res);
+
+	/* No footer asked for: the report says null. */
+	lim.state_summary = 0;
+	assert_int_equal(run(&lim, "x = 1", 30, &res), 0);
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	assert_null(res.footer);
+	run_result_release(&res);
+}
+
+static void
+test_exception_and_exit_codes(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim);
+	assert_int_equal(run(&lim, "print('before')\n1/0", 30, &res), 0);
+	assert_int_equal(res.exit_code, 1);
+	assert_string_equal(res.out, "before\n");
+	assert_non_null(strstr(res.err, "ZeroDivisionError"));
+	assert_non_null(strstr(res.err, "<run_python>"));
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	assert_non_null(res.footer);
+	run_result_release(&res);
+
+	assert_int_equal(run(&lim, "import sys; sys.exit(3)", 30, &res), 0);
+	assert_int_equal(res.exit_code, 3);
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	run_result_release(&res);
+
+	/* os._exit skips the runner's report: no footer, and a note why. */
+	assert_int_equal(run(&lim, "import os; print('x', flush=True); "
+	    "os._exit(4)", 30, &res), 0);
+	assert_int_equal(res.exit_code, 4);
+	assert_string_equal(res.out, "x\n");
+	assert_int_equal(res.report, RUN_REPORT_MISSING);
+	assert_null(res.footer);
+	assert_non_null(strstr(res.note, "os._exit()"));
+	run_result_release(&res);
+}
+
+static void
+test_timeout(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim);
+	assert_int_equal(run(&lim, "import subprocess, time\n"
+	    "subprocess.Popen(['sleep', '60'])\n"
+	    "print('started', flush=True)\n"
+	    "time.sleep(60)", 1, &res), 0);
+	assert_true(res.timed_out);
+	assert_false(res.signaled);
+	assert_int_equal(res.exit_code, -1);
+	assert_true(res.duration >= 0.95 && res.duration < 5);
+	assert_string_equal(res.out, "started\n");
+	assert_int_equal(res.report, RUN_REPORT_MISSING);
+	assert_null(res.footer);
+	assert_non_null(strstr(res.note, "flush=True"));
+	run_result_release(&res);
+}
+
+static void
+test_killed_by_signal(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim);
+	assert_int_equal(run(&lim, "import os, signal\n"
+	    "os.kill(os.getpid(), signal.SIGKILL)", 30, &res), 0);
+	assert_true(res.signaled);
+	assert_int_equal(res.signal, SIGKILL);
+	assert_false(res.timed_out);
+	assert_non_null(strstr(res.note, "out-of-memory"));
+	assert_null(res.footer);
+	run_result_release(&res);
+
+	assert_int_equal(run(&lim, "import os, signal\n"
+	    "os.kill(os.getpid(), signal.SIGSEGV)", 30, &res), 0);
+	assert_true(res.signaled);
+	assert_int_equal(res.signal, SIGSEGV);
+	assert_non_null(strstr(res.note, "SIGSEGV"));
+	run_result_release(&res);
+}
+
+static void
+test_interpreter_missing(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim);
+	lim.python = "/nonexistent/python3";
+	assert_int_equal(run(&lim, "print(1)", 30, &res), 0);
+	assert_true(res.spawn_failed);
+	assert_non_null(strstr(res.note, "/nonexistent/python3"));
+	assert_non_null(strstr(res.note, "No such file"));
+	assert_non_null(strstr(res.note, "VIVARIUM_PYTHON"));
+	assert_null(res.footer);
+	run_result_release(&res);
+
+	lim.python = "vivarium-no-such-python";
+	assert_int_equal(run(&lim, "print(1)", 30, &res), 0);
+	assert_true(res.spawn_failed);
+	assert_non_null(strstr(res.note, "PATH"));
+	run_result_release(&res);
+
+	/* The runner cannot be imported: Python runs, says why, no report. */
+	limits(&lim);
+	lim.pythonpath = "/nonexistent";
+	assert_int_equal(run(&lim, "print(1)", 30, &res), 0);
+	assert_false(res.spawn_failed);
+	assert_int_equal(res.exit_code, 1);
+	assert_non_null(strstr(res.err, "vivarium"));
+	assert_int_equal(res.report, RUN_REPORT_MISSING);
+	run_result_release(&res);
+}
+
+/* Is pid gone (or a zombie nobody reaped yet)? */
+static int
+pid_dead(pid_t pid)
+{
+	char	 path[64], buf[512], *p;
+	FILE	*f;
+	size_t	 n;
+
+	if (kill(pid, 0) == -1 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int
+wait_dead(pid_t pid)
+{
+	int	 i;
+
+	for (i = 0; i < 200 && !pid_dead(pid); i++)
+		usleep(10000);
+	return pid_dead(pid);
+}
+
+/* Children the code leaves behind die with the run; one that escapes the
+ * group with setsid cannot hold the call. */
+static void
+test_children_outliving_the_run(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	int		 bg, daemon;
+
+	limits(&lim);
+	assert_int_equal(run(&lim, "import subprocess\n"
+	    "p = subprocess.Popen(['sleep', '60'])\n"
+	    "print(p.pid)", 30, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	bg = atoi(res.out);
+	assert_true(bg > 0);
+	assert_true(wait_dead(bg));
+	assert_string_equal(res.note, "");
+	run_result_release(&res);
+
+	assert_int_equal(run(&lim, "import subprocess\n"
+	    "p = subprocess.Popen(['setsid', 'sleep', '60'])\n"
+	    "print(p.pid, flush=True)", 30, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_true(res.duration < 5);
+	daemon = atoi(res.out);
+	assert_true(daemon > 0);
+	assert_non_null(strstr(res.note, "left the run's process group"));
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	/* The test started it, so the test ends it. */
+	assert_false(pid_dead(daemon));
+	kill(daemon, SIGKILL);
+	run_result_release(&res);
+}
+
+/* ---------------------------------------------------------------- report */
+
+static void
+bad_report(const char *what, const char *python_expr, int want,
+    const char *why)
+{
+	struct run_limits lim;
+	struct run_result res;
+	char		 code[1024];
+
+	limits(&lim);
+	snprintf(code, sizeof(code),
+	    "import os\n"
+	    "p = os.path.join(os.environ['VIVARIUM_RUN_DIR'], 'report.json')\n"
+	    "%s\n"
+	    "os._exit(0)\n", python_expr);
+	assert_int_equal(run(&lim, code, 30, &res), 0);
+	if (res.report != want)
+		fail_msg("%s: report status %d, want %d (note: %s)", what,
+		    res.report, want, res.note);
+	assert_int_equal(res.exit_code, 0);
+	assert_null(res.footer);
+	if (why != NULL && strstr(res.note, why) == NULL)
+		fail_msg("%s: note '%s' lacks '%s'", what, res.note, why);
+	run_result_release(&res);
+}
+
+static void
+test_report_malformed(void **state)
+{
+	bad_report("not JSON", "open(p, 'w').write('{\"version\": 1,')",
+	    RUN_REPORT_MALFORMED, "not JSON");
+	bad_report("array", "open(p, 'w').write('[1, 2]')",
+	    RUN_REPORT_MALFORMED, "not a JSON object");
+	bad_report("version string", "open(p, 'w').write('{\"version\": \"1\", "
+	    "\"exit_code\": 0, \"footer\": null}')", RUN_REPORT_MALFORMED,
+	    "version");
+	bad_report("exit_code string", "open(p, 'w').write('{\"version\": 1, "
+	    "\"exit_code\": \"0\", \"footer\": null}')", RUN_REPORT_MALFORMED,
+	    "exit_code");
+	bad_report("footer number", "open(p, 'w').write('{\"version\": 1, "
+	    "\"exit_code\": 0, \"footer\": 5}')", RUN_REPORT_MALFORMED,
+	    "footer");
+	bad_report("duplicate key", "open(p, 'w').write('{\"version\": 1, "
+	    "\"version\": 1, \"exit_code\": 0}')", RUN_REPORT_MALFORMED,
+	    "not JSON");
+	bad_report("invalid UTF-8", "open(p, 'wb').write(b'{\"version\": 1, "
+	    "\"exit_code\": 0, \"footer\": \"\\xff\"}')", RUN_REPORT_MALFORMED,
+	    "not JSON");
+	bad_report("too big", "open(p, 'w').write('{\"version\": 1, "
+	    "\"exit_code\": 0, \"footer\": \"' + 'x' * (2 << 20) + '\"}')",
+	    RUN_REPORT_MALFORMED, "larger than");
+	bad_report("symlink", "os.symlink('/etc/passwd', p)",
+	    RUN_REPORT_MALFORMED, "unusable");
+	bad_report("directory", "os.mkdir(p)", RUN_REPORT_MALFORMED,
+	    "unusable");
+	bad_report("fifo", "os.mkfifo(p)", RUN_REPORT_MALFORMED,
+	    "not a regular file");
+	bad_report("other version", "open(p, 'w').write('{\"version\": 2, "
+	    "\"exit_code\": 0, \"footer\": \"new\"}')", RUN_REPORT_VERSION,
+	    NULL);
+	/* Unknown members are fine; a good report written by hand counts. */
+	bad_report("extra members", "open(p, 'w').write('{\"version\": 1, "
+	    "\"exit_code\": 0, \"footer\": null, \"more\": [1]}')",
+	    RUN_REPORT_OK, NULL);
+}
+
+/* ---------------------------------------------------------------- contract */
+
+static void
+test_environment_and_run_dir(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	char		 want[PATH_MAX * 2], rundir[PATH_MAX];
+	struct stat	 st;
+	const char	*code =
+	    "import os, stat, sys\n"
+	    "e = os.environ\n"
+	    "for k in ('VIVARIUM_FRESH', 'VIVARIUM_PERSIST_NAMESPACE',\n"
+	    "          'VIVARIUM_NAMESPACE_MAX_BYTES', 'VIVARIUM_STATE_SUMMARY',\n"
+	    "          'VIVARIUM_STATE_DIR', 'MPLBACKEND', 'KEEP_ME'):\n"
+	    "    print(k, e.get(k))\n"
+	    "print('PYTHONPATH', e['PYTHONPATH'])\n"
+	    "print('cwd', os.getcwd())\n"
+	    "d = e['VIVARIUM_RUN_DIR']\n"
+	    "print('mode', oct(stat.S_IMODE(os.stat(d).st_mode)))\n"
+	    "print('files', sorted(os.listdir(d)))\n"
+	    "print('stdin', repr(sys.stdin.read()))\n"
+	    "print('pgid', os.getpgid(0) == os.getpid())\n"
+	    "open('rundir.txt', 'w').write(d)\n"
+	    "open(os.path.join(d, 'junk'), 'w').write('left behind')\n"
+	    "os.makedirs(os.path.join(d, 'a', 'b'))\n";
+
+	limits(&lim);
+	lim.persist_namespace = 0;
+	lim.namespace_max_bytes = 12345;
+	setenv("KEEP_ME", "passed through", 1);
+	setenv("PYTHONPATH", "/some/where", 1);
+	setenv("MPLBACKEND", "TkAgg", 1);
+	assert_int_equal(run(&lim, code, 30, &res), 0);
+	unsetenv("KEEP_ME");
+	unsetenv("PYTHONPATH");
+	unsetenv("MPLBACKEND");
+	if (res.exit_code != 0)
+		fail_msg("stderr: %s", res.err);
+	snprintf(want, sizeof(want),
+	    "VIVARIUM_FRESH 0\n"
+	    "VIVARIUM_PERSIST_NAMESPACE 0\n"
+	    "VIVARIUM_NAMESPACE_MAX_BYTES 12345\n"
+	    "VIVARIUM_STATE_SUMMARY 1\n"
+	    "VIVARIUM_STATE_DIR %s/.vivarium\n"
+	    "MPLBACKEND Agg\n"
+	    "KEEP_ME passed through\n"
+	    "PYTHONPATH %s:/some/where\n"
+	    "cwd %s\n"
+	    "mode 0o700\n"
+	    "files ['code.py']\n"
+	    "stdin ''\n"
+	    "pgid True\n", ws, pythonpath, ws);
+	assert_string_equal(res.out, want);
+	run_result_release(&res);
+
+	/* The run directory is gone, with what the code left in it. */
+	snprintf(want, sizeof(want), "%s/rundir.txt", ws);
+	{
+		FILE	*f = fopen(want, "r");
+		size_t	 n;
+
+		assert_non_null(f);
+		n = fread(rundir, 1, sizeof(rundir) - 1, f);
+		rundir[n] = '\0';
+		fclose(f);
+	}
+	assert_int_equal(stat(rundir, &st), -1);
+	assert_int_equal(errno, ENOENT);
+}
+
+static void
+test_output_clipped(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim);
+	lim.output_limit = 1000;
+	assert_int_equal(run(&lim, "import sys\n"
+	    "print('x' * 99999 + 'END')\n"
+	    "sys.stderr.write('é' * 5000 + '€')", 30, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.out_len, 1000);
+	assert_int_equal(res.out_cut, 100003 - 1000);
+	assert_memory_equal(res.out + 996, "END\n", 4);
+	/* 1000 characters of two and three bytes, none split. */
+	assert_int_equal(res.err_len, 999 * 2 + 3);
+	assert_int_equal(res.err_cut, 5001 - 1000);
+	assert_memory_equal(res.err, "é", 2);
+	assert_memory_equal(res.err + res.err_len - 3, "€", 3);
+	run_result_release(&res);
+
+	/* Raw bytes that are not UTF-8 come back replaced, not dropped. */
+	assert_int_equal(run(&lim, "import sys\n"
+	    "sys.stdout.buffer.write(b'a\\xffb\\xe2\\x82')", 30, &res), 0);
+	assert_string_equal(res.out, "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+	run_result_release(&res);
+}
+
+static long
+maxrss_kib(void)
+{
+	struct rusage	 ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Printing gigabytes does not grow the agent. */
+static void
+test_huge_output_bounded(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	long		 before, after;
+	const char	*e;
+	char		 code[256];
+	long		 mb = 2048;
+
+	if ((e = getenv("RUN_TEST_MB")) != NULL)
+		mb = atol(e);
+	snprintf(code, sizeof(code), "import sys\n"
+	    "chunk = 'y' * (1 << 20)\n"
+	    "for i in range(%ld):\n"
+	    "    sys.stdout.write(chunk)\n"
+	    "print('DONE')\n", mb);
+	limits(&lim);
+	before = maxrss_kib();
+	assert_int_equal(run(&lim, code, 300, &res), 0);
+	after = maxrss_kib();
+	print_message("%ld MiB printed: peak RSS %ld -> %ld KiB, %.1f s\n",
+	    mb, before, after, res.duration);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.out_len, 20000);
+	assert_int_equal(res.out_cut, (unsigned long long)mb * (1 << 20) + 5 -
+	    20000);
+	assert_memory_equal(res.out + res.out_len - 5, "DONE\n", 5);
+	assert_true(after - before < 32 * 1024);
+	run_result_release(&res);
+}
+
+/* ---------------------------------------------------------------- images */
+
+static void
+copy_fixture(const char *name, const char *to, time_t mtime)
+{
+	char		 cmd[PATH_MAX * 2 + 64], path[PATH_MAX];
+	struct timespec	 ts[2];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s/%s' '%s/%s'", fixtures, name, ws, to);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/%s", ws, to);
+	ts[0].tv_sec = ts[1].tv_sec = mtime;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static void
+test_images(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	char		 code[PATH_MAX * 4];
+
+	limits(&lim);
+	lim.max_images = 2;
+	lim.max_image_side = 100;
+	copy_fixture("rgb8.png", "old.png", 1000);
+	copy_fixture("gray8.png", "changed.png", 1000);
+	/* The code writes two new PNGs, rewrites one, adds a broken one and
+	 * one under .vivarium/, and leaves old.png alone. */
+	snprintf(code, sizeof(code),
+	    "import os, shutil\n"
+	    "F = '%s'\n"
+	    "os.makedirs('plots', exist_ok=True)\n"
+	    "shutil.copy(F + '/solid.png', 'plots/a.png')\n"
+	    "os.utime('plots/a.png', (3000, 3000))\n"
+	    "shutil.copy(F + '/tall.png', 'b.png')\n"
+	    "os.utime('b.png', (4000, 4000))\n"
+	    "shutil.copy(F + '/rgba8.png', 'changed.png')\n"
+	    "os.utime('changed.png', (2000, 2000))\n"
+	    "open('broken.png', 'w').write('no')\n"
+	    "os.utime('broken.png', (5000, 5000))\n"
+	    "os.makedirs('.vivarium', exist_ok=True)\n"
+	    "shutil.copy(F + '/solid.png', '.vivarium/x.png')\n",
+	    fixtures);
+	assert_int_equal(run(&lim, code, 30, &res), 0);
+	if (res.exit_code != 0)
+		fail_msg("stderr: %s", res.err);
+	/* Newest first: broken.png fails (noted), then b.png, plots/a.png;
+	 * changed.png is over the limit. */
+	assert_int_equal(res.nimages, 2);
+	assert_string_equal(res.images[0].name, "b.png");
+	assert_int_equal(res.images[0].orig_width, 50);
+	assert_int_equal(res.images[0].orig_height, 2000);
+	assert_int_equal(res.images[0].width, 3);
+	assert_int_equal(res.images[0].height, 100);
+	assert_string_equal(res.images[1].name, "plots/a.png");
+	assert_int_equal(res.images[1].width, 100);
+	assert_int_equal(res.images[1].height, 75);
+	assert_memory_equal(res.images[1].png, "\x89PNG", 4);
+	assert_int_equal(res.images_skipped, 1);
+	assert_non_null(strstr(res.note, "broken.png could not be shown: not a "
+	    "PNG file"));
+	run_result_release(&res);
+
+	/* Nothing new: no images.  Images off: not even looked for. */
+	assert_int_equal(run(&lim, "pass", 30, &res), 0);
+	assert_int_equal(res.nimages, 0);
+	assert_int_equal(res.images_skipped, 0);
+	run_result_release(&res);
+	lim.max_images = 0;
+	assert_int_equal(run(&lim, "import shutil\n"
+	    "shutil.copy('b.png', 'c.png')", 30, &res), 0);
+	assert_int_equal(res.nimages, 0);
+	assert_int_equal(res.images_skipped, 0);
+	run_result_release(&res);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		/* First, while the peak RSS is still the baseline. */
+		cmocka_unit_test_setup_teardown(test_huge_output_bounded,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_print, ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_exception_and_exit_codes,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_timeout, ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_killed_by_signal, ws_new,
+		    ws_del),
+		cmocka_unit_test_setup_teardown(test_children_outliving_the_run,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_interpreter_missing,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_report_malformed, ws_new,
+		    ws_del),
+		cmocka_unit_test_setup_teardown(test_environment_and_run_dir,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_output_clipped, ws_new,
+		    ws_del),
+		cmocka_unit_test_setup_teardown(test_images, ws_new, ws_del),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
