@@ -37,6 +37,7 @@ static struct ev listeners[EGRESS_MAX_LISTEN];
 static int	 nlisteners;
 static int	 reserve_fd = -1;
 static uint64_t	 paused_until;
+static uint64_t	 last_emfile;
 
 struct clientcount {
 	struct clientcount *next;
@@ -268,7 +269,11 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 				 * the queue and close it, then rest the
 				 * listeners a moment.
 				 */
-				log_warn("accept");
+				if (now_ms() - last_emfile >= 10000) {
+					log_warn("accept (shedding connections "
+					    "until descriptors free up)");
+					last_emfile = now_ms();
+				}
 				if (reserve_fd != -1) {
 					close(reserve_fd);
 					fd = accept4(l->fd, NULL, NULL, 0);

@@ -1,0 +1,653 @@
+#!/usr/bin/python3
+"""Integration tests for vivarium-egress, on loopback only.
+
+usage: run.py PATH/TO/vivarium-egress
+
+Every socket here is on 127.0.0.0/8 or ::1.  Test origins: a small HTTP
+server (answers with its own name and the headers it received) and an echo
+server, each on 127.0.0.1 and 127.0.0.2 (and ::1 for the mixed-name test).
+The proxy is started several times with different configurations; names
+are made to resolve to loopback addresses by running the proxy in a private
+mount namespace (unshare -m) with its own /etc/hosts bind-mounted, so the
+host's /etc/hosts is never touched.
+"""
+import os
+import re
+import shutil
+import socket
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+PROXY = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "bin/vivarium-egress"
+TMP = tempfile.mkdtemp(prefix="egress-test-")
+HOSTS = os.path.join(TMP, "hosts")
+HAVE_UNSHARE = os.geteuid() == 0 and shutil.which("unshare") is not None
+
+
+def free_port(host="127.0.0.1"):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam)
+    s.bind((host, 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+# ------------------------------------------------------------ test origins
+
+class Origin(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """HTTP/1.1 keep-alive origin.  The body names the server and lists the
+    header fields it received, one per line."""
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host, port, name):
+        self.name = name
+        if ":" in host:
+            self.address_family = socket.AF_INET6
+        super().__init__((host, port), OriginHandler)
+
+
+class OriginHandler(socketserver.StreamRequestHandler):
+    def handle(self):
+        while True:
+            line = self.rfile.readline(65536)
+            if not line:
+                return
+            fields = []
+            length = 0
+            while True:
+                h = self.rfile.readline(65536)
+                if h in (b"\r\n", b"\n", b""):
+                    break
+                fields.append(h.decode("latin-1").rstrip("\r\n"))
+                k, _, v = fields[-1].partition(":")
+                if k.strip().lower() == "content-length":
+                    length = int(v.strip())
+            body_in = self.rfile.read(length) if length else b""
+            if any(f.lower().replace(" ", "") == "transfer-encoding:chunked"
+                   for f in fields):
+                while True:
+                    size = int(self.rfile.readline(100).split(b";")[0], 16)
+                    body_in += self.rfile.read(size)
+                    self.rfile.readline(10)
+                    if size == 0:
+                        break
+            method, target, _ = line.decode("latin-1").split(" ", 2)
+            if target.startswith("/slow"):
+                time.sleep(30)
+            body = ("origin=%s\nmethod=%s\ntarget=%s\nbody=%s\n%s\n" % (
+                self.server.name, method, target, body_in.decode("latin-1"),
+                "\n".join(fields))).encode()
+            if target.startswith("/chunked"):
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                 + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
+            else:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+                                 % len(body) + (b"" if method == "HEAD" else body))
+            self.wfile.flush()
+
+
+class Echo(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """Echoes every byte back, after a prefix naming the server."""
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host, port, name):
+        self.name = name
+        if ":" in host:
+            self.address_family = socket.AF_INET6
+        super().__init__((host, port), EchoHandler)
+
+
+class EchoHandler(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.sendall(("[%s]" % self.server.name).encode())
+        while True:
+            d = self.request.recv(65536)
+            if not d:
+                return
+            self.request.sendall(d)
+
+
+def serve(srv):
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+# ------------------------------------------------------------ the proxy
+
+class Proxy:
+    def __init__(self, allow=None, ports=None, extra=None, hosts=False,
+                 ulimit=None, config=None):
+        self.port = free_port()
+        self.log = os.path.join(TMP, "proxy-%d.log" % self.port)
+        env = dict(os.environ)
+        env.update({
+            "VIVARIUM_EGRESS_LISTEN": "127.0.0.1:%d" % self.port,
+            "VIVARIUM_EGRESS_PORTS": ",".join(str(p) for p in ports),
+            "VIVARIUM_EGRESS_HEADER_TIMEOUT": "2",
+            "VIVARIUM_EGRESS_CONNECT_TIMEOUT": "2",
+            "ASAN_OPTIONS": "detect_leaks=1",
+        })
+        if allow:
+            env["VIVARIUM_EGRESS_ALLOW_CIDRS"] = allow
+        env.update(extra or {})
+        cmd = [PROXY] + (["-f", config] if config else [])
+        if hosts:
+            # Private mount namespace: this process's /etc/hosts only.
+            cmd = ["unshare", "-m", "sh", "-c",
+                   'mount --bind "$0" /etc/hosts && exec "$@"', HOSTS] + cmd
+        if ulimit:
+            cmd = ["prlimit", "--nofile=%d" % ulimit] + cmd
+        self.logf = open(self.log, "w")
+        self.p = subprocess.Popen(cmd, env=env, stdout=self.logf,
+                                  stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                if self.p.poll() is not None:
+                    break
+                time.sleep(0.05)
+        raise RuntimeError("proxy did not start: " + open(self.log).read())
+
+    def stop(self):
+        self.p.terminate()
+        try:
+            rc = self.p.wait(10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        self.logf.close()
+        text = open(self.log).read()
+        if "ERROR: AddressSanitizer" in text or "runtime error" in text \
+                or "LeakSanitizer" in text:
+            raise AssertionError("sanitizer report:\n" + text)
+        if rc != 0:
+            raise AssertionError("proxy exited with %d:\n%s" % (rc, text))
+        return text
+
+    def logtext(self):
+        self.logf.flush()
+        return open(self.log).read()
+
+    def connect(self, timeout=5):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
+
+
+# Bytes read past the end of a response stay here for the next one.
+PENDING = {}
+
+
+def _fill(s, data):
+    d = s.recv(65536)
+    return data + d, bool(d)
+
+
+def read_head(s):
+    data = PENDING.pop(s.fileno(), b"")
+    more = True
+    while b"\r\n\r\n" not in data and more:
+        data, more = _fill(s, data)
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode("latin-1"), rest
+
+
+def read_response(s):
+    """One response: (status, headers text, body); extra bytes are kept."""
+    head, rest = read_head(s)
+    m = re.match(r"HTTP/1\.1 (\d{3}) ", head)
+    assert m, "no status line in %r" % head
+    status = int(m.group(1))
+    cl = re.search(r"(?im)^content-length: *(\d+)", head)
+    data, more = rest, True
+    if cl:
+        n = int(cl.group(1))
+        while len(data) < n and more:
+            data, more = _fill(s, data)
+        body, extra = data[:n], data[n:]
+    elif re.search(r"(?im)^transfer-encoding: *chunked", head):
+        while b"0\r\n\r\n" not in data and more:
+            data, more = _fill(s, data)
+        i = data.index(b"0\r\n\r\n") + 5
+        body, extra = data[:i], data[i:]
+    else:
+        body, extra = data, b""
+    if extra:
+        PENDING[s.fileno()] = extra
+    return status, head, body
+
+
+def request(proxy, raw):
+    s = proxy.connect()
+    s.sendall(raw)
+    try:
+        return read_response(s)
+    finally:
+        s.close()
+
+
+def recv_exact(s, n):
+    out = b""
+    while len(out) < n:
+        d = s.recv(n - len(out))
+        if not d:
+            break
+        out += d
+    return out
+
+
+def expect_eof(s, within):
+    s.settimeout(within)
+    try:
+        while True:
+            d = s.recv(4096)
+            if not d:
+                return True
+    except socket.timeout:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+# ------------------------------------------------------------ tests
+
+O1 = free_port()
+O2 = free_port("127.0.0.2")
+E1 = free_port()
+CLOSED = free_port()       # nothing listens here
+
+
+def t_http_allowed(px, **_):
+    st, head, body = request(px, b"GET http://127.0.0.1:%d/hello?x=1 HTTP/1.1\r\n"
+                             b"Host: whatever\r\n\r\n" % O1)
+    assert st == 200, (st, body)
+    assert b"origin=o1" in body and b"target=/hello?x=1" in body, body
+    assert b"Host: 127.0.0.1:%d" % O1 in body, body
+
+
+def t_connect_allowed(px, **_):
+    s = px.connect()
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % E1)
+    head, rest = read_head(s)
+    assert head.startswith("HTTP/1.1 200"), head
+    s.sendall(b"ping")
+    got = rest + recv_exact(s, len(b"[e1]ping") - len(rest))
+    assert got == b"[e1]ping", got
+    s.close()
+
+
+def t_early_bytes_after_connect(px, **_):
+    """Bytes sent with the CONNECT, before the 200, reach the origin
+    verbatim: never parsed as a request, never lost."""
+    early = b"GET http://10.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n\x16\x03\x01" * 3
+    s = px.connect()
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % E1 + early)
+    head, rest = read_head(s)
+    assert head.startswith("HTTP/1.1 200"), head
+    want = b"[e1]" + early
+    got = rest + recv_exact(s, len(want) - len(rest))
+    assert got == want, got
+    # and the tunnel carries on
+    s.sendall(b"more")
+    assert recv_exact(s, 4) == b"more"
+    s.close()
+
+
+def t_headers_stripped(px, **_):
+    st, _, body = request(px, b"GET http://127.0.0.1:%d/h HTTP/1.1\r\nHost: x\r\n"
+                          b"Proxy-Authorization: Basic c2VjcmV0\r\n"
+                          b"Proxy-Connection: keep-alive\r\nKeep-Alive: 30\r\n"
+                          b"Connection: close, X-Hop\r\nX-Hop: 1\r\nTE: trailers\r\n"
+                          b"X-Kept: yes\r\n\r\n" % O1)
+    assert st == 200
+    low = body.lower()
+    for h in (b"proxy-", b"keep-alive", b"x-hop", b"\nte:"):
+        assert h not in low, (h, body)
+    assert b"X-Kept: yes" in body and b"Connection: close" in body, body
+
+
+def t_post_body_and_chunked_response(px, **_):
+    s = px.connect()
+    s.sendall(b"POST http://127.0.0.1:%d/p HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Length: 5\r\n\r\nhello" % O1)
+    st, _, body = read_response(s)
+    assert st == 200 and b"body=hello" in body, body
+    s.sendall(b"GET http://127.0.0.1:%d/chunked HTTP/1.1\r\nHost: x\r\n\r\n" % O1)
+    st, head, body = read_response(s)
+    assert st == 200 and "chunked" in head.lower() and b"origin=o1" in body
+    # chunked request body
+    s.sendall(b"POST http://127.0.0.1:%d/c HTTP/1.1\r\nHost: x\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n" % O1)
+    s.sendall(b"3\r\nabc\r\n0\r\n\r\n")
+    st, _, body = read_response(s)
+    assert st == 200 and b"Transfer-Encoding: chunked" in body, body
+    s.close()
+
+
+def t_keepalive_rechecks_host(px, **_):
+    """One client connection, three targets: each is checked on its own
+    and gets its own upstream; the denied one gets a 403."""
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/a HTTP/1.1\r\nHost: x\r\n\r\n" % O1)
+    st, _, body = read_response(s)
+    assert st == 200 and b"origin=o1" in body, body
+    s.sendall(b"GET http://127.0.0.2:%d/b HTTP/1.1\r\nHost: x\r\n\r\n" % O2)
+    st, _, body = read_response(s)
+    assert st == 200 and b"origin=o2" in body, body
+    # pipelined: two requests in one write, to the two origins
+    s.sendall(b"GET http://127.0.0.1:%d/c HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"GET http://127.0.0.2:%d/d HTTP/1.1\r\nHost: x\r\n\r\n" % (O1, O2))
+    st, _, body = read_response(s)
+    assert st == 200 and b"origin=o1" in body and b"target=/c" in body, body
+    st, _, body = read_response(s)
+    assert st == 200 and b"origin=o2" in body and b"target=/d" in body, body
+    # ::1 is loopback but not in the allow list (127.0.0.0/8 only)
+    s.sendall(b"GET http://[::1]:%d/e HTTP/1.1\r\nHost: x\r\n\r\n" % O1)
+    st, _, body = read_response(s)
+    assert st == 403 and b"::1 is not allowed" in body, (st, body)
+    assert expect_eof(s, 3)
+    s.close()
+
+
+def t_port_not_allowed(px, **_):
+    st, _, body = request(px, b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
+    assert st == 403 and body == b"vivarium-egress: port 22 is not allowed\n", body
+
+
+def t_proxy_itself_denied(px, **_):
+    # even with 127.0.0.0/8 allowed and its port listed, never itself
+    px2 = Proxy(allow="127.0.0.0/8", ports=[O1])
+    try:
+        st, _, body = request(px2, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n"
+                              % px2.port)
+        assert st == 403, (st, body)
+    finally:
+        px2.stop()
+
+
+def t_denied_without_allow_list(px, denyproxy, **_):
+    st, _, body = request(denyproxy, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
+                          b"Host: x\r\n\r\n" % O1)
+    assert st == 403 and b"loopback 127.0.0.0/8" in body or \
+        b"own address" in body, (st, body)
+    for target in (b"127.0.0.1", b"2130706433", b"0x7f.1", b"017700000001",
+                   b"127.1", b"[::ffff:127.0.0.1]", b"[::127.0.0.1]",
+                   b"[::1]", b"[64:ff9b::a9fe:a9fe]", b"[2002:a9fe:a9fe::1]",
+                   b"169.254.169.254", b"0"):
+        st, _, body = request(denyproxy, b"CONNECT %s:%d HTTP/1.1\r\n\r\n"
+                              % (target, E1))
+        assert st == 403, (target, st, body)
+        assert body.startswith(b"vivarium-egress: ") and body.count(b"\n") == 1
+    st, _, body = request(denyproxy, b"CONNECT [fe80::1%%25eth0]:%d HTTP/1.1\r\n\r\n"
+                          % E1)
+    assert st == 400 and b"zone" in body, body
+
+
+def t_name_resolving_private(px, denyproxy, **_):
+    if not HAVE_UNSHARE:
+        raise Skip("needs root and unshare for a private /etc/hosts")
+    st, _, body = request(denyproxy, b"CONNECT private.test:%d HTTP/1.1\r\n\r\n" % E1)
+    assert st == 403, (st, body)
+    assert body == b"vivarium-egress: private.test resolves to 127.0.0.1 " \
+        b"(loopback 127.0.0.0/8)\n" or b"own address" in body, body
+    st, _, body = request(denyproxy, b"GET http://metadata.test:%d/ HTTP/1.1\r\n"
+                          b"Host: x\r\n\r\n" % O1)
+    assert st == 403 and b"169.254.169.254" in body, (st, body)
+    st, _, body = request(denyproxy, b"CONNECT nxdomain.invalid:%d HTTP/1.1\r\n\r\n"
+                          % E1)
+    assert st == 502 and b"cannot resolve" in body, (st, body)
+
+
+def t_mixed_name_uses_allowed_only(px, **_):
+    """mixed.test has ::1 (denied: not in the allow list) and 127.0.0.1
+    (allowed); an echo server on each tells which one was dialled."""
+    if not HAVE_UNSHARE:
+        raise Skip("needs root and unshare for a private /etc/hosts")
+    for _ in range(3):
+        s = px.connect()
+        s.sendall(b"CONNECT mixed.test:%d HTTP/1.1\r\n\r\n" % E1)
+        head, rest = read_head(s)
+        assert head.startswith("HTTP/1.1 200"), head
+        got = rest + recv_exact(s, 4 - len(rest))
+        assert got == b"[e1]", got   # the ::1 server would say [e6]
+        s.close()
+
+
+def t_malformed(px, **_):
+    cases = [
+        (b"GET http://u:p@127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n\r\n" % O1, 400),
+        (b"CONNECT 127.0.0.1:0%d HTTP/1.1\r\n\r\n" % E1, 400),
+        (b"CONNECT 127.0.0.1:65536 HTTP/1.1\r\n\r\n", 400),
+        (b"CONNECT 127.0.0.1:+443 HTTP/1.1\r\n\r\n", 400),
+        (b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n" % O1, 400),
+        (b"POST http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n" % O1, 400),
+        (b"POST http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+         b"Content-Length: 1\r\n\r\n" % O1, 400),
+        (b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n" % O1, 400),
+        (b"GET http://127.0.0.1:%d/ HTTP/1.1\nHost: x\n\n" % O1, 400),
+        (b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nX: a\x00b\r\n\r\n" % O1, 400),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        (b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n" % O1 + b"X-Pad: " + b"a" * 20000
+         + b"\r\n\r\n", 431),
+    ]
+    for raw, want in cases:
+        st, head, body = request(px, raw)
+        assert st == want, (raw[:80], st, body)
+        assert body.startswith(b"vivarium-egress: ") and body.endswith(b"\n") \
+            and body.count(b"\n") == 1, body
+        assert "Connection: close" in head
+    t_http_allowed(px)      # still serving
+
+
+def t_upstream_errors(px, **_):
+    st, _, body = request(px, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % CLOSED)
+    assert st == 502 and b"cannot connect" in body, (st, body)
+    # A listener whose accept queue is full drops SYNs: connect hangs -> 504
+    full = socket.socket()
+    full.bind(("127.0.0.1", TARPIT))
+    full.listen(0)
+    fillers = []
+    for _ in range(4):
+        f = socket.socket()
+        f.setblocking(False)
+        try:
+            f.connect(("127.0.0.1", TARPIT))
+        except BlockingIOError:
+            pass
+        fillers.append(f)
+    time.sleep(0.2)
+    t0 = time.time()
+    st, _, body = request(px, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % TARPIT)
+    took = time.time() - t0
+    assert st == 504 and b"timed out connecting" in body, (st, body)
+    assert 1.5 < took < 5, took
+    for f in fillers:
+        f.close()
+    full.close()
+
+
+def t_slowloris(px, **_):
+    """A client that trickles its head is cut at the header timeout (2 s)
+    while other clients are served meanwhile."""
+    slow = px.connect()
+    slow.sendall(b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n" % O1)
+    t0 = time.time()
+    served = 0
+    cut = None
+    slow.setblocking(False)
+    while time.time() - t0 < 6:
+        try:
+            slow.sendall(b"X-a: b\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            cut = time.time() - t0
+            break
+        try:
+            d = slow.recv(4096)
+            if d == b"" or b" 408 " in d:
+                cut = time.time() - t0
+                break
+        except BlockingIOError:
+            pass
+        ts = time.time()
+        t_http_allowed(px)
+        assert time.time() - ts < 1.0, "a normal client waited"
+        served += 1
+        time.sleep(0.2)
+    slow.close()
+    assert cut is not None, "slow client never cut"
+    assert 1.8 <= cut <= 3.5, cut
+    assert served >= 3, served
+
+
+def t_caps(px, **_):
+    capped = Proxy(allow="127.0.0.0/8", ports=[O1],
+                   extra={"VIVARIUM_EGRESS_MAX_PER_CLIENT": "3",
+                          "VIVARIUM_EGRESS_MAX_CONNECTIONS": "5"})
+    try:
+        time.sleep(0.3)     # let the start-up probe connection go
+        held = [capped.connect() for _ in range(3)]
+        time.sleep(0.2)
+        st, _, body = request(capped, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n" % O1)
+        assert st == 503 and b"from this client" in body, (st, body)
+        held.pop().close()
+        time.sleep(0.3)
+        st, _, _ = request(capped, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
+                           b"Host: x\r\n\r\n" % O1)
+        assert st == 200, st
+        for h in held:
+            h.close()
+    finally:
+        capped.stop()
+
+
+def cpu_ticks(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+
+
+def t_out_of_fds(px, **_):
+    """With a tiny descriptor limit the proxy refuses what it cannot hold,
+    does not spin, and serves again once descriptors are free."""
+    small = Proxy(allow="127.0.0.0/8", ports=[O1], ulimit=64)
+    try:
+        held = []
+        for _ in range(120):
+            try:
+                held.append(small.connect(timeout=1))
+            except OSError:
+                break
+        time.sleep(0.5)
+        pid = small.p.pid
+        c0 = cpu_ticks(pid)
+        time.sleep(2)
+        used = cpu_ticks(pid) - c0
+        assert used < 50, "spinning: %d ticks in 2 s" % used   # 100 ticks = 1 CPU
+        for h in held:
+            h.close()
+        time.sleep(0.5)
+        st, _, _ = request(small, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
+                           b"Host: x\r\n\r\n" % O1)
+        assert st == 200, st
+    finally:
+        text = small.stop()
+    assert "accept (shedding connections until descriptors free up): Too many open files" in text, text[-2000:]
+
+
+def t_log_line(px, **_):
+    request(px, b"GET http://127.0.0.1:%d/logme HTTP/1.1\r\nHost: x\r\n"
+            b"Connection: close\r\n\r\n" % O1)
+    time.sleep(0.2)
+    text = px.logtext()
+    m = re.search(r"client=127\.0\.0\.1:\d+ target=127\.0\.0\.1:%d addr=127\.0\.0\.1 "
+                  r"verdict=allow reason=\"[^\"]+\" requests=1 up=\d+ down=\d+ ms=\d+"
+                  % O1, text)
+    assert m, text[-2000:]
+    assert re.search(r"verdict=deny reason=\"port 22 is not allowed\"", text)
+
+
+def t_config_check(px, **_):
+    good = os.path.join(TMP, "good.yaml")
+    bad = os.path.join(TMP, "bad.yaml")
+    open(good, "w").write("listen: 127.0.0.1:3128\nallow_ports: [443]\n"
+                          "allow_cidrs: [127.0.0.0/8]\n")
+    open(bad, "w").write("allow_ports: [443, 99999]\ntimeouts:\n  header: x\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIVARIUM_")}
+    r = subprocess.run([PROXY, "-n", "-f", good], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "configuration OK" in r.stdout, r
+    r = subprocess.run([PROXY, "-n", "-f", bad], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "bad.yaml:1: allow_ports" in r.stderr and \
+        "bad.yaml:3: timeouts.header" in r.stderr, r
+    env["VIVARIUM_EGRESS_IDLE_TIMEOUT"] = "soon"
+    r = subprocess.run([PROXY, "-n", "-f", good], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 1 and "VIVARIUM_EGRESS_IDLE_TIMEOUT" in r.stderr, r
+    r = subprocess.run([PROXY, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "usage:" in r.stdout
+
+
+class Skip(Exception):
+    pass
+
+
+TARPIT = free_port()
+
+
+def main():
+    with open(HOSTS, "w") as f:
+        f.write("127.0.0.1 localhost\n127.0.0.1 private.test\n"
+                "169.254.169.254 metadata.test\n"
+                "::1 mixed.test\n127.0.0.1 mixed.test\n")
+    serve(Origin("127.0.0.1", O1, "o1"))
+    serve(Origin("127.0.0.2", O2, "o2"))
+    serve(Echo("127.0.0.1", E1, "e1"))
+    try:
+        serve(Echo("::1", E1, "e6"))
+    except OSError as e:
+        print("note: no ::1 echo server (%s)" % e)
+    ports = [80, 443, O1, O2, E1, CLOSED, TARPIT]
+    px = Proxy(allow="127.0.0.0/8", ports=ports, hosts=HAVE_UNSHARE)
+    denyproxy = Proxy(ports=ports, hosts=HAVE_UNSHARE)
+    tests = [(n, f) for n, f in globals().items() if n.startswith("t_")]
+    failed = skipped = 0
+    for name, fn in tests:
+        try:
+            fn(px, denyproxy=denyproxy)
+            print("ok      %s" % name)
+        except Skip as e:
+            skipped += 1
+            print("skip    %s: %s" % (name, e))
+        except Exception:
+            failed += 1
+            print("FAILED  %s\n%s" % (name, traceback.format_exc()))
+    for p in (px, denyproxy):
+        try:
+            p.stop()
+        except AssertionError as e:
+            failed += 1
+            print("FAILED  proxy shutdown: %s" % e)
+    print("egress integration: %d passed, %d failed, %d skipped"
+          % (len(tests) - failed - skipped, failed, skipped))
+    if failed:
+        print("logs in", TMP)
+    else:
+        shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
