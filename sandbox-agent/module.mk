@@ -34,4 +34,5 @@ $(E2E_NODE_MODULES): tests/e2e/package.json tests/e2e/package-lock.json
 TEST_SUITES += test-agent
 test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
+		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs

@@ -279,10 +279,8 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		    "this run was saved to the namespace.\n", timeout_s);
 	else if (res->signaled)
 		buf_appendf(&b, "The Python process was killed by signal %d "
-		    "(%s)%s; nothing from this run was saved to the namespace.\n",
-		    res->signal, signal_name(res->signal),
-		    res->signal == SIGKILL ? ", often because it ran out of "
-		    "memory" : "");
+		    "(%s); nothing from this run was saved to the namespace.\n",
+		    res->signal, signal_name(res->signal));
 	else
 		buf_appendf(&b, "exit code: %d\n", res->exit_code);
 	if (res->note[0] && !res->spawn_failed)
