@@ -20,7 +20,8 @@
 #                        names, is refused.  Give the proxy as an address.
 #   --workspace VOL|DIR  what to mount on /workspace: a volume name (created
 #                        by Podman when missing) or an absolute host directory
-#                        (default: volume NAME-workspace)
+#                        (created for uid 1000 when missing; default: volume
+#                        NAME-workspace)
 #   --socket-dir DIR     host directory mounted on /run/vivarium; the agent
 #                        listens on DIR/agent.sock and on no TCP port.  DIR
 #                        is created (0700, owned by uid 1000) when missing.
@@ -107,7 +108,11 @@ fi
 
 [ -n "$workspace" ] || workspace=$name-workspace
 case "$workspace" in
-/*)	mount="type=bind,source=$workspace,destination=/workspace" ;;
+/*)	if [ ! -d "$workspace" ]; then
+		mkdir -p -m 0750 "$workspace"
+		chown 1000:1000 "$workspace"
+	fi
+	mount="type=bind,source=$workspace,destination=/workspace" ;;
 *)	mount="type=volume,source=$workspace,destination=/workspace" ;;
 esac
 
