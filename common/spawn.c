@@ -437,7 +437,9 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 		if (sp->timeout > 0) {
 			left = deadline - mono_now();
 			if (left <= 0) {
+				/* The pid too, in case the group was never set. */
 				kill(-sp->pid, SIGKILL);
+				kill(sp->pid, SIGKILL);
 				sp->timed_out = 1;
 				break;
 			}

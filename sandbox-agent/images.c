@@ -58,6 +58,7 @@ snap_add(struct img_snap *s, const char *path, const struct stat *st)
 		return -1;
 	f->size = st->st_size;
 	f->mtime = st->st_mtim;
+	f->ctime = st->st_ctim;
 	f->ino = st->st_ino;
 	f->dev = st->st_dev;
 	s->n++;
@@ -206,7 +207,9 @@ img_snap_changed(const struct img_snap *before, const struct img_snap *after,
 		if (old != NULL && old->size == f->size &&
 		    old->ino == f->ino && old->dev == f->dev &&
 		    old->mtime.tv_sec == f->mtime.tv_sec &&
-		    old->mtime.tv_nsec == f->mtime.tv_nsec)
+		    old->mtime.tv_nsec == f->mtime.tv_nsec &&
+		    old->ctime.tv_sec == f->ctime.tv_sec &&
+		    old->ctime.tv_nsec == f->ctime.tv_nsec)
 			continue;
 		v[n++] = f;
 	}

@@ -2,7 +2,7 @@
  * images.h: which PNGs a run made, and copies of them sized for a model.
  *
  * Before a run the agent lists the workspace's *.png files (size, mtime,
- * inode); after it, the files that are new or differ are the run's images.
+ * ctime, inode); after it, the files that are new or differ are the run's images.
  * Each is decoded with libpng (any colour type, bit depth, interlace),
  * averaged down so its longest side fits, and encoded again.  The files in
  * the workspace are only read.
@@ -34,6 +34,7 @@ struct img_file {
 	char		*path;		/* owned; relative to the workspace */
 	off_t		 size;
 	struct timespec	 mtime;
+	struct timespec	 ctime;		/* code cannot set it back with utime */
 	ino_t		 ino;
 	dev_t		 dev;
 };
@@ -57,8 +58,8 @@ int	img_snap_take(struct img_snap *, const char *workspace, char *errbuf,
 void	img_snap_release(struct img_snap *);
 
 /*
- * The files of `after` that are not in `before`, or whose size, mtime or
- * inode changed: newest first (ties by path).  *out is a new array of
+ * The files of `after` that are not in `before`, or whose size, mtime,
+ * ctime or inode changed: newest first by mtime (ties by path).  *out is a new array of
  * pointers borrowed from `after` (free() the array only).  Returns the
  * count, or -1 when out of memory.
  */

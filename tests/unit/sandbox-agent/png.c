@@ -115,6 +115,7 @@ test_change_detection(void **state)
 	put("same.png", "same", 1000);
 	put("touched.png", "xxxx", 1000);
 	put("replaced.png", "rrrr", 1000);
+	put("sneaky.png", "ssss", 1000);
 	put("sub/gone.png", "gone", 1000);
 	put("sub/deeper/keep.PNG", "k", 1000);
 	put("notes.txt", "text", 1000);
@@ -123,7 +124,7 @@ test_change_detection(void **state)
 	lnk("sub", "subalias");
 
 	assert_int_equal(img_snap_take(&before, ws, err, sizeof(err)), 0);
-	assert_int_equal(before.n, 6);
+	assert_int_equal(before.n, 7);
 	assert_true(has(&before, "sub/deeper/keep.PNG"));
 	assert_false(has(&before, "alias.png"));
 	assert_false(has(&before, ".vivarium/ns.png"));
@@ -139,6 +140,8 @@ test_change_detection(void **state)
 	assert_int_equal(rename(a, b), 0);
 	snprintf(a, sizeof(a), "%s/sub/gone.png", ws);
 	assert_int_equal(unlink(a), 0);
+	/* Rewritten in place with its old size and mtime: the ctime tells. */
+	put("sneaky.png", "SSSS", 1000);
 	put("sub/new.png", "new", 3000);
 	put(".vivarium/ns.png", "store 2", 4000);
 	put("sub/.vivarium/x.png", "hidden", 4000);
@@ -147,12 +150,13 @@ test_change_detection(void **state)
 
 	assert_int_equal(img_snap_take(&after, ws, err, sizeof(err)), 0);
 	n = img_snap_changed(&before, &after, &ch);
-	assert_int_equal(n, 4);
+	assert_int_equal(n, 5);
 	/* Newest first; equal times by path. */
 	assert_string_equal(ch[0]->path, "sub/new.png");
 	assert_string_equal(ch[1]->path, "touched.png");
 	assert_string_equal(ch[2]->path, "mod.png");
 	assert_string_equal(ch[3]->path, "replaced.png");
+	assert_string_equal(ch[4]->path, "sneaky.png");
 	free(ch);
 
 	/* Nothing changed: nothing returned. */
