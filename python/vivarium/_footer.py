@@ -6,6 +6,7 @@ namespace of a thousand names or a workspace of a million files still gives
 a footer of a few hundred characters.
 """
 import os
+import time
 import types
 
 VARS_MAX = 400        # characters on the vars line
@@ -132,6 +133,7 @@ class Snapshot:
     def __init__(self, root):
         self.files = {}
         self.truncated = False
+        self.started_ns = time.time_ns()
         self._walk(root)
 
     def _walk(self, root):
@@ -168,8 +170,15 @@ class Snapshot:
 
 
 def wrote_line(before, after):
-    """Files new or changed between two snapshots; None when there are none."""
-    changed = [p for p, sig in after.files.items() if before.files.get(p) != sig]
+    """Files new or changed between two snapshots; None when there are none.
+    When the first walk stopped at its bound, a file it did not see counts
+    only if it was modified after that walk began."""
+    def changed_file(p, sig):
+        old = before.files.get(p)
+        if old is None and before.truncated:
+            return sig[0] >= before.started_ns
+        return old != sig
+    changed = [p for p, sig in after.files.items() if changed_file(p, sig)]
     if not changed:
         return None
     changed.sort(key=lambda p: (-after.files[p][0], p))

@@ -156,8 +156,14 @@ def _as_dates(values):
         return None
     s = s.str.replace(r"^(\d{4})-?M(\d{2})$", r"\1-\2", regex=True)
     s = s.str.replace(r"^(\d{4})-Q([1-4])$", r"\1Q\2", regex=True)
+    import warnings
     try:
-        d = pd.to_datetime(s, errors="coerce")
+        with warnings.catch_warnings():
+            # pandas 2 warns when it has to guess the format per element:
+            # guessing is the point here, and the warning would land in the
+            # model's stderr.
+            warnings.simplefilter("ignore")
+            d = pd.to_datetime(s, errors="coerce")
     except Exception:
         return None
     if d.notna().mean() < 0.8:

@@ -37,7 +37,7 @@ def colours(path):
 
 def dated():
     return pd.DataFrame({
-        "date": pd.date_range("2019-01-31", periods=36, freq="M"),
+        "date": pd.date_range("2019-01-01", periods=36, freq="MS"),
         "GBP": np.linspace(1000, 250000, 36),
         "USD": ["NA" if i % 3 == 0 else "{:,}".format(1200 + i * 1000) for i in range(36)],
     })

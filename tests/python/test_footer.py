@@ -100,6 +100,10 @@ class FooterText(Workspace):
             open(os.path.join(self.ws, "many", "f%05d" % i), "w").close()
         r = self.ok("pass")
         self.assertRegex(r.line("workspace:"), r"^workspace: \d+\+ files, newest: ")
+        # Past the bound, files the first walk missed are not all "written".
+        self.assertIsNone(r.line("wrote:"))
+        r = self.ok("open('many/f00003', 'w').write('new')")
+        self.assertEqual(r.line("wrote:"), "wrote: many/f00003 (3B)")
 
 
 class Summaries(unittest.TestCase):
