@@ -36,3 +36,30 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs
+
+# ---------------------------------------------------------------- fuzz
+# Request handling under libFuzzer (clang, Debian's libclang-rt).
+FUZZ_TIME	?= 30
+FUZZ_AGENT	:= build/fuzz/agent-mcp
+
+$(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
+		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h
+	@mkdir -p $(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
+		-Icommon -Isandbox-agent \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/workspace.c \
+		common/buf.c common/log.c -ljansson -lm -lpthread
+
+.PHONY: test-fuzz-agent
+TEST_SUITES += test-fuzz-agent
+test-fuzz-agent:
+	@scripts/deps build test
+	@$(MAKE) --no-print-directory $(FUZZ_AGENT)
+	@mkdir -p build/fuzz/agent-corpus
+	$(FUZZ_AGENT) -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+		-print_final_stats=1 -timeout=5 -dict=tests/fuzz/agent/json.dict \
+		-artifact_prefix=build/fuzz/agent- \
+		build/fuzz/agent-corpus tests/fuzz/agent/corpus
+
+fuzz: test-fuzz-agent
