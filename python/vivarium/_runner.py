@@ -294,9 +294,9 @@ def _save(cfg, ns, st, source):
         top = m.split(".", 1)[0]
         if top in bound and m in sys.modules and m not in imports:
             imports.append(m)
+    _store.write(cfg.state_dir, entries, imports)
     st.values = [(n, ns[n]) for n in kept]
     st.size = total
-    _store.write(cfg.state_dir, entries, imports)
 
 
 def _stored_name(name):
@@ -338,7 +338,8 @@ def _footer(cfg, st, before, after):
                          % (F.mb(cfg.max_bytes),
                             F.bounded_join(items, F.LIST_MAX, sep=", ")))
         if st.save_error:
-            lines.append("namespace not saved: " + st.save_error)
+            lines.append("namespace not saved (the stored one is unchanged): "
+                         + st.save_error)
         elif st.size is not None:
             lines.append("namespace size: " + F.mb(st.size))
     if before is not None and after is not None:

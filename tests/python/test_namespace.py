@@ -145,6 +145,16 @@ class Persist(Workspace):
         self.assertEqual(r.line("workspace:"), "workspace: 0 files")
         self.assertEqual(self.ok("print(z)").stdout, "1\n")
 
+    def test_store_that_cannot_be_written(self):
+        blocker = os.path.join(self.tmp, "not-a-dir")
+        open(blocker, "w").close()
+        r = self.ok("x = 1\nprint('ran')", VIVARIUM_STATE_DIR=os.path.join(blocker, "state"))
+        self.assertEqual(r.stdout, "ran\n")
+        self.assertRegex(r.line("namespace not saved"),
+                         r"^namespace not saved \(the stored one is unchanged\): "
+                         r"NotADirectoryError: ")
+        self.assertIsNone(r.line("vars:"))
+
 
 class Cap(Workspace):
 
