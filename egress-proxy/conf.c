@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "egress.h"
 #include "banned.h"
@@ -29,6 +30,7 @@ conf_defaults(struct egress_conf *c)
 	c->max_per_client = 256;
 	c->max_header_bytes = 16384;
 	c->resolver_threads = 4;
+	c->workers = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
 }
 
 void
@@ -261,6 +263,8 @@ conf_yaml(struct egress_conf *c, const struct ynode *root, struct confdiag *d)
 		else if (strcmp(e->key, "resolver_threads") == 0)
 			yaml_long(e, "resolver_threads", 1, 64,
 			    &c->resolver_threads, d);
+		else if (strcmp(e->key, "workers") == 0)
+			yaml_long(e, "workers", 1, 64, &c->workers, d);
 		else if (strcmp(e->key, "verbose") == 0) {
 			if (e->type != YNODE_SCALAR ||
 			    config_parse_bool(e->value, &b) == -1)
@@ -323,6 +327,8 @@ conf_load(struct egress_conf *c, const char *path, struct confdiag *d)
 	    c->max_header_bytes, 1024, 1048576, &c->max_header_bytes);
 	config_env_long(env, "VIVARIUM_EGRESS_RESOLVER_THREADS",
 	    c->resolver_threads, 1, 64, &c->resolver_threads);
+	config_env_long(env, "VIVARIUM_EGRESS_WORKERS", c->workers, 1, 64,
+	    &c->workers);
 	config_env_bool(env, "VIVARIUM_EGRESS_VERBOSE", c->verbose,
 	    &c->verbose);
 	if (env->count > 0) {

@@ -47,6 +47,7 @@ struct egress_conf {
 	long		 max_per_client;
 	long		 max_header_bytes;
 	long		 resolver_threads;
+	long		 workers;		/* event loop threads */
 	int		 verbose;
 };
 
@@ -163,8 +164,11 @@ long	body_feed(struct body *, const char *, size_t n);
 
 struct conn;
 
+struct rworker;
+
 struct resolve_job {
 	struct conn		*conn;		/* NULL once cancelled */
+	struct rworker		*w;		/* the worker to hand it back to */
 	char			 host[HTTP_MAX_HOST + 1];
 	int			 err;		/* getaddrinfo's */
 	struct addrinfo		*res;		/* owned */
@@ -172,8 +176,9 @@ struct resolve_job {
 };
 
 int	resolver_start(int nthreads);
-/* The eventfd the loop polls for finished jobs. */
-int	resolver_fd(void);
+/* Each event loop thread registers once; returns the eventfd it polls for
+ * its finished jobs, or -1. */
+int	resolver_register(void);
 /* Queues a lookup; 0 or -1. */
 int	resolver_submit(struct conn *, const char *host,
 	    struct resolve_job **jobp);
@@ -232,6 +237,10 @@ struct conn {
 	struct buf		 to_up;		/* bytes waiting for the upstream */
 	struct buf		 to_client;	/* bytes waiting for the client */
 	int			 client_eof, up_eof;
+	/* Bulk tunnels move data with splice(2) through a pipe per
+	 * direction, made once a direction has carried SPLICE_AFTER bytes. */
+	int			 pup[2], pdown[2];
+	size_t			 pend_up, pend_down;	/* bytes in the pipes */
 	int			 close_after;	/* finish the reply, then close */
 
 	struct resolve_job	*job;
@@ -264,7 +273,7 @@ void	conn_reap(void);
 /* Sends a short error reply and closes. */
 void	conn_fail(struct conn *, int status, const char *reason);
 /* The list of live connections, for timers. */
-extern struct conn *conn_list;
-extern long conn_count;
+extern _Thread_local struct conn *conn_list;	/* this worker's */
+extern _Atomic long conn_count;			/* all workers' */
 
 #endif

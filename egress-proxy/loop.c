@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,13 +32,22 @@
 #define BACKOFF_MS	200	/* listeners rest this long when out of fds */
 #define CC_BUCKETS	1024
 
-static int	 epfd = -1;
+/*
+ * Several workers may run this loop, each in its own thread with its own
+ * epoll set and its own connections; they share the listening sockets
+ * (EPOLLEXCLUSIVE wakes one of them per connection), the per-client counts
+ * and the total.
+ */
 static volatile sig_atomic_t quit;
-static struct ev listeners[EGRESS_MAX_LISTEN];
-static int	 nlisteners;
-static int	 reserve_fd = -1;
-static uint64_t	 paused_until;
-static uint64_t	 last_emfile;
+static int	 listen_fds[EGRESS_MAX_LISTEN];
+static int	 nlisten_fds;
+static _Atomic uint64_t last_emfile;
+static pthread_mutex_t cc_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+static _Thread_local int epfd = -1;
+static _Thread_local struct ev listeners[EGRESS_MAX_LISTEN];
+static _Thread_local int reserve_fd = -1;
+static _Thread_local uint64_t paused_until;
 
 struct clientcount {
 	struct clientcount *next;
@@ -90,8 +100,10 @@ ev_close(struct ev *ev)
 
 /* ------------------------------------------------------------ per client */
 
+/* Finds or makes the count for a client and takes one slot, unless the
+ * client is at max.  Returns NULL when refused (*busy set) or on ENOMEM. */
 static struct clientcount *
-clientcount_get(const struct sockaddr_storage *ss)
+clientcount_take(const struct sockaddr_storage *ss, long max, int *busy)
 {
 	struct clientcount *cc;
 	const uint8_t	*b;
@@ -108,16 +120,24 @@ clientcount_get(const struct sockaddr_storage *ss)
 	for (i = 0; i < n; i++)
 		h = (h ^ b[i]) * 16777619u;
 	h %= CC_BUCKETS;
+	*busy = 0;
+	pthread_mutex_lock(&cc_mtx);
 	for (cc = cc_table[h]; cc != NULL; cc = cc->next)
 		if (cc->family == ss->ss_family && memcmp(cc->addr, b, n) == 0)
-			return cc;
-	if ((cc = calloc(1, sizeof(*cc))) == NULL)
-		return NULL;
-	cc->family = ss->ss_family;
-	memcpy(cc->addr, b, n);
-	cc->bucket = h;
-	cc->next = cc_table[h];
-	cc_table[h] = cc;
+			break;
+	if (cc == NULL && (cc = calloc(1, sizeof(*cc))) != NULL) {
+		cc->family = ss->ss_family;
+		memcpy(cc->addr, b, n);
+		cc->bucket = h;
+		cc->next = cc_table[h];
+		cc_table[h] = cc;
+	}
+	if (cc != NULL && cc->n >= max) {
+		*busy = 1;
+		cc = NULL;
+	} else if (cc != NULL)
+		cc->n++;
+	pthread_mutex_unlock(&cc_mtx);
 	return cc;
 }
 
@@ -126,14 +146,16 @@ clientcount_release(struct clientcount *cc)
 {
 	struct clientcount **pp;
 
-	if (--cc->n > 0)
-		return;
-	for (pp = &cc_table[cc->bucket]; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == cc) {
-			*pp = cc->next;
-			break;
-		}
-	free(cc);
+	pthread_mutex_lock(&cc_mtx);
+	if (--cc->n <= 0) {
+		for (pp = &cc_table[cc->bucket]; *pp != NULL; pp = &(*pp)->next)
+			if (*pp == cc) {
+				*pp = cc->next;
+				break;
+			}
+		free(cc);
+	}
+	pthread_mutex_unlock(&cc_mtx);
 }
 
 /* ------------------------------------------------------------ listeners */
@@ -200,11 +222,7 @@ listen_on(const char *spec)
 	memcpy(&ss, res->ai_addr, res->ai_addrlen);
 	policy_add_listener(&ss);
 	freeaddrinfo(res);
-	listeners[nlisteners].kind = EV_LISTEN;
-	listeners[nlisteners].fd = fd;
-	listeners[nlisteners].ptr = NULL;
-	ev_set(&listeners[nlisteners], EPOLLIN);
-	nlisteners++;
+	listen_fds[nlisten_fds++] = fd;
 	log_info("listening on %s", spec);
 	return 0;
 bad:
@@ -217,13 +235,29 @@ fail:
 	return -1;
 }
 
+/* EPOLLEXCLUSIVE cannot be modified, only added and deleted. */
 static void
 listeners_pause(int pause)
 {
+	struct epoll_event e;
 	int	 i;
 
-	for (i = 0; i < nlisteners; i++)
-		ev_set(&listeners[i], pause ? 0 : EPOLLIN);
+	for (i = 0; i < nlisten_fds; i++) {
+		struct ev *l = &listeners[i];
+
+		if (pause && l->reg) {
+			epoll_ctl(epfd, EPOLL_CTL_DEL, l->fd, NULL);
+			l->reg = 0;
+		} else if (!pause && !l->reg) {
+			memset(&e, 0, sizeof(e));
+			e.events = EPOLLIN | EPOLLEXCLUSIVE;
+			e.data.ptr = l;
+			if (epoll_ctl(epfd, EPOLL_CTL_ADD, l->fd, &e) == -1)
+				log_warn("epoll_ctl listener");
+			else
+				l->reg = 1;
+		}
+	}
 }
 
 /* A refusal for a connection we cannot take: best effort, no waiting. */
@@ -250,7 +284,7 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 	struct conn	*c;
 	socklen_t	 len;
 	char		 a[INET6_ADDRSTRLEN];
-	int		 fd, i, one = 1;
+	int		 fd, i, one = 1, busy;
 
 	for (i = 0; i < 64; i++) {
 		len = sizeof(ss);
@@ -270,9 +304,9 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 				 * listeners a moment.
 				 */
 				if (now_ms() - last_emfile >= 10000) {
+					last_emfile = now_ms();
 					log_warn("accept (shedding connections "
 					    "until descriptors free up)");
-					last_emfile = now_ms();
 				}
 				if (reserve_fd != -1) {
 					close(reserve_fd);
@@ -293,28 +327,25 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 			refuse(fd, "too many connections");
 			continue;
 		}
-		if ((cc = clientcount_get(&ss)) == NULL) {
-			close(fd);
-			continue;
-		}
-		if (cc->n >= conf->max_per_client) {
-			log_info("client=%s verdict=busy reason=\"too many "
-			    "connections from this client\"",
-			    sockaddr_str(&ss, a, sizeof(a)));
-			cc->n++;
-			clientcount_release(cc);
-			refuse(fd, "too many connections from this client");
+		if ((cc = clientcount_take(&ss, conf->max_per_client,
+		    &busy)) == NULL) {
+			if (busy) {
+				log_info("client=%s verdict=busy reason=\"too "
+				    "many connections from this client\"",
+				    sockaddr_str(&ss, a, sizeof(a)));
+				refuse(fd, "too many connections from this "
+				    "client");
+			} else
+				close(fd);
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
 		if ((c = conn_new(conf, fd, &ss)) == NULL) {
-			cc->n++;
 			clientcount_release(cc);
 			close(fd);
 			continue;
 		}
-		cc->n++;
 		c->cc = cc;
 	}
 }
@@ -328,38 +359,41 @@ on_signal(int sig)
 	quit = 1;
 }
 
-int
-loop_run(const struct egress_conf *conf)
+struct worker_arg {
+	const struct egress_conf *conf;
+	int		 id;
+	int		 rc;
+};
+
+static void *
+worker_main(void *arg)
 {
+	struct worker_arg *wa = arg;
+	const struct egress_conf *conf = wa->conf;
 	struct epoll_event evs[256];
 	struct ev	 rev;
-	struct sigaction sa;
 	struct conn	*c, *next;
 	struct resolve_job *j, *jn;
 	uint64_t	 now, next_tick = 0, next_self;
 	int		 i, n;
 
+	wa->rc = -1;
 	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
 		log_warn("epoll_create1");
-		return -1;
+		return NULL;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-
-	policy_refresh_self();
-	for (i = 0; i < conf->nlisten; i++)
-		if (listen_on(conf->listen[i]) == -1)
-			return -1;
-	if (resolver_start((int)conf->resolver_threads) == -1)
-		return -1;
 	memset(&rev, 0, sizeof(rev));
 	rev.kind = EV_RESOLVER;
-	rev.fd = resolver_fd();
+	rev.fd = -1;
+	if ((rev.fd = resolver_register()) == -1)
+		return NULL;
 	ev_set(&rev, EPOLLIN);
+	for (i = 0; i < nlisten_fds; i++) {
+		listeners[i].kind = EV_LISTEN;
+		listeners[i].fd = listen_fds[i];
+		listeners[i].reg = 0;
+	}
+	listeners_pause(0);
 	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	next_self = now_ms() + SELF_REFRESH_MS;
 
@@ -369,7 +403,7 @@ loop_run(const struct egress_conf *conf)
 			if (errno == EINTR)
 				continue;
 			log_warn("epoll_wait");
-			return -1;
+			break;
 		}
 		for (i = 0; i < n; i++) {
 			struct ev *ev = evs[i].data.ptr;
@@ -406,18 +440,73 @@ loop_run(const struct egress_conf *conf)
 					    O_RDONLY | O_CLOEXEC);
 				listeners_pause(0);
 			}
-			if (now >= next_self) {
+			if (wa->id == 0 && now >= next_self) {
 				policy_refresh_self();
 				next_self = now + SELF_REFRESH_MS;
 			}
 		}
 		conn_reap();
 	}
-	log_info("shutting down with %ld connection(s)", conn_count);
 	for (c = conn_list; c != NULL; c = next) {
 		next = c->next;
+		snprintf(c->reason, sizeof(c->reason), "proxy shutting down");
 		conn_free(c);
 	}
 	conn_reap();
-	return 0;
+	if (reserve_fd != -1)
+		close(reserve_fd);
+	close(epfd);
+	wa->rc = 0;
+	return NULL;
+}
+
+int
+loop_run(const struct egress_conf *conf)
+{
+	struct worker_arg *wa;
+	struct sigaction sa;
+	pthread_t	*t;
+	sigset_t	 all, old;
+	int		 i, rc = 0, nw = (int)conf->workers;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	policy_refresh_self();
+	for (i = 0; i < conf->nlisten; i++)
+		if (listen_on(conf->listen[i]) == -1)
+			return -1;
+	if (resolver_start((int)conf->resolver_threads) == -1)
+		return -1;
+	if ((wa = calloc((size_t)nw, sizeof(*wa))) == NULL ||
+	    (t = calloc((size_t)nw, sizeof(*t))) == NULL)
+		fatal("calloc");
+	/* Extra workers leave the signals to this thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (i = 1; i < nw; i++) {
+		wa[i].conf = conf;
+		wa[i].id = i;
+		if ((errno = pthread_create(&t[i], NULL, worker_main,
+		    &wa[i])) != 0)
+			fatal("pthread_create");
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	wa[0].conf = conf;
+	wa[0].id = 0;
+	worker_main(&wa[0]);
+	quit = 1;
+	for (i = 1; i < nw; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < nw; i++)
+		if (wa[i].rc != 0)
+			rc = -1;
+	log_info("shut down");
+	free(wa);
+	free(t);
+	return rc;
 }

@@ -476,7 +476,7 @@ int
 http_parse_response(const char *buf, size_t len, size_t max,
     struct http_resp *resp)
 {
-	static struct http_req scratch;	/* loop thread only */
+	static _Thread_local struct http_req scratch;
 	struct http_req	*r = &scratch;
 	long		 hl;
 	size_t		 eol;

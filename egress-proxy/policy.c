@@ -13,6 +13,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,6 +66,7 @@ static const struct range deny[] = {
 #define SELF_MAX	256
 static struct sockaddr_storage self[SELF_MAX];
 static int nself;
+static pthread_rwlock_t self_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sockaddr_storage listeners[EGRESS_MAX_LISTEN];
 static int nlisteners;
 
@@ -147,12 +149,13 @@ is_unspecified(const struct sockaddr_storage *ss)
 static int
 is_self(const struct sockaddr_storage *ss)
 {
-	int	 i;
+	int	 i, found = 0;
 
-	for (i = 0; i < nself; i++)
-		if (same_addr(&self[i], ss))
-			return 1;
-	return 0;
+	pthread_rwlock_rdlock(&self_lock);
+	for (i = 0; i < nself && !found; i++)
+		found = same_addr(&self[i], ss);
+	pthread_rwlock_unlock(&self_lock);
+	return found;
 }
 
 /* A connection to the proxy's own listening socket would loop. */
@@ -231,13 +234,14 @@ policy_classify(const struct egress_conf *conf, struct sockaddr_storage *ss,
 		if (cidr_contains(&conf->allow[i], chk))
 			return kind == 2 ?
 			    "IPv4-compatible IPv6 address ::/96" : NULL;
-	if (is_self(chk))
-		return "the proxy's own address";
 	b = sa_bytes(chk, &n);
 	for (i = 0; i < sizeof(deny) / sizeof(deny[0]); i++)
 		if (deny[i].family == chk->ss_family &&
 		    prefix_match(b, deny[i].addr, deny[i].plen))
 			return deny[i].reason;
+	/* A public address of the proxy's host reaches the host itself. */
+	if (is_self(chk))
+		return "the proxy's own address";
 	if (kind == 2)
 		return "IPv4-compatible IPv6 address ::/96";
 	return NULL;
@@ -271,6 +275,7 @@ policy_refresh_self(void)
 		log_warn("getifaddrs");
 		return -1;
 	}
+	pthread_rwlock_wrlock(&self_lock);
 	nself = 0;
 	for (i = ifa; i != NULL && nself < SELF_MAX; i = i->ifa_next) {
 		if (i->ifa_addr == NULL)
@@ -285,6 +290,7 @@ policy_refresh_self(void)
 		memcpy(&self[nself], i->ifa_addr, len);
 		nself++;
 	}
+	pthread_rwlock_unlock(&self_lock);
 	freeifaddrs(ifa);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,15 @@ enum {
 #define QUEUE_MAX	(1024 * 1024)
 #define RESP_HEAD_MAX	(64 * 1024)
 #define CLOSING_GRACE	2000	/* ms to flush a reply and drain */
+#define SPLICE_AFTER	(256 * 1024)
+#define SPLICE_CHUNK	(1024 * 1024)
 
-struct conn	*conn_list;
-long		 conn_count;
-static struct conn *graveyard;
-static char	 scratch[64 * 1024];
-static struct http_req req;	/* the request being dispatched; loop thread */
+/* Each worker thread has its own connections and scratch space. */
+_Thread_local struct conn *conn_list;
+_Atomic long	 conn_count;
+static _Thread_local struct conn *graveyard;
+static _Thread_local char scratch[64 * 1024];
+static _Thread_local struct http_req req;	/* the request being dispatched */
 
 static void	try_parse(struct conn *);
 static void	finish_exchange(struct conn *);
@@ -148,6 +152,98 @@ flush(struct conn *c, int up)
 	return 0;
 }
 
+/* ------------------------------------------------------------ splice */
+
+static void
+close_pipes(struct conn *c)
+{
+	int	*p[2] = { c->pup, c->pdown };
+	int	 i;
+
+	for (i = 0; i < 2; i++) {
+		if (p[i][0] >= 0) {
+			close(p[i][0]);
+			close(p[i][1]);
+		}
+		p[i][0] = p[i][1] = -1;
+	}
+	c->pend_up = c->pend_down = 0;
+}
+
+/*
+ * Decides whether a tunnel direction moves by splice.  Only a direction
+ * that has carried a fair amount pays for the pipe, so idle and chatty
+ * tunnels hold no extra descriptors.  Without descriptors to spare it just
+ * keeps copying.
+ */
+static int
+use_splice(struct conn *c, int up)
+{
+	int	*p = up ? c->pup : c->pdown;
+
+	if (p[0] >= 0)
+		return 1;
+	if ((up ? c->bytes_up : c->bytes_down) < SPLICE_AFTER ||
+	    (up ? c->to_up.len : c->to_client.len) > 0)
+		return 0;
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) == -1) {
+		p[0] = p[1] = -1;
+		return 0;
+	}
+	(void)fcntl(p[1], F_SETPIPE_SZ, SPLICE_CHUNK);
+	return 1;
+}
+
+/* Empties a pipe into its destination as far as it will take; 0 or -1. */
+static int
+splice_flush(struct conn *c, int up)
+{
+	int	*p = up ? c->pup : c->pdown;
+	size_t	*pend = up ? &c->pend_up : &c->pend_down;
+	int	 dst = up ? c->uev.fd : c->cev.fd;
+	ssize_t	 w;
+
+	while (*pend > 0) {
+		w = splice(p[0], NULL, dst, NULL, *pend,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (w == -1) {
+			if (errno == EAGAIN)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		*pend -= (size_t)w;
+		if (up)
+			c->bytes_up += (unsigned long long)w;
+		else
+			c->bytes_down += (unsigned long long)w;
+	}
+	return 0;
+}
+
+/* Moves what the source has into the pipe and on.  Returns 1 at end of
+ * stream, 0, or -1 on error. */
+static int
+splice_move(struct conn *c, int up)
+{
+	int	*p = up ? c->pup : c->pdown;
+	size_t	*pend = up ? &c->pend_up : &c->pend_down;
+	int	 src = up ? c->cev.fd : c->uev.fd;
+	ssize_t	 n;
+
+	do
+		n = splice(src, NULL, p[1], NULL, SPLICE_CHUNK,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	while (n == -1 && errno == EINTR);
+	if (n == 0)
+		return 1;
+	if (n == -1)
+		return errno == EAGAIN ? 0 : -1;
+	*pend += (size_t)n;
+	return splice_flush(c, up);
+}
+
 static void
 update_masks(struct conn *c)
 {
@@ -164,10 +260,14 @@ update_masks(struct conn *c)
 		um = EPOLLOUT;
 		break;
 	case ST_TUNNEL:
-		if (!c->client_eof && c->to_up.len == 0)
+		if (!c->client_eof && c->to_up.len == 0 && c->pend_up == 0)
 			cm |= EPOLLIN;
-		if (!c->up_eof && c->to_client.len == 0)
+		if (!c->up_eof && c->to_client.len == 0 && c->pend_down == 0)
 			um |= EPOLLIN;
+		if (c->pend_down > 0)
+			cm |= EPOLLOUT;
+		if (c->pend_up > 0)
+			um |= EPOLLOUT;
 		break;
 	case ST_HTTP:
 		if (!c->req_done && !c->client_eof && c->to_up.len == 0)
@@ -208,6 +308,7 @@ conn_new(const struct egress_conf *conf, int fd,
 	c->uev.kind = EV_UPSTREAM;
 	c->uev.fd = -1;
 	c->uev.ptr = c;
+	c->pup[0] = c->pup[1] = c->pdown[0] = c->pdown[1] = -1;
 	buf_init(&c->in, (size_t)conf->max_header_bytes);
 	buf_init(&c->uin, RESP_HEAD_MAX);
 	buf_init(&c->to_up, QUEUE_MAX);
@@ -251,6 +352,7 @@ conn_free(struct conn *c)
 		c->job = NULL;
 	}
 	close_upstream(c);
+	close_pipes(c);
 	ev_close(&c->cev);
 	buf_release(&c->in);
 	buf_release(&c->to_client);
@@ -751,16 +853,27 @@ client_readable(struct conn *c)
 		try_parse(c);
 		return;
 	case ST_TUNNEL:
+		c->last_io = now_ms();
+		if (c->uev.fd >= 0 && use_splice(c, 1)) {
+			int rc = splice_move(c, 1);
+
+			if (rc == -1)
+				conn_free(c);
+			else if (rc == 1)
+				c->client_eof = 1;
+			return;
+		}
 		if ((n = xrecv(c->cev.fd, scratch, sizeof(scratch))) == -1) {
 			if (errno != EAGAIN)
 				conn_free(c);
 			return;
 		}
-		c->last_io = now_ms();
 		if (n == 0) {
 			c->client_eof = 1;
 			break;
 		}
+		if (c->uev.fd < 0)
+			break;	/* the upstream is gone: nothing to deliver to */
 		if (put(c, 1, scratch, (size_t)n) == -1) {
 			conn_free(c);
 			return;
@@ -808,7 +921,16 @@ static void
 upstream_readable(struct conn *c)
 {
 	ssize_t	 n;
+	int	 rc;
 
+	if (c->state == ST_TUNNEL && use_splice(c, 0)) {
+		c->last_io = now_ms();
+		if ((rc = splice_move(c, 0)) == -1)
+			conn_free(c);
+		else if (rc == 1)
+			c->up_eof = 1;
+		return;
+	}
 	if ((n = xrecv(c->uev.fd, scratch, sizeof(scratch))) == -1) {
 		if (errno == EAGAIN)
 			return;
@@ -869,12 +991,13 @@ upstream_readable(struct conn *c)
 static void
 tunnel_shutdowns(struct conn *c)
 {
-	if (c->client_eof && c->to_up.len == 0 && !c->up_shut &&
-	    c->uev.fd >= 0) {
+	if (c->client_eof && c->to_up.len == 0 && c->pend_up == 0 &&
+	    !c->up_shut && c->uev.fd >= 0) {
 		shutdown(c->uev.fd, SHUT_WR);
 		c->up_shut = 1;
 	}
-	if (c->up_eof && c->to_client.len == 0 && !c->client_shut) {
+	if (c->up_eof && c->to_client.len == 0 && c->pend_down == 0 &&
+	    !c->client_shut) {
 		shutdown(c->cev.fd, SHUT_WR);
 		c->client_shut = 1;
 	}
@@ -895,7 +1018,8 @@ conn_event(struct conn *c, struct ev *ev, uint32_t events)
 			conn_free(c);
 			return;
 		}
-		if ((events & EPOLLOUT) && flush(c, 0) == -1) {
+		if ((events & EPOLLOUT) && (flush(c, 0) == -1 ||
+		    splice_flush(c, 0) == -1)) {
 			conn_free(c);
 			return;
 		}
@@ -919,7 +1043,8 @@ conn_event(struct conn *c, struct ev *ev, uint32_t events)
 			connect_done(c);
 			return;
 		}
-		if ((events & EPOLLOUT) && flush(c, 1) == -1) {
+		if ((events & EPOLLOUT) && (flush(c, 1) == -1 ||
+		    splice_flush(c, 1) == -1)) {
 			if (c->state == ST_HTTP && c->resp_sent == 0)
 				conn_fail(c, 502, "upstream write failed");
 			else

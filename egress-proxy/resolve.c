@@ -28,8 +28,14 @@
 static pthread_mutex_t	 mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 cond = PTHREAD_COND_INITIALIZER;
 static struct resolve_job *todo, **todo_tail = &todo;
-static struct resolve_job *done;
-static int		 efd = -1;
+/* One per event loop thread: its finished jobs and its doorbell. */
+struct rworker {
+	int			 efd;
+	struct resolve_job	*done;
+	struct rworker		*next;	/* all of them, kept for the process */
+};
+static struct rworker	*rworkers;
+static _Thread_local struct rworker *me;
 
 static void *
 resolver_main(void *arg)
@@ -60,10 +66,10 @@ resolver_main(void *arg)
 		}
 
 		pthread_mutex_lock(&mtx);
-		j->next = done;
-		done = j;
+		j->next = j->w->done;
+		j->w->done = j;
 		pthread_mutex_unlock(&mtx);
-		if (write(efd, &one, sizeof(one)) == -1 && errno != EAGAIN)
+		if (write(j->w->efd, &one, sizeof(one)) == -1 && errno != EAGAIN)
 			log_warn("resolver: eventfd write");
 	}
 	return NULL;
@@ -77,10 +83,6 @@ resolver_start(int nthreads)
 	sigset_t	 all, old;
 	int		 i, rc;
 
-	if ((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
-		log_warn("eventfd");
-		return -1;
-	}
 	/* Signals belong to the loop thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -100,9 +102,25 @@ resolver_start(int nthreads)
 }
 
 int
-resolver_fd(void)
+resolver_register(void)
 {
-	return efd;
+	struct rworker	*w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return -1;
+	if ((w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		log_warn("eventfd");
+		free(w);
+		return -1;
+	}
+	/* Lives as long as the process: a worker thread may end while a
+	 * lookup for it is still running. */
+	pthread_mutex_lock(&mtx);
+	w->next = rworkers;
+	rworkers = w;
+	pthread_mutex_unlock(&mtx);
+	me = w;
+	return w->efd;
 }
 
 int
@@ -113,6 +131,7 @@ resolver_submit(struct conn *c, const char *host, struct resolve_job **jobp)
 	if ((j = calloc(1, sizeof(*j))) == NULL)
 		return -1;
 	j->conn = c;
+	j->w = me;
 	snprintf(j->host, sizeof(j->host), "%s", host);
 	pthread_mutex_lock(&mtx);
 	*todo_tail = j;
@@ -139,11 +158,11 @@ resolver_take(void)
 	struct resolve_job	*list;
 	uint64_t		 n;
 
-	if (read(efd, &n, sizeof(n)) == -1 && errno != EAGAIN)
+	if (read(me->efd, &n, sizeof(n)) == -1 && errno != EAGAIN)
 		log_warn("resolver: eventfd read");
 	pthread_mutex_lock(&mtx);
-	list = done;
-	done = NULL;
+	list = me->done;
+	me->done = NULL;
 	pthread_mutex_unlock(&mtx);
 	return list;
 }

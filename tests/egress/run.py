@@ -304,6 +304,31 @@ def t_early_bytes_after_connect(px, **_):
     s.close()
 
 
+def t_connect_bulk_and_half_close(px, **_):
+    """Megabytes each way (the splice path), byte-exact, then the client's
+    half-close travels to the origin and the origin's close comes back."""
+    data = os.urandom(6 << 20)
+    s = px.connect(timeout=20)
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % E1)
+    head, rest = read_head(s)
+    assert head.startswith("HTTP/1.1 200"), head
+
+    def writer():
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+    w = threading.Thread(target=writer)
+    w.start()
+    got = bytearray(rest)
+    while True:
+        d = s.recv(1 << 20)
+        if not d:
+            break
+        got += d
+    w.join()
+    s.close()
+    assert bytes(got) == b"[e1]" + data, (len(got), len(data))
+
+
 def t_headers_stripped(px, **_):
     st, _, body = request(px, b"GET http://127.0.0.1:%d/h HTTP/1.1\r\nHost: x\r\n"
                           b"Proxy-Authorization: Basic c2VjcmV0\r\n"
