@@ -7,7 +7,7 @@ $(eval $(call unit_test,agent_png,tests/unit/sandbox-agent/png.c,,libpng))
 $(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/images.o,jansson libpng))
 $(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/images.o,jansson libpng))
 
-# The same tests of spawning, tails and images under valgrind (a build
+# The tests of spawning, tails, images and run_python under valgrind (a build
 # without sanitizers: the two do not mix).  The child side of a fork is not
 # checked: it only calls async-signal-safe functions before exec.
 VALGRIND_RUN := valgrind -q --error-exitcode=9 --leak-check=full \
@@ -16,9 +16,10 @@ VALGRIND_RUN := valgrind -q --error-exitcode=9 --leak-check=full \
 .PHONY: test-valgrind-agent
 test-valgrind-agent:
 	@$(MAKE) --no-print-directory SANITIZE= build/rel/t/common_spawn \
-		build/rel/t/agent_png build/rel/t/agent_run_output
+		build/rel/t/agent_png build/rel/t/agent_run_output build/rel/t/agent_run
 	SPAWN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/common_spawn
 	$(VALGRIND_RUN) build/rel/t/agent_png
 	$(VALGRIND_RUN) build/rel/t/agent_run_output
+	RUN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/agent_run
 
 TEST_SUITES += test-valgrind-agent
