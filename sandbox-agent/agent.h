@@ -119,6 +119,7 @@ json_t	*mcp_error(json_t *id, int code, const char *fmt, ...)
 
 /* Starts the listeners; 0, or -1 (logged). */
 int	agent_http_start(const struct agent_config *);
-void	agent_http_stop(void);
+/* Stops accepting, waits up to grace seconds for requests in progress, stops. */
+void	agent_http_stop(double grace);
 
 #endif

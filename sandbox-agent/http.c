@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -36,6 +37,8 @@ static struct MHD_Daemon	*tcp_daemon, *unix_daemon;
 static const struct agent_config *conf;
 static dev_t			 sock_dev;
 static ino_t			 sock_ino;
+/* Requests between their first byte and their answer's last: what a stop waits for. */
+static int			 active;
 
 /* An HTTP-level refusal on /mcp, worded as a JSON-RPC error for MCP clients. */
 static enum MHD_Result
@@ -159,6 +162,16 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		if (mcp_precheck(conn, &ret))
 			return ret;
 	}
+	if (*con_cls == NULL) {
+		enum http_collect c;
+
+		c = http_collect(conn, con_cls, upload_data, upload_data_size,
+		    AGENT_MAX_BODY, &req);
+		if (*con_cls != NULL)
+			__atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
+		return c == HTTP_COLLECT_ANSWERED ? req->ret :
+		    c == HTTP_COLLECT_FAILED ? MHD_NO : MHD_YES;
+	}
 	switch (http_collect(conn, con_cls, upload_data, upload_data_size,
 	    AGENT_MAX_BODY, &req)) {
 	case HTTP_COLLECT_MORE:
@@ -171,6 +184,15 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		break;
 	}
 	return mcp_post(conn, req);
+}
+
+static void
+agent_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode why)
+{
+	if (*con_cls != NULL)
+		__atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+	http_request_completed(cls, conn, con_cls, why);
 }
 
 static void
@@ -308,13 +330,13 @@ daemon_start(int fd)
 	struct MHD_Daemon *d;
 
 	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
-	    MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
+	    MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
 	    0, NULL, NULL, agent_access, NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
-	    MHD_OPTION_NOTIFY_COMPLETED, http_request_completed, NULL,
+	    MHD_OPTION_NOTIFY_COMPLETED, agent_completed, NULL,
 	    MHD_OPTION_END);
 	if (d == NULL) {
 		log_warnx("libmicrohttpd could not start");
@@ -341,24 +363,53 @@ agent_http_start(const struct agent_config *cfg)
 	}
 	return 0;
 fail:
-	agent_http_stop();
+	agent_http_stop(0);
 	return -1;
 }
 
-void
-agent_http_stop(void)
+/* Stops accepting; the socket file goes at once so a successor can start. */
+static void
+quiesce(struct MHD_Daemon *d, int is_unix)
 {
-	struct stat st;
+	struct stat	 st;
+	MHD_socket	 fd;
 
-	/* Waits for requests in progress (a run ends by its timeout). */
+	if (d == NULL)
+		return;
+	fd = MHD_quiesce_daemon(d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	if (is_unix && stat(conf->socket, &st) == 0 && st.st_dev == sock_dev &&
+	    st.st_ino == sock_ino)
+		unlink(conf->socket);
+}
+
+void
+agent_http_stop(double grace)
+{
+	struct timespec	 now, end, nap = { 0, 50 * 1000 * 1000 };
+
+	quiesce(tcp_daemon, 0);
+	quiesce(unix_daemon, 1);
+	/*
+	 * MHD_stop_daemon cuts connections whose answers are not out yet, so
+	 * first let requests in progress finish (a run ends by its timeout).
+	 */
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)grace;
+	while (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec &&
+		    now.tv_nsec >= end.tv_nsec)) {
+			log_warnx("%d request(s) still in progress; stopping "
+			    "anyway", __atomic_load_n(&active, __ATOMIC_SEQ_CST));
+			break;
+		}
+		nanosleep(&nap, NULL);
+	}
 	if (tcp_daemon != NULL)
 		MHD_stop_daemon(tcp_daemon);
-	if (unix_daemon != NULL) {
+	if (unix_daemon != NULL)
 		MHD_stop_daemon(unix_daemon);
-		/* Remove the socket only if it is still ours. */
-		if (stat(conf->socket, &st) == 0 && st.st_dev == sock_dev &&
-		    st.st_ino == sock_ino)
-			unlink(conf->socket);
-	}
 	tcp_daemon = unix_daemon = NULL;
 }

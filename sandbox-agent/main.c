@@ -156,7 +156,7 @@ main(int argc, char **argv)
 	    "(send it again to exit now)", sig);
 	if (pthread_create(&tid, NULL, second_signal, &set) == 0)
 		pthread_detach(tid);
-	agent_http_stop();
+	agent_http_stop((double)cfg.max_timeout + 10);
 	log_info("stopped");
 	agent_config_release(&cfg);
 	return 0;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { startAgent, startServer, agentBin } from './harness.mjs';
+import { startAgent, startServer, agentBin, textOf } from './harness.mjs';
 
 const req = (method, params, id = 1) => JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
 const call = (name, args) => req('tools/call', { name, arguments: args });
@@ -185,5 +185,18 @@ describe('startup', () => {
     assert.equal(await second.exited, 0);
     assert.ok(!existsSync(sock), 'socket removed on exit');
     await first.stop();
+  });
+
+  test('SIGTERM lets a run in progress finish, then exits 0', async () => {
+    const agent = await startAgent({ transport: 'unix' });
+    const client = await agent.connect();
+    const call = client.callTool({ name: 'run_python', arguments: { code: 'import time\ntime.sleep(1)\nprint("finished")' } });
+    await new Promise((r) => setTimeout(r, 400));
+    agent.proc.kill('SIGTERM');
+    const r = await call;
+    assert.match(textOf(r), /finished/);
+    assert.equal(await agent.stop(), 0);
+    assert.match(agent.stderr(), /finishing requests in progress/);
+    assert.ok(!existsSync(agent.socketPath));
   });
 });
