@@ -260,9 +260,8 @@ def _save(cfg, ns, st, source):
                 same.append((name, other))
                 continue
             first_of[id(value)] = name
-        _import("cloudpickle")
         try:
-            pickled.append(_store.pickle_value(name, value, ns))
+            pickled.append(_store.pickle_value(name, value, ns, _import))
         except BaseException as e:
             if isinstance(e, KeyboardInterrupt):
                 raise

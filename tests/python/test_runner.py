@@ -166,6 +166,26 @@ class Speed(Workspace):
                     " 'vivarium._store') if m in sys.modules))")
         self.assertEqual(r.stdout, "[]\n")
 
+    def test_plain_data_does_not_need_cloudpickle(self):
+        self.ok("import pandas as pd\nx = 1\nraw = {'a': [1, 2]}\n"
+                "df = pd.DataFrame({'a': [1.5]})\n")
+        r = self.ok("import sys\nprint('cloudpickle' in sys.modules)")
+        self.assertEqual(r.stdout, "False\n")
+        self.ok("f = lambda: 1")
+        r = self.ok("import sys\nprint('cloudpickle' in sys.modules, f())")
+        self.assertEqual(r.stdout, "True 1\n")
+
+    def test_unchanged_namespace_is_not_rewritten(self):
+        self.ok("x = [1, 2, 3]\nimport os\n")
+        st1 = os.stat(self.store)
+        self.ok("print(x)")
+        st2 = os.stat(self.store)
+        self.assertEqual((st1.st_ino, st1.st_mtime_ns), (st2.st_ino, st2.st_mtime_ns))
+        self.ok("x.append(4)")
+        st3 = os.stat(self.store)
+        self.assertNotEqual(st1.st_ino, st3.st_ino)
+        self.assertEqual(self.ok("print(x)").stdout, "[1, 2, 3, 4]\n")
+
     def test_plain_print_is_quick(self):
         # Generous bound: the interpreter itself takes ~25 ms here.
         self.ok("pass")
