@@ -25,7 +25,8 @@ the old one: a run killed mid-save leaves the previous store as it was.  A
 save whose bytes equal the stored file's writes nothing.
 
 Only the standard library is imported at module level; cloudpickle is
-imported when there is something to pickle.
+imported only for a value the standard pickler can't save correctly (a
+function or class defined in the user's code, a module, ...).
 """
 import io
 import json
