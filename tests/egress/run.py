@@ -547,6 +547,21 @@ def t_caps(px, **_):
         st, _, body = request(capped, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
                               b"Host: x\r\n\r\n" % O1)
         assert st == 503 and b"from this client" in body, (st, body)
+        # other clients still get in, up to the total of 5 ...
+        for src in ("127.0.0.2", "127.0.0.2"):
+            held.append(socket.create_connection(("127.0.0.1", capped.port), 5,
+                                                 source_address=(src, 0)))
+        time.sleep(0.2)
+        # ... and then nobody does
+        s = socket.create_connection(("127.0.0.1", capped.port), 5,
+                                     source_address=("127.0.0.3", 0))
+        s.sendall(b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n\r\n" % O1)
+        st, _, body = read_response(s)
+        s.close()
+        assert st == 503 and body == b"vivarium-egress: too many connections\n", \
+            (st, body)
+        held.pop().close()
+        held.pop().close()
         held.pop().close()
         time.sleep(0.3)
         st, _, _ = request(capped, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
