@@ -38,8 +38,10 @@ export { sleep };
 // A private `podman system service` on sock; returns { stop() }.
 export async function startPodman(sock) {
   rmSync(sock, { force: true });
-  const proc = spawn('sh', ['-c', `. "${repoRoot}/tests/lib/podman.sh" && vp_env && exec vpodman system service --time 0 "unix://${sock}"`],
-    { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+  // vpodman is a shell function: the shell runs it in a process group of
+  // its own, and stop() signals the whole group.
+  const proc = spawn('sh', ['-c', `. "${repoRoot}/tests/lib/podman.sh" && vp_env && vpodman system service --time 0 "unix://${sock}"`],
+    { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let log = '';
   proc.stderr.on('data', (d) => { log += d; });
   const f = makeFetch(sock);
@@ -59,9 +61,10 @@ export async function startPodman(sock) {
     async stop() {
       if (proc.exitCode !== null) return;
       const done = new Promise((r) => proc.on('exit', r));
-      proc.kill('SIGTERM');
+      try { process.kill(-proc.pid, 'SIGTERM'); } catch { /* gone */ }
       await Promise.race([done, sleep(5000)]);
-      if (proc.exitCode === null) proc.kill('SIGKILL');
+      try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
+      proc.stderr.destroy();
     },
   };
 }
