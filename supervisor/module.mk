@@ -20,6 +20,7 @@ $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(SV_LIB_OBJS) $(COMMON_OBJS)
 # Unit tests: the Podman client against recorded replies, config and routes.
 $(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
+$(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run

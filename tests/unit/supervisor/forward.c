@@ -1,0 +1,317 @@
+/*
+ * Unit tests for supervisor/forward.c: the relay's HTTP client for the
+ * agent's unix socket.  A scripted server plays the agent: SSE in chunks
+ * with a pause between them (the first event must arrive before the second
+ * is even sent), Content-Length bodies, bodies ending at EOF, broken
+ * chunking, and a socket nobody listens on.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../../supervisor/route.c"
+#include "../../../supervisor/forward.c"
+
+/* One reply, as pieces written with a pause (ms) before each. */
+struct piece {
+	int		 pause_ms;
+	const char	*data;
+};
+
+static struct {
+	int			 fd;
+	char			 path[108];
+	pthread_t		 thread;
+	const struct piece	*script;
+	char			 request[8192];
+} srv;
+
+static void
+msleep_(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void *
+srv_main(void *arg)
+{
+	const struct piece	*p;
+	size_t			 n = 0;
+	ssize_t			 r;
+	int			 c;
+
+	(void)arg;
+	if ((c = accept(srv.fd, NULL, NULL)) == -1)
+		return NULL;
+	/* Read the head and whatever body came with it. */
+	while (n < sizeof(srv.request) - 1) {
+		r = read(c, srv.request + n, sizeof(srv.request) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		srv.request[n] = '\0';
+		{
+			char *h = strstr(srv.request, "\r\n\r\n");
+			char *cl = strstr(srv.request, "Content-Length: ");
+			size_t want = cl ? strtoul(cl + 16, NULL, 10) : 0;
+			if (h != NULL && n >= (size_t)(h + 4 - srv.request) + want)
+				break;
+		}
+	}
+	for (p = srv.script; p->data != NULL; p++) {
+		msleep_(p->pause_ms);
+		r = write(c, p->data, strlen(p->data));
+		(void)r;
+	}
+	close(c);
+	return NULL;
+}
+
+static void
+srv_start(const struct piece *script)
+{
+	struct sockaddr_un sun;
+
+	memset(&srv.request, 0, sizeof(srv.request));
+	srv.script = script;
+	snprintf(srv.path, sizeof(srv.path), "/tmp/fakeagent.%d.sock",
+	    (int)getpid());
+	unlink(srv.path);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, srv.path, strlen(srv.path) + 1);
+	srv.fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(srv.fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(srv.fd, 4), 0);
+	pthread_create(&srv.thread, NULL, srv_main, NULL);
+}
+
+static void
+srv_stop(void)
+{
+	pthread_join(srv.thread, NULL);
+	close(srv.fd);
+	unlink(srv.path);
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Reads the whole body; returns its length or -1. */
+static ssize_t
+read_all(struct agent_conn *c, char *dst, size_t max)
+{
+	size_t	 n = 0;
+	ssize_t	 r;
+
+	while ((r = agent_read(c, dst + n, max - n - 1)) > 0)
+		n += (size_t)r;
+	dst[n] = '\0';
+	return r < 0 ? -1 : (ssize_t)n;
+}
+
+static void
+test_sse_streams(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+		    "Mcp-Session-Id: s-123\r\nMCP-Protocol-Version: 2025-06-18\r\n"
+		    "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n" },
+		{ 0, "1c\r\nevent: message\ndata: {\"a\"}\n\n\r\n" },
+		{ 400, "1c\r\nevent: message\ndata: {\"b\"}\n\n\r\n" },
+		{ 0, "0\r\n\r\n" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .content_type = "application/json", .accept = "text/event-stream",
+	    .session_id = "s-123", .protocol_version = "2025-06-18",
+	    .body = "{\"jsonrpc\":\"2.0\"}", .body_len = 17 };
+	struct agent_conn	 c;
+	char			 err[256], buf[256];
+	int			 cf;
+	ssize_t			 n;
+	double			 t0;
+
+	srv_start(script);
+	t0 = now_ms();
+	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.head.status, 200);
+	assert_string_equal(c.head.content_type, "text/event-stream");
+	assert_string_equal(c.head.session_id, "s-123");
+	assert_string_equal(c.head.protocol_version, "2025-06-18");
+	assert_string_equal(c.head.cache_control, "no-cache");
+	n = agent_read(&c, buf, sizeof(buf) - 1);
+	assert_int_equal(n, 28);
+	/* The first event came before the server even sent the second. */
+	assert_true(now_ms() - t0 < 300);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "{\"a\"}"));
+	n = read_all(&c, buf, sizeof(buf));
+	assert_int_equal(n, 28);
+	assert_non_null(strstr(buf, "{\"b\"}"));
+	assert_true(now_ms() - t0 >= 390);
+	agent_close(&c);
+	srv_stop();
+	/* What the agent received: the MCP headers and the body. */
+	assert_non_null(strstr(srv.request, "POST /mcp HTTP/1.1\r\n"));
+	assert_non_null(strstr(srv.request, "Mcp-Session-Id: s-123\r\n"));
+	assert_non_null(strstr(srv.request, "MCP-Protocol-Version: 2025-06-18\r\n"));
+	assert_non_null(strstr(srv.request, "Content-Length: 17\r\n"));
+	assert_non_null(strstr(srv.request, "\r\n\r\n{\"jsonrpc\":\"2.0\"}"));
+}
+
+static void
+test_content_length_in_pieces(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 404 Not Found\r\nContent-Length: 10\r\n"
+		    "Content-Type: application/json\r\n\r\n{\"x\"" },
+		{ 50, ":1234}" },
+		{ 0, "TRAILING GARBAGE" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "DELETE", .path = "/mcp" };
+	struct agent_conn	 c;
+	char			 err[256], buf[256];
+	int			 cf;
+
+	srv_start(script);
+	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.head.status, 404);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 10);
+	assert_string_equal(buf, "{\"x\":1234}");
+	agent_close(&c);
+	srv_stop();
+}
+
+static void
+test_body_until_eof_and_empty(void **state)
+{
+	static const struct piece eof[] = {
+		{ 0, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello " },
+		{ 20, "world" },
+		{ 0, NULL } };
+	static const struct piece empty[] = {
+		{ 0, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	char			 err[256], buf[256];
+	int			 cf;
+
+	srv_start(eof);
+	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 11);
+	assert_string_equal(buf, "hello world");
+	agent_close(&c);
+	srv_stop();
+
+	srv_start(empty);
+	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.head.status, 202);
+	assert_int_equal(agent_read(&c, buf, sizeof(buf)), 0);
+	agent_close(&c);
+	srv_stop();
+}
+
+static void
+test_broken_replies(void **state)
+{
+	static const struct piece cut[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "100\r\nonly a little" },
+		{ 0, NULL } };
+	static const struct piece junk[] = {
+		{ 0, "SSH-2.0-OpenSSH\r\n\r\n" }, { 0, NULL } };
+	static const struct piece nothing[] = { { 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	char			 err[256], buf[1024];
+	int			 cf;
+
+	srv_start(cut);
+	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), -1);
+	agent_close(&c);
+	srv_stop();
+
+	srv_start(junk);
+	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "malformed status line"));
+	assert_int_equal(cf, 0);
+	srv_stop();
+
+	srv_start(nothing);
+	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "closed the connection"));
+	srv_stop();
+}
+
+static void
+test_nobody_listening(void **state)
+{
+	struct agent_req	 r = { .method = "POST", .path = "/mcp" };
+	struct agent_conn	 c;
+	char			 err[256];
+	int			 cf, fd;
+	struct sockaddr_un	 sun;
+	const char		*stale = "/tmp/fakeagent.stale.sock";
+
+	assert_int_equal(agent_open(&c, "/nonexistent/agent.sock", &r, 1000,
+	    &cf, err, sizeof(err)), -1);
+	assert_int_equal(cf, 1);
+	assert_non_null(strstr(err, "/nonexistent/agent.sock"));
+	/* A socket file left by a dead agent: ECONNREFUSED, also "look". */
+	unlink(stale);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, stale, strlen(stale) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(fd);
+	assert_int_equal(agent_open(&c, stale, &r, 1000, &cf, err,
+	    sizeof(err)), -1);
+	assert_int_equal(cf, 1);
+	assert_int_equal(agent_probe(stale, 1000), -1);
+	unlink(stale);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sse_streams),
+		cmocka_unit_test(test_content_length_in_pieces),
+		cmocka_unit_test(test_body_until_eof_and_empty),
+		cmocka_unit_test(test_broken_replies),
+		cmocka_unit_test(test_nobody_listening),
+	};
+
+	signal(SIGPIPE, SIG_IGN);	/* the server writes after the client left */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
