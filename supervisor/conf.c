@@ -222,22 +222,25 @@ static const char *
 scalar(struct confdiag *d, const struct ynode *n)
 {
 	if (n->type != YNODE_SCALAR) {
-		confdiag_add(d, n->line, "%s: expected a single value, not a %s",
+		confdiag_add(d, n->line, "%s: expected a single value, not %s",
 		    n->key, yconf_type_name(n->type));
 		return NULL;
 	}
 	return n->value;
 }
 
+/* 1 for a mapping; 0 for an empty value ("users:" with only comments
+ * under it: nothing to read) or, with a diagnostic, anything else. */
 static int
 is_map(struct confdiag *d, const struct ynode *n)
 {
-	if (n->type != YNODE_MAP) {
-		confdiag_add(d, n->line, "%s: expected a mapping (key: value "
-		    "lines), not a %s", n->key, yconf_type_name(n->type));
+	if (n->type == YNODE_MAP)
+		return 1;
+	if (n->type == YNODE_SCALAR && n->value[0] == '\0')
 		return 0;
-	}
-	return 1;
+	confdiag_add(d, n->line, "%s: expected a mapping (key: value lines), "
+	    "not %s", n->key, yconf_type_name(n->type));
+	return 0;
 }
 
 static void
