@@ -195,7 +195,8 @@ describe('startup', () => {
     agent.proc.kill('SIGTERM');
     const r = await call;
     assert.match(textOf(r), /finished/);
-    assert.equal(await agent.stop(), 0);
+    assert.equal(await agent.exited, 0);
+    await agent.stop();
     assert.match(agent.stderr(), /finishing requests in progress/);
     assert.ok(!existsSync(agent.socketPath));
   });

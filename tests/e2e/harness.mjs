@@ -82,6 +82,7 @@ export async function startAgent({ transport = 'tcp', env = {}, workspace = null
   const agent = {
     dir, workspace: ws, socketPath, baseUrl: srv.baseUrl, mcpUrl, fetch, proc: srv.proc,
     stderr: srv.stderr,
+    exited: srv.exited, // a promise of the exit code
     // A connected SDK client; headers go on every request.
     async connect({ headers = {}, name = 'vivarium-e2e' } = {}) {
       const client = new Client({ name, version: '0.0.0' });
