@@ -50,7 +50,8 @@ usage(FILE *f)
 "usage: vivariumctl [-f config.yaml] [--json] COMMAND [ARGS]\n"
 "\n"
 "Commands:\n"
-"  add-user USER...          create the user's network, volume and container\n"
+"  add-user USER...          create the user's network, volume and container,\n"
+"                            and start it\n"
 "  remove-user [--purge] USER...\n"
 "                            remove container and network; --purge also\n"
 "                            deletes the workspace volume (the user's files)\n"
@@ -152,7 +153,7 @@ static int
 cmd_add(int argc, char **argv)
 {
 	struct perr	 e;
-	int		 i, rc = EX_OK;
+	int		 i, rc = EX_OK, created;
 
 	if (argc < 1) {
 		usage(stderr);
@@ -162,7 +163,14 @@ cmd_add(int argc, char **argv)
 		if (check_user(argv[i]) == -1)
 			return EX_USAGE;
 	for (i = 0; i < argc; i++) {
-		if (sandbox_create(&conf, podman, argv[i], &e) == -1) {
+		/*
+		 * Started right away: that proves the image and limits work,
+		 * and leaves no container in "created", which the supervisor
+		 * takes for the remains of a crash.  Idle stop puts it to sleep.
+		 */
+		if (sandbox_create(&conf, podman, argv[i], &e) == -1
+		    || sandbox_ensure(&conf, podman, argv[i], 1, &created,
+		    &e) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
 		}
@@ -170,8 +178,8 @@ cmd_add(int argc, char **argv)
 			print_json(json_pack("{s:s, s:s}", "user", argv[i],
 			    "result", "added"));
 		else
-			printf("%s: added (network, volume and container "
-			    "vivarium-%s)\n", argv[i], argv[i]);
+			printf("%s: added and running (network, volume and "
+			    "container vivarium-%s)\n", argv[i], argv[i]);
 	}
 	return rc;
 }

@@ -189,7 +189,9 @@ test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', as
   assert.equal(ctl('add-user', 'Bad_Id').code, 2);
   let r = ctl('add-user', u);
   assert.equal(r.code, 0, r.err);
-  assert.equal(ctl('status', u).code, 5, 'added, not running: exit 5');
+  assert.equal(ctl('status', u).code, 0, 'added and running: exit 0');
+  assert.equal(ctl('stop', u).code, 0);
+  assert.equal(ctl('status', u).code, 5, 'stopped: exit 5');
   r = ctl('start', u);
   assert.equal(r.code, 0, r.err);
   r = ctl('--json', 'status', u);
@@ -211,6 +213,44 @@ test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', as
   // Podman down: exit 4 and a sentence that says so.
   r = execFileSync('sh', ['-c', `"${ctlBin}" list; echo "rc=$?"`], { env: { ...env, VIVARIUM_PODMAN_SOCKET: '/nonexistent.sock' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   assert.match(r, /rc=4/);
+});
+
+test('provisioning manual and allowlist refuse unknown users clearly; egress proxy is wired in', async () => {
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  const port = Number(new URL(sv.base).port);
+  const listed = user('listed'), stranger = user('stranger'), added = user('added');
+  // A stand-in for the egress proxy: any container will do to check the
+  // wiring (network connect, alias, proxy variables in the sandbox).
+  const egress = `vivarium-${TAG}-egress`;
+  vp('run', '-d', '--name', egress, '--entrypoint', 'sleep', IMAGE, 'infinity');
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port, extra: [
+    'provisioning: allowlist', 'users:', `  ${listed}:`, '    memory: 1g',
+    'egress:', `  container: ${egress}`, '  url: http://egress:3128'].join('\n') });
+  let r = await sv.post(ping, { userId: stranger });
+  assert.equal(r.status, 400);
+  assert.match(r.json.error.message, /only serves the users listed/);
+  assert.equal(objects(stranger).containers.length, 0);
+  const c = await sv.client(listed);
+  const out = await runPython(c, `import os, socket
+print(os.environ.get('http_proxy'), os.environ.get('https_proxy'))
+print('egress at', socket.gethostbyname('egress'))`);
+  assert.match(out.text, /http:\/\/egress:3128 http:\/\/egress:3128/);
+  const egressIp = vp('inspect', '-f', `{{(index .NetworkSettings.Networks "vivarium-${listed}").IPAddress}}`, egress);
+  assert.match(out.text, new RegExp(`egress at ${egressIp.replace(/\./g, '\\.')}`));
+  // The per-user override reached Podman.
+  assert.equal(vp('inspect', '-f', '{{.HostConfig.Memory}}', `vivarium-${listed}`), String(1 << 30));
+  await c.close();
+  vp('rm', '-f', '-t', '0', egress);
+
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port, extra: 'provisioning: manual' });
+  r = await sv.post(ping, { userId: added });
+  assert.equal(r.status, 400);
+  assert.match(r.json.error.message, new RegExp(`vivariumctl add-user ${added}`));
+  execFileSync(ctlBin, ['add-user', added], { env: { ...process.env, VIVARIUM_PODMAN_SOCKET: podmanSock, VIVARIUM_STATE_DIR: state, VIVARIUM_SANDBOX_IMAGE: IMAGE } });
+  r = await sv.post(ping, { userId: added });
+  assert.equal(r.status, 200, r.text);
 });
 
 test('an idle sandbox is stopped, and the next call resumes with files and namespace', async () => {
