@@ -182,6 +182,23 @@ const tests = {
 		check(!res.text.includes("RESOLVED"), "resolved an outside name", res);
 	},
 
+	async proxy_env() {
+		// run-hardened --proxy sets the variables; the agent passes them on
+		// and requests heads for the proxy instead of resolving the name.
+		const res = await run([
+			"import urllib.request, requests",
+			"print('proxies', urllib.request.getproxies().get('https'))",
+			"try:",
+			"    requests.get('https://example.org/', timeout=3)",
+			"except requests.exceptions.ProxyError as e:",
+			"    print('via proxy: ProxyError')",
+			"except Exception as e:",
+			"    print('not via proxy:', type(e).__name__, e)",
+		].join("\n"), { timeout_seconds: 60 });
+		check(res.text.includes("proxies http://192.0.2.1:3128"), "https_proxy did not reach the code", res);
+		check(res.text.includes("via proxy: ProxyError"), "requests did not go to the proxy", res);
+	},
+
 	async memory_hog() {
 		const res = await run("x = bytearray(64 << 20) * 64  # 4 GiB, written\nprint('SURVIVED', len(x))",
 			{ timeout_seconds: 120 });

@@ -108,9 +108,11 @@ chown 1000:1000 "$ws"
 vp_on_exit "rm -rf $ws $sock"
 vp_on_exit "vpodman network rm -f $net"
 vp_on_exit "vpodman rm -f -t 0 $name"
-# 1 GiB keeps the memory hog quick; everything else is the default.
+# 1 GiB keeps the memory hog quick; the proxy is a TEST-NET address that
+# never answers (the proxy test only checks that traffic heads for it).
 image/run-hardened.sh --name "$name" --network "$net" --workspace "$ws" \
-    --socket-dir "$sock" --memory 1g --wait 60 >/dev/null 2>"$tmp/ready" || {
+    --socket-dir "$sock" --memory 1g --proxy http://192.0.2.1:3128 \
+    --wait 60 >/dev/null 2>"$tmp/ready" || {
 	cat "$tmp/ready" >&2
 	notok "the container did not get ready"
 	exit 1
