@@ -8,7 +8,8 @@
 // SOCKET     the agent's socket on the host (--socket-dir DIR/agent.sock)
 // WORKSPACE  the host directory mounted on /workspace (the tests write
 //            input files there directly, as a user's upload would land)
-// TEST       run only these tests (names below); default all of them
+// TEST       run only these tests (names below); default all of them but
+//            the opt-in ones (escaped_bomb)
 //
 // Prints one "ok"/"not ok" line per test and exits 1 if any failed.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -227,6 +228,32 @@ const tests = {
 			"the call after the bomb failed or no fork ever hit the PID limit", next);
 	},
 
+	// Opt-in (name it on the command line): a bomb that leaves the run's
+	// process group with setsid() survives the agent's group kill, fills
+	// the PID limit and leaves the sandbox unable to serve.  Fails until
+	// the agent kills every leftover process of a finished run.
+	async escaped_bomb() {
+		const res = await run([
+			"import os, time",
+			"if os.fork() == 0:",
+			"    os.setsid()",
+			"    os.closerange(0, 1024)",
+			"    while True:",
+			"        try: os.fork()",
+			"        except OSError: time.sleep(0.01)",
+			"print('parent done')",
+		].join("\n"), { timeout_seconds: 5 });
+		check(!res.isError || /time|kill/i.test(res.text), "no word on the run", res);
+		await new Promise((r) => setTimeout(r, 2000));
+		let next;
+		try {
+			next = await run("print('after escaped bomb', 6 * 7)", { timeout_seconds: 20 });
+		} catch (e) {
+			throw new Failure(`the call after an escaped bomb failed: ${e.cause?.code || e.message}`);
+		}
+		check(next.text.includes("after escaped bomb 42"), "the call after an escaped bomb failed", next);
+	},
+
 	async imports() {
 		const names = importNames();
 		check(names.length >= 40, `only ${names.length} import names in image/packages.txt`);
@@ -256,7 +283,8 @@ const tests = {
 };
 
 let failed = 0, n = 0;
-const pick = only.length ? only : Object.keys(tests);
+const optIn = new Set(["escaped_bomb"]);
+const pick = only.length ? only : Object.keys(tests).filter((t) => !optIn.has(t));
 for (const name of pick) {
 	if (!tests[name]) {
 		console.log(`not ok - ${name}: no such test`);
