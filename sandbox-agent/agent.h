@@ -29,6 +29,7 @@ struct agent_config {
 	const char	*host;			/* borrowed from environ */
 	long		 port;			/* -1: no TCP listener */
 	const char	*socket;		/* borrowed; NULL: no unix socket */
+	mode_t		 socket_mode;		/* VIVARIUM_SOCKET_MODE, default 0600 */
 	long		 max_timeout;		/* seconds */
 	long		 output_limit;		/* characters per stream */
 	long		 max_images;

@@ -134,6 +134,22 @@ load_listen(struct agent_config *cfg, struct confdiag *d)
 			confdiag_add(d, 0, "VIVARIUM_SOCKET=\"%s\": expected an "
 			    "absolute path", cfg->socket);
 	}
+	cfg->socket_mode = 0600;
+	v = config_env_str("VIVARIUM_SOCKET_MODE", NULL);
+	if (v != NULL) {
+		char	*end;
+		long	 m;
+
+		errno = 0;
+		m = strtol(v, &end, 8);
+		if (errno != 0 || end == v || *end != '\0' || *v == '-' ||
+		    *v == '+' || m < 0 || m > 0777 || (m & 0600) != 0600)
+			confdiag_add(d, 0, "VIVARIUM_SOCKET_MODE=\"%s\": expected "
+			    "an octal mode from 0600 to 0777 that keeps the "
+			    "owner's rw (e.g. 0660)", v);
+		else
+			cfg->socket_mode = (mode_t)m;
+	}
 	if (cfg->port == -1 && cfg->socket == NULL)
 		confdiag_add(d, 0, "VIVARIUM_PORT=off needs VIVARIUM_SOCKET: "
 		    "the agent would listen nowhere");

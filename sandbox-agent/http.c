@@ -259,8 +259,9 @@ listen_tcp(const char *host, long port)
 }
 
 /*
- * The unix socket: only its owner may connect (mode 0600, set through the
- * umask so there is no window with a wider mode).  A socket file left by a
+ * The unix socket: by default only its owner may connect (mode 0600, or
+ * VIVARIUM_SOCKET_MODE), set through the umask so there is no moment with a
+ * wider mode.  A socket file left by a
  * dead agent is replaced; a live one, or any other file, is not.
  */
 static int
@@ -304,7 +305,7 @@ listen_unix(const char *path)
 		log_warn("socket");
 		return -1;
 	}
-	old = umask(0177);
+	old = umask(~conf->socket_mode & 0777);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		umask(old);
 		log_warn("VIVARIUM_SOCKET=%s: bind", path);
@@ -320,7 +321,8 @@ listen_unix(const char *path)
 	}
 	sock_dev = st.st_dev;
 	sock_ino = st.st_ino;
-	log_info("listening on unix:%s (path /mcp)", path);
+	log_info("listening on unix:%s (path /mcp, mode %04o)", path,
+	    (unsigned int)conf->socket_mode);
 	return fd;
 }
 

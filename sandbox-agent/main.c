@@ -32,7 +32,8 @@ usage(FILE *f)
 "  VIVARIUM_WORKDIR            workspace directory [/workspace]\n"
 "  VIVARIUM_HOST, VIVARIUM_PORT  TCP listener [0.0.0.0, 8000]; PORT=off: none,\n"
 "                              PORT=0: any free port (logged)\n"
-"  VIVARIUM_SOCKET             also listen on this unix socket (mode 0600)\n"
+"  VIVARIUM_SOCKET             also listen on this unix socket\n"
+"  VIVARIUM_SOCKET_MODE        its permissions, octal [0600]\n"
 "  VIVARIUM_MAX_TIMEOUT        upper bound for timeout_seconds [300]\n"
 "  VIVARIUM_OUTPUT_LIMIT       characters kept per stream, tail [20000]\n"
 "  VIVARIUM_MAX_IMAGES         PNGs returned per call, 0 = none [4]\n"
@@ -57,7 +58,10 @@ print_config(const struct agent_config *c)
 		printf("tcp                %s:%ld\n", c->host, c->port);
 	else
 		printf("tcp                off\n");
-	printf("socket             %s\n", c->socket ? c->socket : "(none)");
+	printf("socket             %s", c->socket ? c->socket : "(none)");
+	if (c->socket)
+		printf(" (mode %04o)", (unsigned int)c->socket_mode);
+	printf("\n");
 	printf("max_timeout        %ld s\n", c->max_timeout);
 	printf("output_limit       %ld characters\n", c->output_limit);
 	printf("max_images         %ld\n", c->max_images);

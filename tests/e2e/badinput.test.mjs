@@ -180,7 +180,8 @@ describe('startup', () => {
     first.proc.kill('SIGKILL');
     await new Promise((r) => first.proc.on('exit', r));
     assert.ok(existsSync(sock));
-    const second = await startServer(agentBin, { env: { VIVARIUM_WORKDIR: first.workspace, VIVARIUM_PORT: 'off', VIVARIUM_SOCKET: sock }, socketPath: sock });
+    const second = await startServer(agentBin, { env: { VIVARIUM_WORKDIR: first.workspace, VIVARIUM_PORT: 'off', VIVARIUM_SOCKET: sock, VIVARIUM_SOCKET_MODE: '0660' }, socketPath: sock });
+    assert.equal(statSync(sock).mode & 0o777, 0o660, 'VIVARIUM_SOCKET_MODE applies');
     second.proc.kill('SIGTERM');
     assert.equal(await second.exited, 0);
     assert.ok(!existsSync(sock), 'socket removed on exit');

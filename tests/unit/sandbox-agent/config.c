@@ -19,7 +19,7 @@ static const char *const vars[] = {
 	"VIVARIUM_MAX_IMAGE_SIDE", "VIVARIUM_PERSIST_NAMESPACE",
 	"VIVARIUM_NAMESPACE_MAX_BYTES", "VIVARIUM_STATE_SUMMARY",
 	"VIVARIUM_USER_HEADER", "VIVARIUM_ALLOWED_ORIGINS", "VIVARIUM_PYTHON",
-	"VIVARIUM_PYTHONPATH", NULL
+	"VIVARIUM_PYTHONPATH", "VIVARIUM_SOCKET_MODE", NULL
 };
 
 static int
@@ -97,6 +97,7 @@ test_values(void **state)
 	assert_int_equal(n, 0);
 	assert_int_equal(c.port, -1);
 	assert_string_equal(c.socket, "/run/vivarium/agent.sock");
+	assert_int_equal(c.socket_mode, 0600);
 	assert_int_equal(c.max_timeout, 30);
 	assert_int_equal(c.max_images, 0);
 	assert_int_equal(c.persist_namespace, 0);
@@ -127,8 +128,10 @@ test_all_problems_at_once(void **state)
 	setenv("VIVARIUM_PYTHON", "/nonexistent/python3", 1);
 	setenv("VIVARIUM_PYTHONPATH", "/nonexistent", 1);
 	setenv("VIVARIUM_SOCKET", "relative.sock", 1);
+	setenv("VIVARIUM_SOCKET_MODE", "0400", 1);
 	t = load(&c, &n);
-	assert_int_equal(n, 14);
+	assert_int_equal(n, 15);
+	assert_non_null(strstr(t, "VIVARIUM_SOCKET_MODE"));
 	assert_non_null(strstr(t, "VIVARIUM_WORKDIR"));
 	assert_non_null(strstr(t, "VIVARIUM_PORT"));
 	assert_non_null(strstr(t, "VIVARIUM_MAX_TIMEOUT"));
@@ -142,8 +145,30 @@ test_all_problems_at_once(void **state)
 	assert_non_null(strstr(t, "VIVARIUM_ALLOWED_ORIGINS"));
 	assert_non_null(strstr(t, "VIVARIUM_PYTHON="));
 	assert_non_null(strstr(t, "VIVARIUM_PYTHONPATH"));
-	assert_non_null(strstr(t, "VIVARIUM_SOCKET"));
+	assert_non_null(strstr(t, "VIVARIUM_SOCKET="));
 	agent_config_release(&c);
+}
+
+static void
+test_socket_mode(void **state)
+{
+	static const char *const bad[] = { "0400", "0644x", "888", "-0600",
+	    "01777", "0o660", NULL };
+	struct agent_config	 c;
+	size_t			 i;
+	int			 n;
+
+	setenv("VIVARIUM_SOCKET_MODE", "0660", 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.socket_mode, 0660);
+	agent_config_release(&c);
+	for (i = 0; bad[i] != NULL; i++) {
+		setenv("VIVARIUM_SOCKET_MODE", bad[i], 1);
+		assert_non_null(strstr(load(&c, &n), "VIVARIUM_SOCKET_MODE"));
+		assert_int_equal(n, 1);
+		agent_config_release(&c);
+	}
 }
 
 static void
@@ -166,6 +191,7 @@ main(void)
 		cmocka_unit_test_setup(test_values, clean_env),
 		cmocka_unit_test_setup(test_all_problems_at_once, clean_env),
 		cmocka_unit_test_setup(test_port_off_needs_socket, clean_env),
+		cmocka_unit_test_setup(test_socket_mode, clean_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
