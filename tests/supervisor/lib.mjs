@@ -5,6 +5,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { startServer, makeFetch, repoRoot } from '../e2e/harness.mjs';
 
 const sdk = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/client');
@@ -76,11 +77,20 @@ export function stateDir() {
   return d;
 }
 
+// A port nobody listens on right now (the kernel's pick).
+export function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.on('error', rej);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => res(port)); });
+  });
+}
+
 // Writes a config and starts the supervisor; returns a handle.
 export async function startSupervisor({ podmanSock, state, extra = '', port = 0, env = {} }) {
   const dir = mkdtempSync('/tmp/vsv-conf-');
   const conf = join(dir, 'supervisor.yaml');
-  const p = port || 20000 + Math.floor(Math.random() * 20000);
+  const p = port || await freePort();
   writeFileSync(conf, [
     `listen: 127.0.0.1:${p}`,
     `token: ${TOKEN}`,
@@ -127,6 +137,9 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
       }
       await fetch.close().catch(() => {});
       rmSync(dir, { recursive: true, force: true });
+      // A sanitizer build reports leaks and errors on stderr at exit.
+      if (/Sanitizer|runtime error:/.test(srv.stderr()))
+        throw new Error(`the supervisor reported a sanitizer error:\n${srv.stderr().slice(-4000)}`);
     },
   };
   return h;
