@@ -29,6 +29,9 @@ if [ ! -d tests/image/node_modules/@modelcontextprotocol/sdk ] ||
 	(cd tests/image && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# The private-Podman library every Podman test builds on.
+tests/image/podman-lib.sh || fails=$((fails + 1))
+
 # ---------------------------------------------------------------- bad input
 # The run script refuses what would weaken the sandbox, in plain words.
 if out=$(image/run-hardened.sh --no-such-flag 2>&1); then

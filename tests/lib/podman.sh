@@ -65,9 +65,13 @@ VP_NOFILE=${VP_NOFILE:-4096:4096}
 VP_NPROC=${VP_NPROC:-4096:4096}
 VP_SUBNET_POOL=${VP_SUBNET_POOL:-10.213.0.0/16}
 VP_START_TIMEOUT=${VP_START_TIMEOUT:-30}
+# A service belongs to the shell that started it: a script run from a test
+# inherits VP_SOCKET (and may use it), but its own vp_start starts its own
+# service and its exit never stops the caller's.  _vp_pid and _vp_dir are
+# deliberately not exported.
 VP_SOCKET=${VP_SOCKET:-}
-VP_SVC_DIR=${VP_SVC_DIR:-}
-VP_SVC_PID=${VP_SVC_PID:-}
+_vp_pid=""
+_vp_dir=""
 _vp_exit_cmds=""
 
 vp_env() {
@@ -180,18 +184,20 @@ _vp_trap() {
 
 vp_start() {
 	vp_env || return 1
-	if [ -n "$VP_SVC_PID" ] && kill -0 "$VP_SVC_PID" 2>/dev/null; then
+	if [ -n "$_vp_pid" ] && kill -0 "$_vp_pid" 2>/dev/null; then
 		return 0
 	fi
 	command -v curl >/dev/null || { echo "vp_start: curl is missing" >&2; return 1; }
-	VP_SVC_DIR=$(mktemp -d "$VP_RUN/svc.XXXXXX") || return 1
-	VP_SOCKET="$VP_SVC_DIR/podman.sock"
+	_vp_dir=$(mktemp -d "$VP_RUN/svc.XXXXXX") || return 1
+	VP_SVC_DIR=$_vp_dir
+	VP_SOCKET="$_vp_dir/podman.sock"
 	trap _vp_trap EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	vpodman system service --time 0 "unix://$VP_SOCKET" \
 	    >"$VP_SVC_DIR/service.log" 2>&1 </dev/null &
-	VP_SVC_PID=$!
+	_vp_pid=$!
+	VP_SVC_PID=$_vp_pid
 	export VP_SOCKET VP_SVC_DIR VP_SVC_PID
 	export VIVARIUM_PODMAN_SOCKET="$VP_SOCKET"
 	_vp_deadline=$(( $(date +%s) + VP_START_TIMEOUT ))
@@ -200,14 +206,14 @@ vp_start() {
 		    --unix-socket "$VP_SOCKET" http://d/_ping 2>/dev/null)" = OK ]; then
 			return 0
 		fi
-		if ! kill -0 "$VP_SVC_PID" 2>/dev/null; then
+		if ! kill -0 "$_vp_pid" 2>/dev/null; then
 			echo "vp_start: podman service exited; its log:" >&2
-			cat "$VP_SVC_DIR/service.log" >&2
+			cat "$_vp_dir/service.log" >&2
 			return 1
 		fi
 		if [ "$(date +%s)" -ge "$_vp_deadline" ]; then
 			echo "vp_start: no _ping answer after ${VP_START_TIMEOUT}s; log:" >&2
-			cat "$VP_SVC_DIR/service.log" >&2
+			cat "$_vp_dir/service.log" >&2
 			return 1
 		fi
 		sleep 0.05
@@ -225,19 +231,21 @@ vp_stop() {
 $_vp_cmds
 EOF
 	fi
-	if [ -n "$VP_SVC_PID" ]; then
-		kill -TERM "$VP_SVC_PID" 2>/dev/null || :
+	if [ -n "$_vp_pid" ]; then
+		kill -TERM "$_vp_pid" 2>/dev/null || :
 		_vp_i=0
-		while kill -0 "$VP_SVC_PID" 2>/dev/null && [ "$_vp_i" -lt 100 ]; do
+		while kill -0 "$_vp_pid" 2>/dev/null && [ "$_vp_i" -lt 100 ]; do
 			sleep 0.05
 			_vp_i=$((_vp_i + 1))
 		done
-		kill -KILL "$VP_SVC_PID" 2>/dev/null || :
-		wait "$VP_SVC_PID" 2>/dev/null || :
+		kill -KILL "$_vp_pid" 2>/dev/null || :
+		wait "$_vp_pid" 2>/dev/null || :
+		_vp_pid=""
 		VP_SVC_PID=""
 	fi
-	if [ -n "$VP_SVC_DIR" ]; then
-		rm -rf "$VP_SVC_DIR" || :
+	if [ -n "$_vp_dir" ]; then
+		rm -rf "$_vp_dir" || :
+		_vp_dir=""
 		VP_SVC_DIR=""
 		VP_SOCKET=""
 	fi
