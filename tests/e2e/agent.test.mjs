@@ -220,7 +220,8 @@ for (const transport of ['tcp', 'unix']) {
       assert.equal(h.status, 200);
       await client.listTools();
       await client.callTool({ name: 'list_files', arguments: {} });
-      assert.ok(Date.now() - t1 < 1000, `served in ${Date.now() - t1} ms during a run`);
+      // A run takes 1.5 s; served "at once" means well before it ends.
+      assert.ok(Date.now() - t1 < 1200, `served in ${Date.now() - t1} ms during a run`);
       const [ra, rb] = await Promise.all([a, b]);
       assert.match(textOf(ra), /slept/);
       assert.match(textOf(rb), /slept/);
@@ -254,11 +255,11 @@ describe('per-user workspaces (VIVARIUM_USER_HEADER)', () => {
     assert.match(la, /mine\.txt/);
     assert.equal(readFileSync(join(agent.workspace, 'users', 'alice', 'mine.txt'), 'utf8'), 'alice');
 
-    const slow = 'import time\ntime.sleep(1.5)';
+    const slow = 'import time\ntime.sleep(2)';
     const t0 = Date.now();
     await Promise.all([run(alice, slow), run(bob, slow)]);
     const took = Date.now() - t0;
-    assert.ok(took < 2900, `two users' 1.5 s runs took ${took} ms (not parallel)`);
+    assert.ok(took < 3800, `two users' 2 s runs took ${took} ms (serialized would be over 4000)`);
   });
 
   test('missing or unsafe user ids get a clear 400', async () => {
