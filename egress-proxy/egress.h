@@ -241,6 +241,7 @@ struct conn {
 	 * direction, made once a direction has carried SPLICE_AFTER bytes. */
 	int			 pup[2], pdown[2];
 	size_t			 pend_up, pend_down;	/* bytes in the pipes */
+	int			 pfull_up, pfull_down;	/* pipe took no more */
 	int			 close_after;	/* finish the reply, then close */
 
 	struct resolve_job	*job;

@@ -38,7 +38,8 @@ enum {
 #define RESP_HEAD_MAX	(64 * 1024)
 #define CLOSING_GRACE	2000	/* ms to flush a reply and drain */
 #define SPLICE_AFTER	(256 * 1024)
-#define SPLICE_CHUNK	(1024 * 1024)
+#define SPLICE_CHUNK	(1024 * 1024)	/* pipe size asked for */
+#define SPLICE_ROOM	(64 * 1024)	/* read on while less is in the pipe */
 
 /* Each worker thread has its own connections and scratch space. */
 _Thread_local struct conn *conn_list;
@@ -168,6 +169,7 @@ close_pipes(struct conn *c)
 		p[i][0] = p[i][1] = -1;
 	}
 	c->pend_up = c->pend_down = 0;
+	c->pfull_up = c->pfull_down = 0;
 }
 
 /*
@@ -190,6 +192,7 @@ use_splice(struct conn *c, int up)
 		p[0] = p[1] = -1;
 		return 0;
 	}
+	/* A bigger pipe keeps more in flight between the two sockets. */
 	(void)fcntl(p[1], F_SETPIPE_SZ, SPLICE_CHUNK);
 	return 1;
 }
@@ -214,6 +217,7 @@ splice_flush(struct conn *c, int up)
 			return -1;
 		}
 		*pend -= (size_t)w;
+		*(up ? &c->pfull_up : &c->pfull_down) = 0;
 		if (up)
 			c->bytes_up += (unsigned long long)w;
 		else
@@ -238,8 +242,16 @@ splice_move(struct conn *c, int up)
 	while (n == -1 && errno == EINTR);
 	if (n == 0)
 		return 1;
-	if (n == -1)
-		return errno == EAGAIN ? 0 : -1;
+	if (n == -1) {
+		if (errno != EAGAIN)
+			return -1;
+		/* Nothing to read, or a pipe full of small pieces: with
+		 * bytes pending, assume the latter and stop reading until
+		 * the pipe drains, rather than spin on a readable socket. */
+		if (*pend > 0)
+			*(up ? &c->pfull_up : &c->pfull_down) = 1;
+		return 0;
+	}
 	*pend += (size_t)n;
 	return splice_flush(c, up);
 }
@@ -260,9 +272,13 @@ update_masks(struct conn *c)
 		um = EPOLLOUT;
 		break;
 	case ST_TUNNEL:
-		if (!c->client_eof && c->to_up.len == 0 && c->pend_up == 0)
+		/* With a pipe, keep reading while it has room, so both
+		 * sockets stay busy; without one, while nothing is queued. */
+		if (!c->client_eof && c->to_up.len == 0 &&
+		    c->pend_up < SPLICE_ROOM && !c->pfull_up)
 			cm |= EPOLLIN;
-		if (!c->up_eof && c->to_client.len == 0 && c->pend_down == 0)
+		if (!c->up_eof && c->to_client.len == 0 &&
+		    c->pend_down < SPLICE_ROOM && !c->pfull_down)
 			um |= EPOLLIN;
 		if (c->pend_down > 0)
 			cm |= EPOLLOUT;
