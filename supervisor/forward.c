@@ -1,8 +1,9 @@
 /*
  * forward.c: a minimal HTTP/1.1 client for the agent's unix socket.
  *
- * The supervisor sends one request per connection (Connection: close) and
- * hands the body on piece by piece as it arrives, so an SSE stream reaches
+ * Connections are kept alive and reused (the caller keeps idle ones per
+ * sandbox), which spares a connect and a new agent thread per request.  The
+ * body is handed on piece by piece as it arrives, so an SSE stream reaches
  * the client event by event.  Only what the agent (libmicrohttpd) sends is
  * understood: Content-Length, chunked, or a body ending at EOF.
  */
@@ -136,6 +137,7 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 		snprintf(err, errlen, "the sandbox sent a malformed status line");
 		return -1;
 	}
+	c->keepalive = minor >= 1;
 	h->content_length = -1;
 	for (;;) {
 		if ((line = read_line(c)) == NULL) {
@@ -168,9 +170,14 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 		else if (strcasecmp(line, "Cache-Control") == 0)
 			copy_value(h->cache_control, sizeof(h->cache_control),
 			    colon);
+		else if (strcasecmp(line, "Connection") == 0
+		    && strcasestr(colon, "close") != NULL)
+			c->keepalive = 0;
 	}
 	if (h->chunked)
 		h->content_length = -1;
+	if (!h->chunked && h->content_length < 0)
+		c->keepalive = 0;	/* the body ends at EOF */
 	if (h->status == 204 || h->status == 304 || h->status < 200)
 		c->done = 1;
 	else if (!h->chunked && h->content_length == 0)
@@ -205,23 +212,15 @@ unix_connect(const char *path, int *connect_failed)
 	return fd;
 }
 
-int
-agent_open(struct agent_conn *c, const char *sock, const struct agent_req *r,
-    int timeout_ms, int *connect_failed, char *err, size_t errlen)
+/* Sends the request on c->fd; 0 or -1 (errno). */
+static int
+send_request(struct agent_conn *c, const struct agent_req *r, int timeout_ms)
 {
 	struct buf	 req = BUF_INIT(HEAD_MAX + 4096);
+	int		 ret = -1;
 
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
-	c->timeout_ms = timeout_ms;
-	*connect_failed = 0;
-	if ((c->fd = unix_connect(sock, connect_failed)) == -1) {
-		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
-		    "%s: %s", sock, strerror(errno));
-		goto fail;
-	}
-	(void)buf_appendf(&req, "%s %s HTTP/1.1\r\nHost: sandbox\r\n"
-	    "Connection: close\r\n", r->method, r->path);
+	(void)buf_appendf(&req, "%s %s HTTP/1.1\r\nHost: sandbox\r\n",
+	    r->method, r->path);
 	if (r->body_len > 0 || strcmp(r->method, "POST") == 0)
 		(void)buf_appendf(&req, "Content-Length: %zu\r\n", r->body_len);
 #define HDR(name, v) \
@@ -234,24 +233,69 @@ agent_open(struct agent_conn *c, const char *sock, const struct agent_req *r,
 	HDR("Last-Event-ID", r->last_event_id);
 #undef HDR
 	if (buf_append(&req, "\r\n", 2) == -1) {
-		snprintf(err, errlen, "request headers too large");
-		goto fail;
+		errno = EMSGSIZE;
+		goto done;
 	}
 	if (write_all(c->fd, req.data, req.len, timeout_ms) == -1
 	    || (r->body_len > 0
-	    && write_all(c->fd, r->body, r->body_len, timeout_ms) == -1)) {
+	    && write_all(c->fd, r->body, r->body_len, timeout_ms) == -1))
+		goto done;
+	ret = 0;
+done:
+	buf_release(&req);
+	return ret;
+}
+
+int
+agent_open(struct agent_conn *c, const char *sock, const struct agent_req *r,
+    int reuse_fd, int timeout_ms, int *connect_failed, char *err,
+    size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->timeout_ms = timeout_ms;
+	*connect_failed = 0;
+	if (reuse_fd != -1) {
+		/*
+		 * A kept connection the agent may have closed meanwhile: if
+		 * it takes the request but answers nothing at all, the agent
+		 * never saw it; go on with a fresh connection.
+		 */
+		ssize_t got = -1;
+
+		c->fd = reuse_fd;
+		if (send_request(c, r, timeout_ms) == 0
+		    && ((got = fill(c)) > 0
+		    || (got == -1 && errno == ETIMEDOUT)))
+			goto head;	/* a timeout is the agent's answer */
+		close(c->fd);
+		memset(c, 0, sizeof(*c));
+		c->fd = -1;
+		c->timeout_ms = timeout_ms;
+	}
+	if ((c->fd = unix_connect(sock, connect_failed)) == -1) {
+		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
+		    "%s: %s", sock, strerror(errno));
+		goto fail;
+	}
+	if (send_request(c, r, timeout_ms) == -1) {
 		snprintf(err, errlen, "cannot send the request to the sandbox: "
 		    "%s", strerror(errno));
 		goto fail;
 	}
+head:
 	if (parse_head(c, err, errlen) == -1)
 		goto fail;
-	buf_release(&req);
 	return 0;
 fail:
-	buf_release(&req);
 	agent_close(c);
 	return -1;
+}
+
+int
+agent_reusable(const struct agent_conn *c)
+{
+	return c->fd != -1 && c->done && c->keepalive && c->rpos == c->rlen;
 }
 
 static size_t
@@ -330,7 +374,7 @@ agent_probe(const char *sock, int timeout_ms)
 	char			 err[256];
 	int			 cf, ok;
 
-	if (agent_open(&c, sock, &r, timeout_ms, &cf, err, sizeof(err)) == -1)
+	if (agent_open(&c, sock, &r, -1, timeout_ms, &cf, err, sizeof(err)) == -1)
 		return -1;
 	ok = c.head.status == 200;
 	agent_close(&c);

@@ -150,6 +150,10 @@ relay_free(void *cls)
 {
 	struct relay	*r = cls;
 
+	if (agent_reusable(&r->agent)) {
+		pool_conn_put(r->sb, r->agent.fd);
+		r->agent.fd = -1;
+	}
 	agent_close(&r->agent);
 	pool_release(r->sb);
 	free(r);
@@ -189,8 +193,8 @@ relay(struct MHD_Connection *conn, const char *method, const char *user,
 		return reply_error(conn, perr.http, "%s", perr.msg);
 	}
 	for (attempt = 0;; attempt++) {
-		if (agent_open(&r->agent, pool_sock(sb), &ar, timeout, &cf, err,
-		    sizeof(err)) == 0)
+		if (agent_open(&r->agent, pool_sock(sb), &ar,
+		    pool_conn_take(sb), timeout, &cf, err, sizeof(err)) == 0)
 			break;
 		if (!cf || attempt > 0) {
 			pool_release(sb);

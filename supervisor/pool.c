@@ -13,12 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
 #include "log.h"
 #include "supervisor.h"
 #include "banned.h"
+
+#define POOL_IDLE_MAX	16
 
 struct sandbox {
 	char		 user[USER_ID_MAX + 1];
@@ -28,8 +31,12 @@ struct sandbox {
 	int		 inflight;	/* requests being served */
 	unsigned	 gen;		/* bumped by every successful ensure */
 	time_t		 last_used;	/* CLOCK_MONOTONIC seconds */
+	int		 idle_fds[POOL_IDLE_MAX];	/* kept agent connections */
+	int		 nidle;
 	struct sandbox	*next;
 };
+
+static void	 conns_drop(struct sandbox *);
 
 static pthread_mutex_t	 lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 cond = PTHREAD_COND_INITIALIZER;
@@ -204,6 +211,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	}
 	sb->busy = 1;
 	sb->state = SB_STARTING;
+	conns_drop(sb);
 	pthread_mutex_unlock(&lock);
 
 	t0 = mono_now_f();
@@ -280,6 +288,39 @@ pool_touch(struct sandbox *sb)
 	pthread_mutex_unlock(&lock);
 }
 
+int
+pool_conn_take(struct sandbox *sb)
+{
+	int	 fd = -1;
+
+	pthread_mutex_lock(&lock);
+	if (sb->nidle > 0)
+		fd = sb->idle_fds[--sb->nidle];
+	pthread_mutex_unlock(&lock);
+	return fd;
+}
+
+void
+pool_conn_put(struct sandbox *sb, int fd)
+{
+	pthread_mutex_lock(&lock);
+	if (sb->state == SB_READY && sb->nidle < POOL_IDLE_MAX) {
+		sb->idle_fds[sb->nidle++] = fd;
+		fd = -1;
+	}
+	pthread_mutex_unlock(&lock);
+	if (fd != -1)
+		close(fd);
+}
+
+/* Called with lock held: the sandbox stopped or went away. */
+static void
+conns_drop(struct sandbox *sb)
+{
+	while (sb->nidle > 0)
+		close(sb->idle_fds[--sb->nidle]);
+}
+
 const char *
 pool_sock(const struct sandbox *sb)
 {
@@ -314,6 +355,7 @@ pool_reap(void)
 			break;
 		sb->busy = 1;
 		sb->state = SB_STOPPING;
+		conns_drop(sb);
 		pthread_mutex_unlock(&lock);
 		log_info("%s: idle for %lds, stopping", sb->names.container,
 		    (long)(now - sb->last_used));
@@ -349,6 +391,7 @@ pool_shutdown(void)
 	pthread_mutex_lock(&lock);
 	for (sb = sandboxes; sb != NULL; sb = next) {
 		next = sb->next;
+		conns_drop(sb);
 		free(sb);
 	}
 	sandboxes = NULL;

@@ -123,6 +123,7 @@ struct agent_conn {
 	size_t		 rpos, rlen;
 	long long	 remaining;	/* in the current chunk or body */
 	int		 done;
+	int		 keepalive;	/* the agent keeps the connection */
 	int		 timeout_ms;	/* per read; -1: none */
 };
 
@@ -139,11 +140,14 @@ struct agent_req {
 	size_t		 body_len;
 };
 
-/* Connects, sends and reads the head; 0, or -1 with err filled and
- * *connect_failed set when nobody listens on the socket. */
+/* Sends on reuse_fd (a kept connection, or -1) or a new connection and
+ * reads the head; 0, or -1 with err filled and *connect_failed set when
+ * nobody listens on the socket.  reuse_fd is consumed either way. */
 int	agent_open(struct agent_conn *, const char *sock,
-	    const struct agent_req *, int timeout_ms, int *connect_failed,
-	    char *err, size_t errlen);
+	    const struct agent_req *, int reuse_fd, int timeout_ms,
+	    int *connect_failed, char *err, size_t errlen);
+/* The whole reply was read and the agent keeps the connection. */
+int	agent_reusable(const struct agent_conn *);
 /* Next piece of the body: >0 bytes, 0 at the end, -1 on error. */
 ssize_t	agent_read(struct agent_conn *, char *dst, size_t max);
 void	agent_close(struct agent_conn *);
@@ -221,6 +225,9 @@ struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
 void	pool_release(struct sandbox *);
 void	pool_touch(struct sandbox *);
 const char *pool_sock(const struct sandbox *);
+/* A kept connection to the sandbox's agent, or -1; and giving one back. */
+int	pool_conn_take(struct sandbox *);
+void	pool_conn_put(struct sandbox *, int fd);
 unsigned pool_gen(const struct sandbox *);
 /* Stops sandboxes idle for idle_stop_after; called by the reaper thread. */
 void	pool_reap(void);

@@ -151,7 +151,7 @@ test_sse_streams(void **state)
 
 	srv_start(script);
 	t0 = now_ms();
-	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.head.status, 200);
 	assert_string_equal(c.head.content_type, "text/event-stream");
@@ -193,7 +193,7 @@ test_content_length_in_pieces(void **state)
 	int			 cf;
 
 	srv_start(script);
-	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.head.status, 404);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), 10);
@@ -219,15 +219,16 @@ test_body_until_eof_and_empty(void **state)
 	int			 cf;
 
 	srv_start(eof);
-	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), 11);
 	assert_string_equal(buf, "hello world");
+	assert_false(agent_reusable(&c));	/* ended by EOF */
 	agent_close(&c);
 	srv_stop();
 
 	srv_start(empty);
-	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.head.status, 202);
 	assert_int_equal(agent_read(&c, buf, sizeof(buf)), 0);
@@ -252,21 +253,21 @@ test_broken_replies(void **state)
 	int			 cf;
 
 	srv_start(cut);
-	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), -1);
 	agent_close(&c);
 	srv_stop();
 
 	srv_start(junk);
-	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
 	    sizeof(err)), -1);
 	assert_non_null(strstr(err, "malformed status line"));
 	assert_int_equal(cf, 0);
 	srv_stop();
 
 	srv_start(nothing);
-	assert_int_equal(agent_open(&c, srv.path, &r, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
 	    sizeof(err)), -1);
 	assert_non_null(strstr(err, "closed the connection"));
 	srv_stop();
@@ -282,7 +283,7 @@ test_nobody_listening(void **state)
 	struct sockaddr_un	 sun;
 	const char		*stale = "/tmp/fakeagent.stale.sock";
 
-	assert_int_equal(agent_open(&c, "/nonexistent/agent.sock", &r, 1000,
+	assert_int_equal(agent_open(&c, "/nonexistent/agent.sock", &r, -1, 1000,
 	    &cf, err, sizeof(err)), -1);
 	assert_int_equal(cf, 1);
 	assert_non_null(strstr(err, "/nonexistent/agent.sock"));
@@ -294,11 +295,37 @@ test_nobody_listening(void **state)
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	close(fd);
-	assert_int_equal(agent_open(&c, stale, &r, 1000, &cf, err,
+	assert_int_equal(agent_open(&c, stale, &r, -1, 1000, &cf, err,
 	    sizeof(err)), -1);
 	assert_int_equal(cf, 1);
 	assert_int_equal(agent_probe(stale, 1000), -1);
 	unlink(stale);
+}
+
+/* A kept connection the agent closed meanwhile: a fresh one is used. */
+static void
+test_stale_kept_connection(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	char			 err[256], buf[64];
+	int			 cf, sp[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	close(sp[1]);
+	srv_start(script);
+	assert_int_equal(agent_open(&c, srv.path, &r, sp[0], 5000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "ok");
+	/* HTTP/1.1 with a length, read to the end: fit for reuse. */
+	assert_true(agent_reusable(&c));
+	agent_close(&c);
+	srv_stop();
 }
 
 int
@@ -310,6 +337,7 @@ main(void)
 		cmocka_unit_test(test_body_until_eof_and_empty),
 		cmocka_unit_test(test_broken_replies),
 		cmocka_unit_test(test_nobody_listening),
+		cmocka_unit_test(test_stale_kept_connection),
 	};
 
 	signal(SIGPIPE, SIG_IGN);	/* the server writes after the client left */
