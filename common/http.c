@@ -189,6 +189,9 @@ http_collect(struct MHD_Connection *conn, void **con_cls,
 	}
 	*reqp = req;
 	if (*upload_data_size > 0) {
+		req->seen += *upload_data_size;
+		if (req->too_big && req->seen > HTTP_DRAIN_MAX)
+			return HTTP_COLLECT_FAILED;
 		if (!req->too_big && buf_append(&req->body, upload_data,
 		    *upload_data_size) == -1) {
 			/* ENOSPC (over the cap) or ENOMEM: drop what we have. */

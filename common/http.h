@@ -58,6 +58,7 @@ int	http_origins_check(const char *list, char *err, size_t errlen);
 struct http_request {
 	struct buf	 body;		/* the request body, NUL-terminated */
 	int		 too_big;	/* over the cap: the rest is discarded */
+	unsigned long long seen;	/* body bytes received */
 	enum MHD_Result	 ret;		/* with HTTP_COLLECT_ANSWERED */
 };
 
@@ -65,21 +66,23 @@ enum http_collect {
 	HTTP_COLLECT_MORE,		/* return MHD_YES and wait for more */
 	HTTP_COLLECT_DONE,		/* the whole body is in (*reqp)->body */
 	HTTP_COLLECT_ANSWERED,		/* a 413 is queued: return (*reqp)->ret */
-	HTTP_COLLECT_FAILED,		/* out of memory: return MHD_NO (*reqp NULL) */
+	HTTP_COLLECT_FAILED,		/* return MHD_NO: out of memory, or an
+					 * oversized body past HTTP_DRAIN_MAX
+					 * (the connection is closed) */
 };
 
 /*
  * Bodies over the cap are read and dropped, then answered 413, so the client
  * sees the answer (closing on a client still sending makes it see a reset
- * instead); a declared Content-Length over this is answered at once and the
- * connection closed.
+ * instead).  A declared Content-Length over HTTP_DRAIN_MAX is answered at
+ * once; a chunked body still coming past it has the connection closed.
  */
 #define HTTP_DRAIN_MAX	(64ULL * 1024 * 1024)
 
 /*
  * Accumulates the body of the current request, at most max bytes; an
- * oversized one gets 413 (see HTTP_DRAIN_MAX).  *reqp is set on every return (NULL only with
- * HTTP_COLLECT_FAILED).
+ * oversized one gets 413 (see HTTP_DRAIN_MAX).  *reqp is set on every
+ * return (it may be NULL only with HTTP_COLLECT_FAILED).
  */
 enum http_collect http_collect(struct MHD_Connection *, void **con_cls,
 	    const char *upload_data, size_t *upload_data_size, size_t max,
