@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,16 +51,38 @@ sandbox_label_user(const json_t *obj)
 	return json_string_value(json_object_get(l, "io.vivarium.user"));
 }
 
+/*
+ * The bridge's name on the host, derived from the user id.  Podman would
+ * pick "podmanN", the first N free in its own records, and a second Podman
+ * storage on the same host (tests, another operator) picking the same name
+ * would put two networks on one bridge.  15 characters at most (IFNAMSIZ).
+ */
+static void
+bridge_name(const char *user, char *dst, size_t len)
+{
+	uint64_t	 h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	const char	*p;
+
+	for (p = user; *p != '\0'; p++) {
+		h ^= (unsigned char)*p;
+		h *= 0x100000001b3ULL;
+	}
+	snprintf(dst, len, "viv%012llx", (unsigned long long)(h >> 16));
+}
+
 json_t *
 sandbox_network_spec(const struct conf *c, struct podman *p, const char *user)
 {
 	struct names	 n;
+	char		 br[16];
 
 	(void)sandbox_names(c, user, &n);
+	bridge_name(user, br, sizeof(br));
 	/* The JSON API defaults dns_enabled to false, unlike the CLI. */
-	return json_pack("{s:s, s:s, s:b, s:b, s:{s:s}, s:o}",
-	    "name", n.network, "driver", "bridge", "internal", 1,
-	    "dns_enabled", 1, "options", "isolate", podman_isolate_value(p),
+	return json_pack("{s:s, s:s, s:s, s:b, s:b, s:{s:s}, s:o}",
+	    "name", n.network, "driver", "bridge", "network_interface", br,
+	    "internal", 1, "dns_enabled", 1,
+	    "options", "isolate", podman_isolate_value(p),
 	    "labels", labels(user));
 }
 

@@ -39,6 +39,10 @@ test('two users get separate containers, networks and volumes, and cannot reach 
     assert.equal(o.containers.length, 1, `one container for ${u}`);
     assert.ok(o.network && o.volume, `network and volume for ${u}`);
   }
+  // Internal networks on bridges named by the supervisor, one per user.
+  const bridges = [a, b].map((u) => vp('network', 'inspect', '-f', '{{.NetworkInterface}} {{.Internal}}', `vivarium-${u}`));
+  for (const br of bridges) assert.match(br, /^viv[0-9a-f]{12} true$/);
+  assert.notEqual(bridges[0], bridges[1]);
   // Each on its own internal network only.
   const netsA = vp('inspect', '-f', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', `vivarium-${a}`).trim();
   assert.equal(netsA, `vivarium-${a}`);

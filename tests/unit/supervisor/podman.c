@@ -74,6 +74,17 @@ test_version_4_6_strict(void **state)
 	    spec, "options"), "isolate")), "strict");
 	assert_true(json_is_true(json_object_get(spec, "internal")));
 	assert_true(json_is_true(json_object_get(spec, "dns_enabled")));
+	/* A bridge name of our own, fit for IFNAMSIZ, different per user. */
+	{
+		const char *br = json_string_value(json_object_get(spec,
+		    "network_interface"));
+		json_t *other = sandbox_network_spec(&c, p, "bob");
+		assert_non_null(br);
+		assert_int_equal(strlen(br), 15);
+		assert_string_not_equal(br, json_string_value(json_object_get(
+		    other, "network_interface")));
+		json_decref(other);
+	}
 	json_decref(spec);
 	done(p);
 }
