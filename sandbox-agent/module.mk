@@ -35,7 +35,8 @@ TEST_SUITES += test-agent
 test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
-		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs
+		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs \
+		namespace.test.mjs
 
 # ---------------------------------------------------------------- fuzz
 # Request handling under libFuzzer (clang, Debian's libclang-rt).
