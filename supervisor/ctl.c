@@ -168,8 +168,7 @@ cmd_add(int argc, char **argv)
 		 * and leaves no container in "created", which the supervisor
 		 * takes for the remains of a crash.  Idle stop puts it to sleep.
 		 */
-		if (sandbox_create(&conf, podman, argv[i], &e) == -1
-		    || sandbox_ensure(&conf, podman, argv[i], 1, &created,
+		if (sandbox_ensure(&conf, podman, argv[i], 1, &created,
 		    &e) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
