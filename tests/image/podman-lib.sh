@@ -17,7 +17,9 @@ caller_pid=${VP_SVC_PID:-}
 	. tests/lib/podman.sh
 	vp_start || exit 1
 	echo "dir=$VP_SVC_DIR pid=$VP_SVC_PID"
-	vp_api GET /v4.0.0/libpod/info | head -n 1 | jq -r '[.host.ociRuntime.name, .host.cgroupManager, .host.networkBackend, .store.graphRoot] | join(" ")'
+	vp_api GET /v4.0.0/libpod/info | head -n 1 | python3 -c 'import json, sys
+i = json.load(sys.stdin)
+print(i["host"]["ociRuntime"]["name"], i["host"]["cgroupManager"], i["host"]["networkBackend"], i["store"]["graphRoot"])'
 	(
 		_vp_pid= _vp_dir= _vp_exit_cmds=
 		vp_start || exit 1
@@ -31,12 +33,12 @@ dir=$(sed -n 's/^dir=\([^ ]*\) .*/\1/p' "$out")
 pid=$(sed -n 's/.* pid=\([0-9]*\)$/\1/p' "$out")
 [ "$rc" = 0 ] && ok "the service started and the subshell ended cleanly" ||
     notok "exit status $rc: $(cat "$out")"
-grep -qx "runc cgroupfs netavark /var/lib/vivarium-test/storage" "$out" &&
+grep -qx "runc cgroupfs netavark ${VP_ROOT:-/var/lib/vivarium-test}/storage" "$out" &&
     ok "the service uses runc, cgroupfs, netavark and the private storage" ||
     notok "service settings: $(cat "$out")"
 grep -q '^second=.* OK$' "$out" && ok "a second service runs beside the first" ||
     notok "no second service: $(cat "$out")"
-grep -qx "cli runc /var/lib/vivarium-test/storage" "$out" &&
+grep -qx "cli runc ${VP_ROOT:-/var/lib/vivarium-test}/storage" "$out" &&
     ok "vpodman uses the same runtime and storage" || notok "vpodman: $(cat "$out")"
 if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && [ -n "$dir" ] && [ ! -e "$dir" ]; then
 	ok "the exit trap stopped the service and removed its directory"
