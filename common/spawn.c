@@ -230,29 +230,40 @@ child_dup(int fd, int to)
 	return dup2(fd, to) == -1 ? -1 : 0;
 }
 
+#define SPAWN_MAX_FDS	8
+
 /*
  * Between fork and exec: async-signal-safe calls only (no malloc, no stdio,
  * no locks), since another thread may have held any lock at fork time.
+ * fds[i] becomes descriptor i; every other descriptor is closed at exec.
  */
 static void __attribute__((noreturn))
 child_exec(const char *path, char *const *argv, char *const *envp,
-    const char *cwd, int devnull, int out, int err, int report)
+    const char *cwd, const int *fds_in, int nfds, int report)
 {
 	struct sigaction sa;
 	sigset_t	 none;
-	int		 sig;
+	int		 sig, i, fds[SPAWN_MAX_FDS];
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	for (sig = 1; sig < NSIG; sig++)
 		sigaction(sig, &sa, NULL);	/* SIGKILL, SIGSTOP: EINVAL */
 	setpgid(0, 0);
-	if (child_dup(devnull, 0) == -1 || child_dup(out, 1) == -1 ||
-	    child_dup(err, 2) == -1)
-		child_fail(report, STAGE_DUP);
+	/* Move sources out of the way of the targets first. */
+	for (i = 0; i < nfds; i++) {
+		fds[i] = fds_in[i];
+		if (fds[i] < nfds && fds[i] != i &&
+		    (fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, nfds)) == -1)
+			child_fail(report, STAGE_DUP);
+	}
+	for (i = 0; i < nfds; i++)
+		if (child_dup(fds[i], i) == -1)
+			child_fail(report, STAGE_DUP);
 	/* Whatever the caller left open must not leak into the program. */
 #ifdef SYS_close_range
-	syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+	syscall(SYS_close_range, (unsigned int)nfds, ~0U,
+	    4U /* CLOSE_RANGE_CLOEXEC */);
 #endif
 	if (cwd != NULL && chdir(cwd) == -1)
 		child_fail(report, STAGE_CHDIR);
@@ -262,6 +273,157 @@ child_exec(const char *path, char *const *argv, char *const *envp,
 	child_fail(report, STAGE_EXEC);
 	_exit(127);
 }
+
+/*
+ * Forks and executes path with fds[] as its first descriptors.  Returns the
+ * pid, or -1 with errbuf (and *exec_errno, *chdir_failed when the program
+ * could not start; the child is reaped then).
+ */
+static pid_t
+fork_exec(const char *path, char *const *argv, char *const *envp,
+    const char *cwd, const int *fds, int nfds, int *exec_errno,
+    int *chdir_failed, char *errbuf, size_t errlen)
+{
+	int		 rep[2], e, st;
+	sigset_t	 all, old;
+	struct spawn_report r;
+	ssize_t		 n;
+	pid_t		 pid;
+
+	if (nfds > SPAWN_MAX_FDS) {
+		snprintf(errbuf, errlen, "spawn: too many descriptors");
+		return -1;
+	}
+	if (pipe2(rep, O_CLOEXEC) == -1) {
+		snprintf(errbuf, errlen, "spawn: pipe: %s", strerror(errno));
+		return -1;
+	}
+	/* No handler of ours may run in the child before it resets them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0)
+		child_exec(path, argv, envp != NULL ? envp : environ, cwd,
+		    fds, nfds, rep[1]);
+	e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(rep[1]);
+	if (pid == -1) {
+		close(rep[0]);
+		snprintf(errbuf, errlen, "spawn: fork: %s", strerror(e));
+		return -1;
+	}
+	/* Both sides set the group, so neither order of events races. */
+	setpgid(pid, pid);
+
+	/* EOF: exec happened (close-on-exec); a report: it failed. */
+	do
+		n = read(rep[0], &r, sizeof(r));
+	while (n == -1 && errno == EINTR);
+	close(rep[0]);
+	if (n == (ssize_t)sizeof(r)) {
+		while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+			;
+		*exec_errno = r.err;
+		*chdir_failed = r.stage == STAGE_CHDIR;
+		snprintf(errbuf, errlen, "%s: %s%s", r.stage == STAGE_CHDIR ?
+		    (cwd != NULL ? cwd : "") : argv[0],
+		    r.stage == STAGE_DUP ? "dup2: " : "", strerror(r.err));
+		return -1;
+	}
+	return pid;
+}
+
+pid_t
+spawn_detached(char *const *argv, char *const *envp, const int *fds,
+    int nfds, char *errbuf, size_t errlen)
+{
+	char	 path[PATH_MAX];
+	int	 e, ee = 0, cf = 0;
+
+	if (argv == NULL || argv[0] == NULL) {
+		snprintf(errbuf, errlen, "spawn: no program");
+		return -1;
+	}
+	if ((e = resolve_path(argv[0], envp, path, sizeof(path))) != 0) {
+		snprintf(errbuf, errlen, "%s: %s", argv[0], strerror(e));
+		return -1;
+	}
+	return fork_exec(path, argv, envp, NULL, fds, nfds, &ee, &cf, errbuf,
+	    errlen);
+}
+
+/* ------------------------------------------------- the fork+exec starter */
+
+struct exec_state {
+	int	 pidfd;
+};
+
+static int
+exec_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
+    size_t errlen)
+{
+	struct exec_state *x = arg;
+	char		 path[PATH_MAX];
+	int		 e;
+
+	x->pidfd = -1;
+	if (sp->argv == NULL || sp->argv[0] == NULL) {
+		snprintf(errbuf, errlen, "spawn: no program");
+		return -1;
+	}
+	if ((e = resolve_path(sp->argv[0], sp->envp, path, sizeof(path))) != 0) {
+		sp->exec_errno = e;
+		snprintf(errbuf, errlen, "%s: %s", sp->argv[0], strerror(e));
+		return -1;
+	}
+	sp->pid = fork_exec(path, sp->argv, sp->envp, sp->cwd, stdio, 3,
+	    &sp->exec_errno, &sp->chdir_failed, errbuf, errlen);
+	if (sp->pid == -1)
+		return -1;
+#ifdef SYS_pidfd_open
+	x->pidfd = (int)syscall(SYS_pidfd_open, sp->pid, 0);
+#endif
+	return 0;
+}
+
+static int
+exec_watch(void *arg)
+{
+	return ((struct exec_state *)arg)->pidfd;
+}
+
+/* Has the child exited (without reaping it, so its pgid stays reserved)? */
+static int
+exec_gone(void *arg, struct spawn *sp)
+{
+	siginfo_t	 si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)sp->pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
+		return errno == ECHILD;
+	return si.si_pid == sp->pid;
+}
+
+static int
+exec_reap(void *arg, struct spawn *sp)
+{
+	struct exec_state *x = arg;
+	int		 st;
+
+	while (waitpid(sp->pid, &st, 0) == -1) {
+		if (errno != EINTR) {
+			st = 0;
+			break;
+		}
+	}
+	close_fd(&x->pidfd);
+	return st;
+}
+
+static const struct spawn_starter exec_starter = {
+	exec_start, exec_watch, exec_gone, exec_reap,
+};
 
 /* ---------------------------------------------------------------- the parent */
 
@@ -297,29 +459,12 @@ read_some(int *fd, struct spawn_stream *s, unsigned char *chunk)
 	    &taken);
 }
 
-/* Has the child exited (without reaping it, so its pgid stays reserved)? */
-static int
-child_gone(pid_t pid)
-{
-	siginfo_t	 si;
-
-	memset(&si, 0, sizeof(si));
-	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
-		return errno == ECHILD;
-	return si.si_pid == pid;
-}
-
 static void
-reap(struct spawn *sp)
+reap(struct spawn *sp, const struct spawn_starter *how, void *arg)
 {
 	int	 st;
 
-	while (waitpid(sp->pid, &st, 0) == -1) {
-		if (errno != EINTR) {
-			st = 0;
-			break;
-		}
-	}
+	st = how->reap(arg, sp);
 	sp->status = st;
 	if (WIFEXITED(st)) {
 		/* It finished on its own, even if just at the deadline. */
@@ -350,85 +495,55 @@ spawn_reset_out(struct spawn *sp)
 int
 spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 {
-	char		 path[PATH_MAX];
+	const struct spawn_starter *how = sp->starter;
+	struct exec_state xs = { -1 };
+	void		*arg = sp->starter_arg;
 	int		 outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	int		 rep[2] = { -1, -1 }, devnull = -1, pidfd = -1;
-	int		 e, rc = -1, gone = 0;
-	sigset_t	 all, old;
-	struct spawn_report r;
+	int		 devnull = -1, stdio[3], wfd;
+	int		 rc = -1, gone = 0;
 	struct pollfd	 pfd[3];
 	unsigned char	*chunk = NULL;
 	double		 start, deadline = 0, left, end;
-	ssize_t		 n;
 	size_t		 t1 = 0, t2 = 0;
 	int		 ms;
 
 	spawn_reset_out(sp);
-	if (sp->argv == NULL || sp->argv[0] == NULL) {
-		snprintf(errbuf, errlen, "spawn: no program");
-		return -1;
-	}
-	if ((e = resolve_path(sp->argv[0], sp->envp, path, sizeof(path))) != 0) {
-		sp->exec_errno = e;
-		snprintf(errbuf, errlen, "%s: %s", sp->argv[0], strerror(e));
-		return -1;
+	if (how == NULL) {
+		how = &exec_starter;
+		arg = &xs;
+		if (sp->argv == NULL || sp->argv[0] == NULL) {
+			snprintf(errbuf, errlen, "spawn: no program");
+			return -1;
+		}
 	}
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1 ||
-	    pipe2(outp, O_CLOEXEC) == -1 || pipe2(errp, O_CLOEXEC) == -1 ||
-	    pipe2(rep, O_CLOEXEC) == -1) {
+	    pipe2(outp, O_CLOEXEC) == -1 || pipe2(errp, O_CLOEXEC) == -1) {
 		snprintf(errbuf, errlen, "spawn: pipe: %s", strerror(errno));
 		goto fail;
 	}
 	set_nonblock(outp[0]);
 	set_nonblock(errp[0]);
 
-	/* No handler of ours may run in the child before it resets them. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	stdio[0] = devnull;
+	stdio[1] = outp[1];
+	stdio[2] = errp[1];
 	start = mono_now();
-	sp->pid = fork();
-	if (sp->pid == 0)
-		child_exec(path, sp->argv, sp->envp != NULL ? sp->envp : environ,
-		    sp->cwd, devnull, outp[1], errp[1], rep[1]);
-	e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (sp->pid == -1) {
-		snprintf(errbuf, errlen, "spawn: fork: %s", strerror(e));
+	if (how->start(arg, sp, stdio, errbuf, errlen) == -1) {
+		sp->exited = 0;
 		goto fail;
 	}
-	/* Both sides set the group, so neither order of events races. */
-	setpgid(sp->pid, sp->pid);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);
-	close_fd(&rep[1]);
 	close_fd(&devnull);
-
-	/* EOF: exec happened (close-on-exec); a report: it failed. */
-	do
-		n = read(rep[0], &r, sizeof(r));
-	while (n == -1 && errno == EINTR);
-	close_fd(&rep[0]);
-	if (n == (ssize_t)sizeof(r)) {
-		reap(sp);
-		sp->exited = 0;
-		sp->exec_errno = r.err;
-		sp->chdir_failed = r.stage == STAGE_CHDIR;
-		snprintf(errbuf, errlen, "%s: %s%s", r.stage == STAGE_CHDIR ?
-		    (sp->cwd != NULL ? sp->cwd : "") : sp->argv[0],
-		    r.stage == STAGE_DUP ? "dup2: " : "", strerror(r.err));
-		goto fail;
-	}
 
 	if ((chunk = malloc(SPAWN_CHUNK)) == NULL) {
 		/* Cannot read its output: do not let it run unwatched. */
 		kill(-sp->pid, SIGKILL);
-		reap(sp);
+		reap(sp, how, arg);
 		snprintf(errbuf, errlen, "spawn: %s", strerror(errno));
 		goto fail;
 	}
-#ifdef SYS_pidfd_open
-	pidfd = (int)syscall(SYS_pidfd_open, sp->pid, 0);
-#endif
+	wfd = how->watch(arg);
 	if (sp->timeout > 0)
 		deadline = start + sp->timeout;
 
@@ -445,11 +560,11 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 			}
 			ms = left * 1000 > INT_MAX - 1 ? INT_MAX : (int)(left * 1000) + 1;
 		}
-		if (pidfd == -1 && (ms == -1 || ms > SPAWN_POLL_SLICE))
+		if (wfd == -1 && (ms == -1 || ms > SPAWN_POLL_SLICE))
 			ms = SPAWN_POLL_SLICE;
 		pfd[0].fd = outp[0];
 		pfd[1].fd = errp[0];
-		pfd[2].fd = pidfd;
+		pfd[2].fd = wfd;
 		pfd[0].events = pfd[1].events = pfd[2].events = POLLIN;
 		pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
 		if (poll(pfd, 3, ms) == -1 && errno != EINTR) {
@@ -461,15 +576,15 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 			read_some(&outp[0], &sp->out, chunk);
 		if (pfd[1].revents != 0)
 			read_some(&errp[0], &sp->err, chunk);
-		if (pidfd == -1 || pfd[2].revents != 0)
-			gone = child_gone(sp->pid);
+		if (wfd == -1 || pfd[2].revents != 0)
+			gone = how->gone(arg, sp);
 	}
 	/*
 	 * The main process is gone (or timed out): what is left of its group
 	 * goes too, while the zombie still reserves the group id.
 	 */
 	kill(-sp->pid, SIGKILL);
-	reap(sp);
+	reap(sp, how, arg);
 	sp->duration = mono_now() - start;
 	/*
 	 * Take what is in the pipes.  Members of the group may take a moment
@@ -501,9 +616,6 @@ fail:
 	close_fd(&outp[1]);
 	close_fd(&errp[0]);
 	close_fd(&errp[1]);
-	close_fd(&rep[0]);
-	close_fd(&rep[1]);
 	close_fd(&devnull);
-	close_fd(&pidfd);
 	return rc;
 }

@@ -24,6 +24,10 @@
  * spawn_run is safe to call from several threads at once: every descriptor
  * it creates is close-on-exec, so one child never inherits another's pipes.
  * It waits only for its own pid, so SIGCHLD must not be set to SIG_IGN.
+ *
+ * A starter (struct spawn_starter) replaces fork+exec of argv with another
+ * way to get the process, e.g. asking a fork server for it; the pipes, the
+ * deadline, the group kill and the tails stay spawn_run's.
  */
 #ifndef VIVARIUM_SPAWN_H
 #define VIVARIUM_SPAWN_H
@@ -42,6 +46,32 @@ struct spawn_stream {
 	/* private: a linear buffer until it holds cap bytes, then a ring */
 	unsigned char	*data;
 	size_t		 len, size, head;
+};
+
+struct spawn;
+
+/*
+ * Another way to start the process.  Every hook gets starter_arg.
+ */
+struct spawn_starter {
+	/*
+	 * Starts the process with stdin, stdout and stderr on stdio[0..2]
+	 * (borrowed: spawn_run closes its copies after) and sets sp->pid,
+	 * which must lead its own process group by the time this returns.
+	 * 0, or -1 with errbuf; set sp->exec_errno (and chdir_failed) when
+	 * the program could not start, as the fork+exec path does.
+	 */
+	int	(*start)(void *arg, struct spawn *sp, const int stdio[3],
+		    char *errbuf, size_t errlen);
+	/* A descriptor that polls readable when the process may have
+	 * ended; -1 makes spawn_run look every 10 ms. */
+	int	(*watch)(void *arg);
+	/* 1 when the process has ended; its pid (and so its process group
+	 * id) must stay reserved until reap. */
+	int	(*gone)(void *arg, struct spawn *sp);
+	/* Waits for the end and returns the raw wait status; frees what
+	 * start took.  Called once for every successful start. */
+	int	(*reap)(void *arg, struct spawn *sp);
 };
 
 struct spawn {
@@ -64,11 +94,16 @@ struct spawn {
 	int		 exec_errno;	/* the program could not be started */
 	int		 chdir_failed;	/* ... because cwd could not be entered */
 	double		 duration;	/* seconds from fork to reaping */
+
+	/* in, optional: how to start it; NULL forks and executes argv */
+	const struct spawn_starter *starter;
+	void		*starter_arg;
 };
 
 #define SPAWN_STREAM_INIT	{ 0, NULL, NULL, 0, NULL, 0, 0, 0 }
 #define SPAWN_INIT	{ NULL, NULL, NULL, 0, SPAWN_STREAM_INIT, \
-			  SPAWN_STREAM_INIT, -1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0 }
+			  SPAWN_STREAM_INIT, -1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, \
+			  NULL, NULL }
 
 /*
  * Runs the child to completion.  Returns 0 when it ran and was reaped
@@ -77,6 +112,14 @@ struct spawn {
  * exec_errno is set as well.
  */
 int	spawn_run(struct spawn *, char *errbuf, size_t errlen);
+/*
+ * Starts argv (envp NULL: the caller's environment) in its own process
+ * group with fds[i] as its descriptor i (at most 8), every other one closed
+ * and signals reset, and returns at once: the pid, which the caller must
+ * reap, or -1 with the reason in errbuf (the program could not start).
+ */
+pid_t	spawn_detached(char *const *argv, char *const *envp, const int *fds,
+	    int nfds, char *errbuf, size_t errlen);
 /* Frees the kept output; the struct can be run again. */
 void	spawn_release(struct spawn *);
 

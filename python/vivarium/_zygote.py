@@ -1,0 +1,366 @@
+"""The warm interpreter ("zygote"): imports the data stack once, then forks
+a new process for every run, so a run that uses pandas does not pay for
+importing it.  docs/runner-contract.md ("Warm starts") is the protocol.
+
+    python3 -P -m vivarium._zygote [--fd N]     (the control socket, default 3)
+
+Three kinds of process run this file:
+
+- the zygote: imports VIVARIUM_WARM_IMPORTS and the runner's modules, says
+  "ready" on the control socket, then for each request (its descriptors
+  arrive with SCM_RIGHTS) forks a waiter and forgets it (SIGCHLD is ignored,
+  so waiters are reaped by the kernel).  It never runs user code, so nothing
+  a run does reaches it.
+- a waiter: reads the run's cwd and environment from the run socket, enters
+  the cwd, forks the run, reports its pid, lets it go on the agent's "g",
+  waits for it (without reaping: the group id stays reserved), kills what is
+  left of its group, reports the raw wait status, and reaps it once the
+  agent closes the run socket.  A waiter outlives the zygote, so a zygote
+  killed mid-run costs that run nothing.
+- the run: leads its own process group, restores the signal dispositions a
+  fresh interpreter has, takes the run's stdio, closes every other
+  descriptor, replaces the environment, re-seeds numpy's global generator
+  (random re-seeds itself at fork), and calls vivarium._runner.main(); it
+  exits through the normal interpreter shutdown (atexit, flushing), as a
+  cold `python3 -m vivarium._runner` does.
+
+There is also a small client (Zygote, WarmProcess) for the Python tests and
+the benchmark; the agent has its own, in C (sandbox-agent/warm.c).
+"""
+import gc
+import os
+import signal
+import socket
+import sys
+import warnings
+
+DEFAULT_IMPORTS = "numpy,pandas,matplotlib,matplotlib.pyplot"
+# What the runner imports for itself (lazily, in a cold run).
+RUNNER_MODULES = ("vivarium._runner", "vivarium._store", "vivarium._footer",
+                  "ast", "linecache", "traceback", "re", "json", "pickle")
+MSG_MAX = 1 << 20
+
+
+def _log(msg):
+    try:
+        os.write(2, ("vivarium-zygote[%d]: %s\n" % (os.getpid(), msg))
+                 .encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _fork():
+    # Python 3.12+ warns about fork() in a process with threads (OpenBLAS
+    # starts some at import; it handles fork itself).  Not the user's concern.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+def _signals():
+    """The dispositions this interpreter started with (a cold run's)."""
+    saved = {}
+    for sig in signal.valid_signals():
+        try:
+            h = signal.getsignal(sig)
+        except (OSError, ValueError):
+            continue
+        if h is not None:
+            saved[sig] = h
+    return saved
+
+
+def _restore_signals(saved):
+    for sig, h in saved.items():
+        try:
+            signal.signal(sig, h)
+        except (OSError, ValueError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _raw_status(info):
+    if info.si_code == os.CLD_EXITED:
+        return (info.si_status & 0xFF) << 8
+    if info.si_code == os.CLD_DUMPED:
+        return (info.si_status & 0x7F) | 0x80
+    return info.si_status & 0x7F
+
+
+def _warm_imports(names):
+    for name in names.split(","):
+        name = name.strip()
+        if not name:
+            continue
+        try:
+            __import__(name)
+        except BaseException as e:   # a broken package must not stop the zygote
+            _log("%s: not imported, runs import it themselves (%s: %s)"
+                 % (name, type(e).__name__, str(e)[:200]))
+
+
+# ------------------------------------------------------------------ the run
+
+def _become_run(fds, env, go, saved):
+    """In the run's process: returns when it may run the code."""
+    stdin, stdout, stderr = fds
+    os.setpgid(0, 0)
+    for i, fd in enumerate((stdin, stdout, stderr)):
+        os.dup2(fd, i)
+    _restore_signals(saved)
+    # Wait for the agent's go (through the waiter): without it, never run.
+    if os.read(go, 1) != b"g":
+        os._exit(0)
+    try:
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        os.closerange(3, 65536)
+    envb = os.environb
+    for k in list(envb):
+        del envb[k]
+    envb.update(env)
+    np = sys.modules.get("numpy.random")
+    if np is not None:
+        try:
+            np.seed()       # the legacy global RandomState, from OS entropy
+        except Exception:
+            pass
+
+
+def _waiter(fds, saved):
+    """In the waiter: returns only in the run's process."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    stdio, runfd = fds[:3], fds[3]
+    run = socket.socket(fileno=runfd)
+    cwd, env = None, {}
+    while True:
+        m = run.recv(MSG_MAX)
+        if not m:
+            os._exit(0)             # the agent gave up
+        t, body = m[:1], m[1:]
+        if t == b"c":
+            cwd = body
+        elif t == b"e":
+            k, eq, v = body.partition(b"=")
+            if eq and k:
+                env[k] = v
+        elif t == b"r" and cwd is not None:
+            break
+        else:
+            _log("bad request message %r" % m[:40])
+            os._exit(0)
+    try:
+        os.chdir(cwd)
+    except OSError as e:
+        run.send(b"f%d" % (e.errno or 0))
+        while run.recv(16):
+            pass
+        os._exit(0)
+    go_r, go_w = os.pipe()
+    sys.stderr.flush()
+    pid = _fork()
+    if pid == 0:
+        os.close(go_w)
+        run.detach()
+        _become_run(stdio, env, go_r, saved)
+        return
+    os.close(go_r)
+    for fd in stdio:
+        os.close(fd)
+    try:
+        os.setpgid(pid, pid)        # both sides set it: no race
+    except OSError:
+        pass
+    try:
+        run.send(b"p%d" % pid)
+        m = run.recv(16)
+    except OSError:
+        m = b""
+    if m == b"g":
+        os.write(go_w, b"g")
+    os.close(go_w)
+    if m != b"g":
+        # The agent gave up on this start: the run never runs.
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.waitpid(pid, 0)
+        os._exit(0)
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    status = _raw_status(info)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # what is left of its group
+    except OSError:
+        pass
+    try:
+        run.send(b"s%d" % status)
+        while run.recv(16):
+            pass
+    except OSError:
+        pass
+    os.waitpid(pid, 0)              # only now may its pid (and pgid) be reused
+    os._exit(0)
+
+
+# --------------------------------------------------------------- the zygote
+
+def serve(ctl_fd):
+    """Returns True in a run's process (the caller runs the runner), None in
+    the zygote when the agent has gone."""
+    saved = _signals()
+    ctl = socket.socket(fileno=ctl_fd)
+    _warm_imports(os.environ.get("VIVARIUM_WARM_IMPORTS", DEFAULT_IMPORTS))
+    for name in RUNNER_MODULES:
+        try:
+            __import__(name)
+        except BaseException as e:
+            _log("%s: %s: %s" % (name, type(e).__name__, e))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # waiters reap themselves
+    gc.collect()
+    gc.freeze()     # forked runs need not touch these objects' pages for gc
+    ctl.send(b"ready")
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 64, 8)
+        except OSError as e:
+            _log("control socket: %s" % e)
+            return None
+        if not msg and not fds:
+            return None             # the agent has gone
+        if msg != b"run" or len(fds) != 4:
+            _log("bad request %r with %d descriptor(s)" % (msg[:40], len(fds)))
+            for fd in fds:
+                os.close(fd)
+            continue
+        sys.stderr.flush()
+        pid = _fork()
+        if pid == 0:
+            try:
+                ctl.close()
+                _waiter(fds, saved)
+            except BaseException as e:
+                if os.getpgid(0) == os.getpid():
+                    raise           # the run's process: report as a run would
+                _log("waiter: %s: %s" % (type(e).__name__, e))
+                os._exit(0)
+            return True
+        for fd in fds:
+            os.close(fd)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    fd = 3
+    if len(argv) == 2 and argv[0] == "--fd":
+        fd = int(argv[1])
+    if serve(fd) is None:
+        return 0
+    from vivarium import _runner
+    return _runner.main()
+
+
+# ------------------------------------------------------------------ client
+
+class WarmProcess:
+    """A run started through a zygote, enough like subprocess.Popen for the
+    tests: pid (which leads its group), wait(), returncode, communicate()."""
+
+    def __init__(self, pid, sock, stdout=None, stderr=None):
+        self.pid = pid
+        self.returncode = None
+        self._sock = sock
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def wait(self, timeout=None):
+        if self.returncode is not None:
+            return self.returncode
+        self._sock.settimeout(timeout)
+        try:
+            m = self._sock.recv(64)
+        except socket.timeout:
+            import subprocess
+            raise subprocess.TimeoutExpired("<warm run>", timeout)
+        self._sock.close()
+        if not m.startswith(b"s"):
+            raise OSError("the waiter went away without a status")
+        self.returncode = os.waitstatus_to_exitcode(int(m[1:]))
+        return self.returncode
+
+    def communicate(self, timeout=None):
+        import selectors
+        import time
+        end = None if timeout is None else time.monotonic() + timeout
+        bufs = {}
+        sel = selectors.DefaultSelector()
+        for f in (self.stdout, self.stderr):
+            if f is not None:
+                bufs[f] = []
+                sel.register(f, selectors.EVENT_READ)
+        while sel.get_map():
+            left = None if end is None else max(0, end - time.monotonic())
+            ready = sel.select(left)
+            if not ready:
+                import subprocess
+                raise subprocess.TimeoutExpired("<warm run>", timeout)
+            for key, _ in ready:
+                data = os.read(key.fd, 65536)
+                if data:
+                    bufs[key.fileobj].append(data)
+                else:
+                    sel.unregister(key.fileobj)
+        sel.close()
+        self.wait(None if end is None else max(0.1, end - time.monotonic()))
+        out = [b"".join(bufs[f]) if f in bufs else None
+               for f in (self.stdout, self.stderr)]
+        for f in (self.stdout, self.stderr):
+            if f is not None:
+                f.close()
+        return out[0], out[1]
+
+
+class Zygote:
+    """Starts a zygote (python -P -m vivarium._zygote) and runs through it."""
+
+    def __init__(self, python, env, ready_timeout=120):
+        import subprocess
+        self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = subprocess.Popen(
+            [python, "-P", "-m", "vivarium._zygote", "--fd", str(theirs.fileno())],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            pass_fds=[theirs.fileno()], start_new_session=True)
+        theirs.close()
+        self.ctl.settimeout(ready_timeout)
+        if self.ctl.recv(64) != b"ready":
+            raise OSError("the zygote did not get ready")
+        self.ctl.settimeout(None)
+
+    def start(self, cwd, env, fds, stdout=None, stderr=None):
+        """fds: the run's stdin, stdout, stderr descriptors (the caller
+        closes its copies); stdout/stderr: file objects for communicate()."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        socket.send_fds(self.ctl, [b"run"], list(fds) + [theirs.fileno()])
+        theirs.close()
+        mine.send(b"c" + os.fsencode(cwd))
+        for k, v in env.items():
+            mine.send(b"e" + os.fsencode(k) + b"=" + os.fsencode(v))
+        mine.send(b"r")
+        m = mine.recv(64)
+        if not m.startswith(b"p"):
+            mine.close()
+            raise OSError("warm start failed: %r" % m)
+        mine.send(b"g")
+        return WarmProcess(int(m[1:]), mine, stdout, stderr)
+
+    def close(self):
+        self.ctl.close()
+        try:
+            self.proc.wait(10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
