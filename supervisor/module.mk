@@ -46,3 +46,24 @@ run:
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
 	@$(MAKE) --no-print-directory image
 	@BIN=$(BIN) supervisor/run.sh
+
+# The agent-reply parser under libFuzzer (clang, Debian's libclang-rt).
+FUZZ_TIME	?= 30
+FUZZ_SUPERVISOR	:= build/fuzz/supervisor-relay
+$(FUZZ_SUPERVISOR): tests/fuzz/supervisor/fuzz_relay.c supervisor/forward.c \
+		supervisor/supervisor.h common/buf.c
+	@mkdir -p $(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
+		$(call PC_cflags,jansson) \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/supervisor/fuzz_relay.c common/buf.c
+
+.PHONY: test-fuzz-supervisor
+TEST_SUITES += test-fuzz-supervisor
+test-fuzz-supervisor:
+	@scripts/deps build test
+	@$(MAKE) --no-print-directory $(FUZZ_SUPERVISOR)
+	@mkdir -p build/fuzz/supervisor-corpus
+	$(FUZZ_SUPERVISOR) -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+		-print_final_stats=1 -timeout=5 build/fuzz/supervisor-corpus \
+		tests/fuzz/supervisor/corpus
