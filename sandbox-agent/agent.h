@@ -41,6 +41,8 @@ struct agent_config {
 	const char	*allowed_origins;	/* borrowed; "" when unset */
 	const char	*python;		/* borrowed */
 	char		*pythonpath;		/* owned; NULL when none */
+	int		 warm;			/* VIVARIUM_WARM */
+	const char	*warm_imports;		/* borrowed; VIVARIUM_WARM_IMPORTS */
 };
 
 /* Fills cfg from the environment; every problem goes to diag. 0 or -1. */

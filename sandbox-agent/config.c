@@ -202,6 +202,39 @@ load_python(struct agent_config *cfg, struct confdiag *d)
 		confdiag_add(d, 0, "out of memory");
 }
 
+/* VIVARIUM_WARM_IMPORTS: comma-separated dotted module names. */
+static int
+imports_valid(const char *s)
+{
+	int	 start = 1;
+
+	for (; *s != '\0'; s++) {
+		if (*s == ',' || *s == '.') {
+			if (start && *s == '.')
+				return 0;
+			start = 1;
+		} else if (isalnum((unsigned char)*s) || *s == '_') {
+			if (start && isdigit((unsigned char)*s))
+				return 0;
+			start = 0;
+		} else if (*s != ' ')
+			return 0;
+	}
+	return 1;
+}
+
+static void
+load_warm(struct agent_config *cfg, struct confdiag *d)
+{
+	config_env_bool(d, "VIVARIUM_WARM", 1, &cfg->warm);
+	cfg->warm_imports = config_env_str("VIVARIUM_WARM_IMPORTS",
+	    "numpy,pandas,matplotlib,matplotlib.pyplot");
+	if (!imports_valid(cfg->warm_imports))
+		confdiag_add(d, 0, "VIVARIUM_WARM_IMPORTS=\"%s\": expected "
+		    "module names separated by commas (e.g. numpy,pandas,"
+		    "matplotlib.pyplot)", cfg->warm_imports);
+}
+
 int
 agent_config_load(struct agent_config *cfg, struct confdiag *d)
 {
@@ -236,6 +269,7 @@ agent_config_load(struct agent_config *cfg, struct confdiag *d)
 		confdiag_add(d, 0, "VIVARIUM_ALLOWED_ORIGINS: %s", err);
 
 	load_python(cfg, d);
+	load_warm(cfg, d);
 	return d->count == before ? 0 : -1;
 }
 

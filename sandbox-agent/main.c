@@ -47,7 +47,10 @@ usage(FILE *f)
 "                              besides loopback ones, or * [none]\n"
 "  VIVARIUM_PYTHON             interpreter [python3]\n"
 "  VIVARIUM_PYTHONPATH         where the vivarium runner package is\n"
-"                              [python/ beside the bin/ holding this program]\n");
+"                              [python/ beside the bin/ holding this program]\n"
+"  VIVARIUM_WARM               fork runs from a warm interpreter [1]\n"
+"  VIVARIUM_WARM_IMPORTS       modules it imports first\n"
+"                              [numpy,pandas,matplotlib,matplotlib.pyplot]\n");
 }
 
 static void
@@ -76,6 +79,8 @@ print_config(const struct agent_config *c)
 	printf("python             %s\n", c->python);
 	printf("pythonpath         %s\n", c->pythonpath ? c->pythonpath :
 	    "(none)");
+	printf("warm               %d (imports %s)\n", c->warm,
+	    c->warm_imports);
 }
 
 /* After the first signal: a second one ends the program at once. */

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "run.h"
 #include "spawn.h"
+#include "warm.h"
 #include "banned.h"
 
 extern char **environ;
@@ -401,27 +402,27 @@ env_is_ours(const char *kv)
 	return 0;
 }
 
-/* The agent's environment, minus what the contract sets, plus that. */
+/*
+ * What every interpreter the agent starts gets: the agent's environment
+ * minus what the contract sets (and, for the zygote, minus
+ * VIVARIUM_WARM_IMPORTS, which it gets from lim), MPLBACKEND and PYTHONPATH.
+ */
 static int
-env_build(struct envv *e, const struct run_limits *lim,
-    const struct run_request *rq, const char *rundir)
+env_base(struct envv *e, const struct run_limits *lim, int zygote)
 {
+	static const char wi[] = "VIVARIUM_WARM_IMPORTS=";
 	const char	*pp = getenv("PYTHONPATH");
 	char		**p;
 
 	for (p = environ; p != NULL && *p != NULL; p++)
-		if (!env_is_ours(*p) && env_push(e, *p, 0) == -1)
+		if (!env_is_ours(*p) && !(zygote &&
+		    strncmp(*p, wi, sizeof(wi) - 1) == 0) &&
+		    env_push(e, *p, 0) == -1)
 			return -1;
-	if (env_pushf(e, "VIVARIUM_RUN_DIR=%s", rundir) == -1 ||
-	    env_pushf(e, "VIVARIUM_STATE_DIR=%s/.vivarium", rq->workspace) == -1 ||
-	    env_pushf(e, "VIVARIUM_FRESH=%d", rq->fresh ? 1 : 0) == -1 ||
-	    env_pushf(e, "VIVARIUM_PERSIST_NAMESPACE=%d",
-	    lim->persist_namespace ? 1 : 0) == -1 ||
-	    env_pushf(e, "VIVARIUM_NAMESPACE_MAX_BYTES=%llu",
-	    lim->namespace_max_bytes) == -1 ||
-	    env_pushf(e, "VIVARIUM_STATE_SUMMARY=%d",
-	    lim->state_summary ? 1 : 0) == -1 ||
-	    env_pushf(e, "MPLBACKEND=Agg") == -1)
+	if (env_pushf(e, "MPLBACKEND=Agg") == -1)
+		return -1;
+	if (zygote && lim->warm_imports != NULL &&
+	    env_pushf(e, "%s%s", wi, lim->warm_imports) == -1)
 		return -1;
 	if (lim->pythonpath != NULL && *lim->pythonpath != '\0') {
 		if (pp != NULL && *pp != '\0')
@@ -431,6 +432,46 @@ env_build(struct envv *e, const struct run_limits *lim,
 	if (pp != NULL && *pp != '\0')
 		return env_pushf(e, "PYTHONPATH=%s", pp);
 	return 0;
+}
+
+/* A run's environment: the base plus the contract's variables. */
+static int
+env_build(struct envv *e, const struct run_limits *lim,
+    const struct run_request *rq, const char *rundir)
+{
+	if (env_base(e, lim, 0) == -1 ||
+	    env_pushf(e, "VIVARIUM_RUN_DIR=%s", rundir) == -1 ||
+	    env_pushf(e, "VIVARIUM_STATE_DIR=%s/.vivarium", rq->workspace) == -1 ||
+	    env_pushf(e, "VIVARIUM_FRESH=%d", rq->fresh ? 1 : 0) == -1 ||
+	    env_pushf(e, "VIVARIUM_PERSIST_NAMESPACE=%d",
+	    lim->persist_namespace ? 1 : 0) == -1 ||
+	    env_pushf(e, "VIVARIUM_NAMESPACE_MAX_BYTES=%llu",
+	    lim->namespace_max_bytes) == -1 ||
+	    env_pushf(e, "VIVARIUM_STATE_SUMMARY=%d",
+	    lim->state_summary ? 1 : 0) == -1)
+		return -1;
+	return 0;
+}
+
+/*
+ * Sets sp up to start through the zygote when warm runs are on and it is
+ * ready; otherwise sp stays cold.
+ */
+static void
+warm_setup(const struct run_limits *lim, struct spawn *sp,
+    struct warm_run *wr)
+{
+	struct envv	 zenv;
+
+	if (!lim->warm)
+		return;
+	memset(&zenv, 0, sizeof(zenv));
+	if (env_base(&zenv, lim, 1) == 0 &&
+	    warm_ready(sp->argv[0], zenv.v) == 0) {
+		sp->starter = &warm_starter;
+		sp->starter_arg = wr;
+	}
+	env_free(&zenv);
 }
 
 /* ---------------------------------------------------------------- report */
@@ -622,6 +663,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	char		*argv[5];
 	struct envv	 env;
 	struct spawn	 sp = SPAWN_INIT;
+	struct warm_run	 wr = WARM_RUN_INIT;
 	struct utf8_count cout, cerr;
 	struct img_snap	 before = IMG_SNAP_INIT;
 	size_t		 cap;
@@ -667,7 +709,16 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	sp.out.observe_arg = &cout;
 	sp.err.observe_arg = &cerr;
 
-	if (spawn_run(&sp, serr, sizeof(serr)) == -1) {
+	warm_setup(lim, &sp, &wr);
+	rs = spawn_run(&sp, serr, sizeof(serr));
+	if (rs == -1 && sp.starter != NULL && wr.failed) {
+		/* The zygote's fault, never the user's: run cold instead. */
+		warm_broken(serr);
+		sp.starter = NULL;
+		sp.starter_arg = NULL;
+		rs = spawn_run(&sp, serr, sizeof(serr));
+	}
+	if (rs == -1) {
 		if (sp.exec_errno == 0 && sp.pid == -1) {
 			/* pipe or fork failed: the agent's problem, not the code's */
 			snprintf(errbuf, errlen, "%s", serr);

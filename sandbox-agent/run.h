@@ -18,6 +18,9 @@ struct run_limits {
 	int		 persist_namespace;	/* passed to the runner */
 	unsigned long long namespace_max_bytes;
 	int		 state_summary;
+	int		 warm;			/* VIVARIUM_WARM: fork runs from a
+						 * warm interpreter (warm.h) */
+	const char	*warm_imports;		/* VIVARIUM_WARM_IMPORTS, or NULL */
 };
 
 struct run_request {

@@ -393,6 +393,8 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	lim.persist_namespace = cfg->persist_namespace;
 	lim.namespace_max_bytes = cfg->namespace_max_bytes;
 	lim.state_summary = cfg->state_summary;
+	lim.warm = cfg->warm;
+	lim.warm_imports = cfg->warm_imports;
 	memset(&rq, 0, sizeof(rq));
 	rq.code = json_string_value(code);
 	rq.code_len = json_string_length(code);

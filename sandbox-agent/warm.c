@@ -1,0 +1,487 @@
+/*
+ * warm.c: the agent's side of the warm fork server (see warm.h and
+ * docs/runner-contract.md, "Warm starts").
+ *
+ * The zygote is a child of the agent on a SOCK_SEQPACKET control socket
+ * (its descriptor 3).  A run sends one "run" message carrying the run's
+ * stdin, stdout, stderr and one end of a new run socket; the zygote forks a
+ * waiter for it and forgets it.  On the run socket the agent sends the cwd
+ * ("c..."), the environment ("e..." each) and "r"; the waiter answers
+ * "p<pid>" (or "f<errno>" when the cwd cannot be entered), the agent says
+ * "g" and only then does the code run; when it ends the waiter answers
+ * "s<raw wait status>" and keeps the zombie (so its process group id stays
+ * reserved) until the agent closes the run socket.
+ */
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "warm.h"
+#include "banned.h"
+
+/* How long reaping waits for the waiter's status after the kill (s). */
+#define WARM_REAP_WAIT		10.0
+/* After this many failed starts in a row, try again only this often (s). */
+#define WARM_MAX_FAILS		3
+#define WARM_RETRY_AFTER	60.0
+
+/* Tests shorten these. */
+static double	 warm_ready_wait = WARM_READY_WAIT;
+static double	 warm_reply_timeout = WARM_REPLY_TIMEOUT;
+
+static pthread_mutex_t wz_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	pid_t		 pid;		/* -1: none */
+	int		 ctl;		/* control socket, or -1 */
+	int		 ready;
+	double		 started;
+	int		 fails;		/* failed starts in a row */
+	double		 next_try;
+} wz = { -1, -1, 0, 0, 0, 0 };
+
+static double
+mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+close_fd(int *fd)
+{
+	if (*fd != -1) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+/* ---------------------------------------------------------- the zygote */
+
+/* With wz_lock held. */
+static void
+zygote_stop(void)
+{
+	close_fd(&wz.ctl);
+	if (wz.pid > 0) {
+		/* Ours and not reaped yet: the pid cannot be anyone else's. */
+		kill(wz.pid, SIGKILL);
+		while (waitpid(wz.pid, NULL, 0) == -1 && errno == EINTR)
+			;
+	}
+	wz.pid = -1;
+	wz.ready = 0;
+}
+
+static void
+zygote_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* With wz_lock held: logs, stops it and backs off after repeated failures. */
+static void
+zygote_failed(const char *fmt, ...)
+{
+	char	 why[512];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	zygote_stop();
+	wz.fails++;
+	if (wz.fails >= WARM_MAX_FAILS) {
+		wz.next_try = mono_now() + WARM_RETRY_AFTER;
+		log_warnx("warm: %s; runs start cold (%d failures in a row, "
+		    "next try in %.0f s)", why, wz.fails, WARM_RETRY_AFTER);
+	} else
+		log_warnx("warm: %s; this run starts cold, the next one "
+		    "starts a new zygote", why);
+}
+
+/* With wz_lock held. */
+static int
+zygote_start(const char *python, char *const *envp)
+{
+	char	*argv[5], err[512];
+	int	 sv[2], fds[4], devnull;
+
+	argv[0] = (char *)(uintptr_t)python;
+	argv[1] = (char *)(uintptr_t)"-P";
+	argv[2] = (char *)(uintptr_t)"-m";
+	argv[3] = (char *)(uintptr_t)"vivarium._zygote";
+	argv[4] = NULL;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		zygote_failed("socketpair: %s", strerror(errno));
+		return -1;
+	}
+	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
+		close(sv[0]);
+		close(sv[1]);
+		zygote_failed("/dev/null: %s", strerror(errno));
+		return -1;
+	}
+	/* stdout to /dev/null, as a pipe would be: not a tty, block-buffered. */
+	fds[0] = devnull;
+	fds[1] = devnull;
+	fds[2] = 2;
+	fds[3] = sv[1];
+	wz.pid = spawn_detached(argv, envp, fds, 4, err, sizeof(err));
+	close(devnull);
+	close(sv[1]);
+	if (wz.pid == -1) {
+		close(sv[0]);
+		zygote_failed("cannot start the zygote: %s", err);
+		return -1;
+	}
+	wz.ctl = sv[0];
+	wz.ready = 0;
+	wz.started = mono_now();
+	log_debug("warm: zygote started, pid %d", (int)wz.pid);
+	return 0;
+}
+
+int
+warm_ready(const char *python, char *const *envp)
+{
+	struct pollfd	 pfd;
+	char		 msg[16];
+	double		 left;
+	ssize_t		 n;
+	int		 rc = -1;
+
+	pthread_mutex_lock(&wz_lock);
+	if (wz.pid != -1 && wz.ready) {
+		/* Anything on the control socket now is its end (EOF). */
+		pfd.fd = wz.ctl;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 0) != 0) {
+			log_warnx("warm: the zygote (pid %d) has gone; starting "
+			    "a new one", (int)wz.pid);
+			zygote_stop();
+		}
+	}
+	if (wz.pid == -1) {
+		if (wz.fails >= WARM_MAX_FAILS && mono_now() < wz.next_try)
+			goto out;
+		if (zygote_start(python, envp) == -1)
+			goto out;
+	}
+	while (!wz.ready) {
+		left = wz.started + warm_ready_wait - mono_now();
+		if (left <= 0) {
+			zygote_failed("the zygote was not ready after %.0f s",
+			    warm_ready_wait);
+			goto out;
+		}
+		pfd.fd = wz.ctl;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) == -1) {
+			if (errno == EINTR)
+				continue;
+			zygote_failed("poll: %s", strerror(errno));
+			goto out;
+		}
+		if (pfd.revents == 0)
+			continue;
+		n = recv(wz.ctl, msg, sizeof(msg), MSG_DONTWAIT);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n == 5 && memcmp(msg, "ready", 5) == 0) {
+			wz.ready = 1;
+			wz.fails = 0;
+			log_debug("warm: zygote %d ready after %.2f s",
+			    (int)wz.pid, mono_now() - wz.started);
+			break;
+		}
+		zygote_failed("the zygote %s before it was ready (see its "
+		    "messages above)", n == 0 ? "exited" : "misbehaved");
+		goto out;
+	}
+	rc = 0;
+out:
+	pthread_mutex_unlock(&wz_lock);
+	return rc;
+}
+
+void
+warm_broken(const char *why)
+{
+	pthread_mutex_lock(&wz_lock);
+	zygote_failed("%s", why);
+	pthread_mutex_unlock(&wz_lock);
+}
+
+void
+warm_stop(void)
+{
+	pthread_mutex_lock(&wz_lock);
+	zygote_stop();
+	wz.fails = 0;
+	pthread_mutex_unlock(&wz_lock);
+}
+
+pid_t
+warm_zygote_pid(void)
+{
+	pid_t	 pid;
+
+	pthread_mutex_lock(&wz_lock);
+	pid = wz.pid;
+	pthread_mutex_unlock(&wz_lock);
+	return pid;
+}
+
+/* ------------------------------------------------------------- one run */
+
+static int
+set_timeout(int fd, double s)
+{
+	struct timeval	 tv;
+
+	tv.tv_sec = (time_t)s;
+	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1)
+		return -1;
+	return 0;
+}
+
+/* One tagged message on the run socket. */
+static int
+send_msg(int fd, char tag, const char *s)
+{
+	struct iovec	 iov[2];
+	struct msghdr	 mh;
+	ssize_t		 n;
+
+	iov[0].iov_base = &tag;
+	iov[0].iov_len = 1;
+	iov[1].iov_base = (void *)(uintptr_t)(s != NULL ? s : "");
+	iov[1].iov_len = s != NULL ? strlen(s) : 0;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 2;
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	return n == -1 ? -1 : 0;
+}
+
+/* The request on the control socket, with the four descriptors. */
+static int
+send_request(const int stdio[3], int runfd)
+{
+	union {
+		char		 buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr	 align;
+	} u;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	int		 fds[4];
+	ssize_t		 n;
+
+	fds[0] = stdio[0];
+	fds[1] = stdio[1];
+	fds[2] = stdio[2];
+	fds[3] = runfd;
+	memset(&u, 0, sizeof(u));
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = (void *)(uintptr_t)"run";
+	iov.iov_len = 3;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	pthread_mutex_lock(&wz_lock);
+	if (wz.ctl == -1 || !wz.ready) {
+		pthread_mutex_unlock(&wz_lock);
+		errno = ENOTCONN;
+		return -1;
+	}
+	do
+		n = sendmsg(wz.ctl, &mh, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	pthread_mutex_unlock(&wz_lock);
+	return n == -1 ? -1 : 0;
+}
+
+/* A number after the tag: 0, or -1 when it is not one. */
+static int
+parse_num(const char *s, size_t n, long *out)
+{
+	char	 tmp[24], *end;
+
+	if (n == 0 || n >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	errno = 0;
+	*out = strtol(tmp, &end, 10);
+	return errno != 0 || *end != '\0' || end == tmp ? -1 : 0;
+}
+
+static int
+warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
+    size_t errlen)
+{
+	struct warm_run	*w = arg;
+	char *const	*e;
+	char		 msg[32];
+	int		 sv[2];
+	ssize_t		 n;
+	long		 v;
+
+	w->sock = -1;
+	w->have_status = w->lost = w->failed = 0;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(errbuf, errlen, "warm: socketpair: %s",
+		    strerror(errno));
+		w->failed = 1;
+		return -1;
+	}
+	w->sock = sv[0];
+	if (send_request(stdio, sv[1]) == -1) {
+		snprintf(errbuf, errlen, "warm: the zygote took no request: %s",
+		    strerror(errno));
+		close(sv[1]);
+		goto failed;
+	}
+	close(sv[1]);
+	if (set_timeout(w->sock, warm_reply_timeout) == -1 ||
+	    send_msg(w->sock, 'c', sp->cwd != NULL ? sp->cwd : ".") == -1)
+		goto io;
+	for (e = sp->envp; e != NULL && *e != NULL; e++)
+		if (send_msg(w->sock, 'e', *e) == -1)
+			goto io;
+	if (send_msg(w->sock, 'r', NULL) == -1)
+		goto io;
+	do
+		n = recv(w->sock, msg, sizeof(msg), 0);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		goto io;
+	if (n > 1 && msg[0] == 'f' && parse_num(msg + 1, (size_t)n - 1, &v) == 0) {
+		/* As the fork+exec path reports a cwd it cannot enter. */
+		sp->exec_errno = (int)v;
+		sp->chdir_failed = 1;
+		snprintf(errbuf, errlen, "%s: %s", sp->cwd ? sp->cwd : "",
+		    strerror((int)v));
+		close_fd(&w->sock);
+		return -1;
+	}
+	if (n < 2 || msg[0] != 'p' || parse_num(msg + 1, (size_t)n - 1, &v) == -1 ||
+	    v <= 1 || v > INT32_MAX || (pid_t)v == getpid() ||
+	    getpgid((pid_t)v) != (pid_t)v) {
+		snprintf(errbuf, errlen, "warm: %s from the zygote",
+		    n == 0 ? "no answer (it went away)" : "a bad answer");
+		goto failed;
+	}
+	/* Committed: from here on the code runs. */
+	if (send_msg(w->sock, 'g', NULL) == -1)
+		goto io;
+	sp->pid = (pid_t)v;
+	set_timeout(w->sock, 0);
+	return 0;
+io:
+	snprintf(errbuf, errlen, "warm: the zygote %s",
+	    errno == EAGAIN || errno == EWOULDBLOCK ? "did not answer in time" :
+	    strerror(errno));
+failed:
+	/* Closing makes the waiter kill the run before it ever runs. */
+	close_fd(&w->sock);
+	w->failed = 1;
+	return -1;
+}
+
+static int
+warm_watch(void *arg)
+{
+	return ((struct warm_run *)arg)->sock;
+}
+
+/* Reads the status message if there is one: 1 when the run is over. */
+static int
+read_status(struct warm_run *w, int flags)
+{
+	char	 msg[32];
+	ssize_t	 n;
+	long	 v;
+
+	if (w->have_status || w->lost)
+		return 1;
+	do
+		n = recv(w->sock, msg, sizeof(msg), flags);
+	while (n == -1 && errno == EINTR);
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (n > 1 && msg[0] == 's' &&
+	    parse_num(msg + 1, (size_t)n - 1, &v) == 0 && v >= 0 &&
+	    v <= 0xffff) {
+		w->status = (int)v;
+		w->have_status = 1;
+	} else
+		w->lost = 1;
+	return 1;
+}
+
+static int
+warm_gone(void *arg, struct spawn *sp)
+{
+	return read_status(arg, MSG_DONTWAIT);
+}
+
+static int
+warm_reap(void *arg, struct spawn *sp)
+{
+	struct warm_run	*w = arg;
+	struct pollfd	 pfd;
+	double		 end = mono_now() + WARM_REAP_WAIT, left;
+
+	while (!read_status(w, MSG_DONTWAIT)) {
+		if ((left = end - mono_now()) <= 0) {
+			w->lost = 1;
+			break;
+		}
+		pfd.fd = w->sock;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) == -1 &&
+		    errno != EINTR) {
+			w->lost = 1;
+			break;
+		}
+	}
+	/* Lets the waiter reap it: its pid may be reused from now on. */
+	close_fd(&w->sock);
+	if (w->have_status)
+		return w->status;
+	log_warnx("warm: run %d: its waiter went away without its status; "
+	    "reported as killed", (int)sp->pid);
+	return SIGKILL;		/* the raw status of a SIGKILL */
+}
+
+const struct spawn_starter warm_starter = {
+	warm_start, warm_watch, warm_gone, warm_reap,
+};

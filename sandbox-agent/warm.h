@@ -1,0 +1,47 @@
+/*
+ * warm.h: runs forked from a warm interpreter (python/vivarium/_zygote.py;
+ * docs/runner-contract.md, "Warm starts").  One zygote per agent, started
+ * on first use; runs for different workspaces differ only in cwd and
+ * environment.  Whenever the zygote is not ready or misbehaves, the caller
+ * runs cold: nothing here may cost a run its result.
+ */
+#ifndef VIVARIUM_WARM_H
+#define VIVARIUM_WARM_H
+
+#include <sys/types.h>
+
+#include "spawn.h"
+
+/* How long a run waits for a new zygote's imports (s). */
+#define WARM_READY_WAIT		30.0
+/* How long the zygote may take to answer a request with a pid (s). */
+#define WARM_REPLY_TIMEOUT	5.0
+
+/* One run's state for warm_starter (spawn.starter_arg). */
+struct warm_run {
+	int		 sock;		/* the run socket, or -1 */
+	int		 status;	/* raw wait status, when have_status */
+	int		 have_status;
+	int		 lost;		/* the waiter went away without a status */
+	int		 failed;	/* the start failed through the zygote's fault */
+};
+
+#define WARM_RUN_INIT	{ -1, 0, 0, 0, 0 }
+
+/* Starts sp through the zygote (sp->envp and sp->cwd are the run's). */
+extern const struct spawn_starter warm_starter;
+
+/*
+ * Makes sure the zygote runs and is ready, starting it with
+ * `python -P -m vivarium._zygote` and envp when needed and waiting at most
+ * WARM_READY_WAIT for it.  0: ready; -1: run cold (the reason is logged).
+ */
+int	warm_ready(const char *python, char *const *envp);
+/* A start failed through the zygote: stop it; the next run starts another. */
+void	warm_broken(const char *why);
+/* Stops the zygote (tests; the agent's exit closes its socket anyway). */
+void	warm_stop(void);
+/* The zygote's pid, or -1 (tests). */
+pid_t	warm_zygote_pid(void);
+
+#endif
