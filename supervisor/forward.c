@@ -8,12 +8,14 @@
  * understood: Content-Length, chunked, or a body ending at EOF.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -186,30 +188,50 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The socket lives in a directory the sandbox can write to, so code in the
+ * sandbox can swap agent.sock for a symlink to any socket on the host (say,
+ * another user's agent).  connect() follows symlinks, so the file is opened
+ * first without following one, checked to be a socket, and connected
+ * through /proc/self/fd: the very inode that was checked.
+ */
 static int
 unix_connect(const char *path, int *connect_failed)
 {
 	struct sockaddr_un	 sun;
-	int			 fd;
+	struct stat		 st;
+	int			 fd = -1, pfd, e;
 
+	if ((pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			*connect_failed = 1;
+		return -1;
+	}
+	if (fstat(pfd, &st) == -1)
+		goto fail;
+	if (!S_ISSOCK(st.st_mode)) {
+		errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTSOCK;
+		goto fail;
+	}
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path) + 1);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d", pfd);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
+		goto fail;
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		int e = errno;
-		if (e == ENOENT || e == ECONNREFUSED)
+		if (errno == ECONNREFUSED || errno == ENOENT)
 			*connect_failed = 1;
-		close(fd);
-		errno = e;
-		return -1;
+		goto fail;
 	}
+	close(pfd);
 	return fd;
+fail:
+	e = errno;
+	if (fd != -1)
+		close(fd);
+	close(pfd);
+	errno = e;
+	return -1;
 }
 
 /* Sends the request on c->fd; 0 or -1 (errno). */

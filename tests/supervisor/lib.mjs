@@ -87,7 +87,7 @@ export function freePort() {
 }
 
 // Writes a config and starts the supervisor; returns a handle.
-export async function startSupervisor({ podmanSock, state, extra = '', port = 0, env = {} }) {
+export async function startSupervisor({ podmanSock, state, extra = '', port = 0, env = {}, readyTimeout = '60s' }) {
   const dir = mkdtempSync('/tmp/vsv-conf-');
   const conf = join(dir, 'supervisor.yaml');
   const p = port || await freePort();
@@ -97,7 +97,7 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
     `podman:\n  socket: ${podmanSock}`,
     `state_dir: ${state}`,
     `image: ${IMAGE}`,
-    `ready_timeout: 60s`,
+    `ready_timeout: ${readyTimeout}`,
     extra,
   ].join('\n') + '\n');
   const srv = await startServer(supervisorBin, { args: ['-f', conf], env, timeoutMs: 20000 });

@@ -257,6 +257,36 @@ print('egress at', socket.gethostbyname('egress'))`);
   assert.equal(r.status, 200, r.text);
 });
 
+test('a sandbox that swaps its agent socket for a symlink cannot reach another user', async () => {
+  const evil = user('evil'), victim = user('victim');
+  const cv = await sv.client(victim);
+  await runPython(cv, "open('secret.txt','w').write('victim-secret')");
+  await cv.close();
+  const ce = await sv.client(evil);
+  // From inside: point /run/vivarium/agent.sock at the victim's socket as
+  // the host sees it (the layout is no secret).
+  const r = await runPython(ce, `import os
+os.remove('/run/vivarium/agent.sock')
+os.symlink(${JSON.stringify(`${state}/${victim}/agent.sock`)}, '/run/vivarium/agent.sock')
+print('planted')`);
+  assert.match(r.text, /planted/);
+  await ce.close();
+  // A new supervisor has no kept connections: it must open the path again.
+  const port = Number(new URL(sv.base).port);
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port, readyTimeout: '3s' });
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+    params: { name: 'run_python', arguments: { code: "import os; print(sorted(os.listdir('.')))" } } });
+  const res = await sv.post(ping, { userId: evil });
+  assert.doesNotMatch(res.text, /secret\.txt/, 'the evil sandbox reached the victim\'s agent');
+  assert.notEqual(res.status, 200, res.text);
+  // The victim is unaffected.
+  const cv2 = await sv.client(victim);
+  assert.match((await runPython(cv2, "print(open('secret.txt').read())")).text, /victim-secret/);
+  await cv2.close();
+  vp('rm', '-f', '-t', '0', `vivarium-${evil}`);
+});
+
 test('an idle sandbox is stopped, and the next call resumes with files and namespace', async () => {
   const u = user('sleepy');
   const port = Number(new URL(sv.base).port);

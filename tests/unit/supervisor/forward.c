@@ -302,6 +302,40 @@ test_nobody_listening(void **state)
 	unlink(stale);
 }
 
+/* Code in a sandbox can swap agent.sock for a symlink to another socket
+ * on the host: the supervisor must not follow it. */
+static void
+test_symlink_refused(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	char			 err[256], link[128], buf[64];
+	int			 cf;
+
+	srv_start(script);
+	snprintf(link, sizeof(link), "/tmp/fakeagent.%d.link", (int)getpid());
+	unlink(link);
+	assert_int_equal(symlink(srv.path, link), 0);
+	assert_int_equal(agent_open(&c, link, &r, -1, 1000, &cf, err,
+	    sizeof(err)), -1);
+	assert_int_equal(cf, 0);
+	assert_int_equal(agent_probe(link, 1000), -1);
+	unlink(link);
+	/* A plain file is no socket either. */
+	assert_int_equal(agent_open(&c, "/etc/hostname", &r, -1, 1000, &cf,
+	    err, sizeof(err)), -1);
+	/* The real path still works (and lets the server finish). */
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 1000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
+	agent_close(&c);
+	srv_stop();
+}
+
 /* A kept connection the agent closed meanwhile: a fresh one is used. */
 static void
 test_stale_kept_connection(void **state)
@@ -338,6 +372,7 @@ main(void)
 		cmocka_unit_test(test_broken_replies),
 		cmocka_unit_test(test_nobody_listening),
 		cmocka_unit_test(test_stale_kept_connection),
+		cmocka_unit_test(test_symlink_refused),
 	};
 
 	signal(SIGPIPE, SIG_IGN);	/* the server writes after the client left */
