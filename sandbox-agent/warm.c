@@ -51,7 +51,26 @@ static struct {
 	double		 started;
 	int		 fails;		/* failed starts in a row */
 	double		 next_try;
-} wz = { -1, -1, 0, 0, 0, 0 };
+	uint64_t	 key;		/* of the interpreter and environment */
+} wz = { -1, -1, 0, 0, 0, 0, 0 };
+
+/* FNV-1a over the interpreter and the environment it was started with. */
+static uint64_t
+zygote_key(const char *python, char *const *envp)
+{
+	uint64_t	 h = 1469598103934665603ULL;
+	const char	*s;
+
+	for (s = python; ; s++) {
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+		if (*s == '\0') {
+			if (envp == NULL || *envp == NULL)
+				break;
+			s = *envp++ - 1;
+		}
+	}
+	return h;
+}
 
 static double
 mono_now(void)
@@ -163,7 +182,17 @@ warm_ready(const char *python, char *const *envp)
 	ssize_t		 n;
 	int		 rc = -1;
 
+	uint64_t	 key = zygote_key(python, envp);
+
 	pthread_mutex_lock(&wz_lock);
+	if (wz.pid != -1 && wz.key != key) {
+		/* Another interpreter or environment: that zygote won't do. */
+		zygote_stop();
+		wz.fails = 0;
+	}
+	if (wz.pid == -1 && wz.key != key)
+		wz.fails = 0;
+	wz.key = key;
 	if (wz.pid != -1 && wz.ready) {
 		/* Anything on the control socket now is its end (EOF). */
 		pfd.fd = wz.ctl;
@@ -356,14 +385,14 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	w->sock = -1;
 	w->have_status = w->lost = w->failed = 0;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-		snprintf(errbuf, errlen, "warm: socketpair: %s",
+		snprintf(errbuf, errlen, "socketpair: %s",
 		    strerror(errno));
 		w->failed = 1;
 		return -1;
 	}
 	w->sock = sv[0];
 	if (send_request(stdio, sv[1]) == -1) {
-		snprintf(errbuf, errlen, "warm: the zygote took no request: %s",
+		snprintf(errbuf, errlen, "the zygote took no request: %s",
 		    strerror(errno));
 		close(sv[1]);
 		goto failed;
@@ -394,7 +423,7 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	if (n < 2 || msg[0] != 'p' || parse_num(msg + 1, (size_t)n - 1, &v) == -1 ||
 	    v <= 1 || v > INT32_MAX || (pid_t)v == getpid() ||
 	    getpgid((pid_t)v) != (pid_t)v) {
-		snprintf(errbuf, errlen, "warm: %s from the zygote",
+		snprintf(errbuf, errlen, "%s from the zygote",
 		    n == 0 ? "no answer (it went away)" : "a bad answer");
 		goto failed;
 	}
@@ -405,7 +434,7 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	set_timeout(w->sock, 0);
 	return 0;
 io:
-	snprintf(errbuf, errlen, "warm: the zygote %s",
+	snprintf(errbuf, errlen, "the zygote %s",
 	    errno == EAGAIN || errno == EWOULDBLOCK ? "did not answer in time" :
 	    strerror(errno));
 failed:

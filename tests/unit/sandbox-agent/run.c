@@ -73,6 +73,9 @@ limits(struct run_limits *lim)
 	lim->persist_namespace = 1;
 	lim->namespace_max_bytes = 256ULL << 20;
 	lim->state_summary = 1;
+	/* As the agent: warm unless VIVARIUM_WARM=0 (tests run both ways). */
+	lim->warm = getenv("VIVARIUM_WARM") == NULL ||
+	    strcmp(getenv("VIVARIUM_WARM"), "0") != 0;
 }
 
 static int

@@ -1,0 +1,434 @@
+/*
+ * Warm runs (sandbox-agent/warm.c, python/vivarium/_zygote.py) through
+ * run_python with Debian's /usr/bin/python3 and the real runner: every run
+ * is a new process whatever the zygote holds, random state differs, a
+ * timeout kills the run's whole group, a zygote that is killed, stopped or
+ * killed mid-run costs no run its result, and os._exit / segfaults read as
+ * they do cold.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../../sandbox-agent/run.c"
+#include "../../../sandbox-agent/warm.c"
+
+#define PYTHON		"/usr/bin/python3"
+
+static char	 pythonpath[PATH_MAX];
+static char	 ws[64];
+
+static int
+setup(void **state)
+{
+	if (realpath("python", pythonpath) == NULL) {
+		fprintf(stderr, "run from the top of the tree\n");
+		return -1;
+	}
+	if (access(PYTHON, X_OK) == -1) {
+		fprintf(stderr, "%s is needed (scripts/deps test)\n", PYTHON);
+		return -1;
+	}
+	log_init("warm-test", 0);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	warm_stop();
+	return 0;
+}
+
+static int
+ws_new(void **state)
+{
+	snprintf(ws, sizeof(ws), "/tmp/vivarium-warm-test-XXXXXX");
+	return mkdtemp(ws) == NULL ? -1 : 0;
+}
+
+static int
+ws_del(void **state)
+{
+	char	 cmd[128];
+
+	warm_reply_timeout = WARM_REPLY_TIMEOUT;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ws);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void
+limits(struct run_limits *lim, int warm)
+{
+	memset(lim, 0, sizeof(*lim));
+	lim->python = PYTHON;
+	lim->pythonpath = pythonpath;
+	lim->output_limit = 20000;
+	lim->max_images = 4;
+	lim->max_image_side = 1280;
+	lim->persist_namespace = 1;
+	lim->namespace_max_bytes = 256ULL << 20;
+	lim->state_summary = 1;
+	lim->warm = warm;
+	lim->warm_imports = "numpy,pandas,matplotlib,matplotlib.pyplot";
+}
+
+static void
+run(const struct run_limits *lim, const char *code, long timeout,
+    struct run_result *res)
+{
+	struct run_request rq;
+	char		 err[512];
+
+	memset(&rq, 0, sizeof(rq));
+	rq.code = code;
+	rq.code_len = strlen(code);
+	rq.timeout_s = timeout;
+	rq.workspace = ws;
+	if (run_python(lim, &rq, res, err, sizeof(err)) == -1)
+		fail_msg("run_python: %s", err);
+}
+
+/* Runs code that must exit 0 and returns its stdout (owned). */
+static char *
+ok(const struct run_limits *lim, const char *code)
+{
+	struct run_result res;
+	char		*out;
+
+	run(lim, code, 60, &res);
+	if (res.exit_code != 0)
+		fail_msg("exit %d, stderr: %s, note: %s", res.exit_code,
+		    res.err ? res.err : "", res.note);
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	out = strdup(res.out);
+	run_result_release(&res);
+	return out;
+}
+
+/* The run's parent is a waiter forked from the zygote, not us. */
+static void
+assert_warm(const struct run_limits *lim)
+{
+	char	*out, want[32];
+
+	out = ok(lim, "import os; print(os.getppid())");
+	snprintf(want, sizeof(want), "%d\n", (int)getpid());
+	if (strcmp(out, want) == 0)
+		fail_msg("the run was started cold");
+	free(out);
+	assert_true(warm_zygote_pid() > 0);
+}
+
+static void
+test_fresh_process(void **state)
+{
+	struct run_limits lim;
+	char		*a, *b;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	a = ok(&lim, "import os; print(os.getpid())");
+	b = ok(&lim, "import os; print(os.getpid())");
+	assert_string_not_equal(a, b);
+	free(a);
+	free(b);
+
+	/* Module state set by one run is gone in the next. */
+	free(ok(&lim, "import json, matplotlib, pandas\n"
+	    "json.x = 1\n"
+	    "matplotlib.rcParams['lines.linewidth'] = 7\n"
+	    "pandas.set_option('display.max_rows', 3)\n"
+	    "import sys; sys.modules['vivarium_marker'] = json\n"));
+	a = ok(&lim, "import json, sys, matplotlib, pandas\n"
+	    "print(hasattr(json, 'x'), matplotlib.rcParams['lines.linewidth'],"
+	    " pandas.get_option('display.max_rows'),"
+	    " 'vivarium_marker' in sys.modules)");
+	assert_string_equal(a, "False 1.5 60 False\n");
+	free(a);
+
+	/* The environment is the run's, signals are a fresh interpreter's. */
+	a = ok(&lim, "import os, signal\n"
+	    "print(os.environ['VIVARIUM_RUN_DIR'].startswith('/'),"
+	    " os.getcwd() == os.path.realpath(" "'.'),"
+	    " signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,"
+	    " signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+	    " signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN,"
+	    " os.getpgid(0) == os.getpid(), len(os.listdir('/proc/self/fd')))");
+	assert_string_equal(a, "True True True True True True 4\n");
+	free(a);
+}
+
+static void
+test_random_differs(void **state)
+{
+	struct run_limits lim;
+	const char	*code = "import random, numpy, os\n"
+	    "print(random.random(), numpy.random.rand(), os.urandom(8).hex())";
+	char		*a, *b;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	a = ok(&lim, code);
+	b = ok(&lim, code);
+	assert_string_not_equal(a, b);
+	/* Each of the three differs, not just one. */
+	{
+		char	*sa, *sb, *pa, *pb;
+		int	 i;
+
+		pa = a;
+		pb = b;
+		for (i = 0; i < 3; i++) {
+			sa = strsep(&pa, " \n");
+			sb = strsep(&pb, " \n");
+			assert_non_null(sa);
+			assert_non_null(sb);
+			assert_string_not_equal(sa, sb);
+		}
+	}
+	free(a);
+	free(b);
+}
+
+static void
+test_timeout_kills_group(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	char		 path[PATH_MAX], buf[32];
+	FILE		*f;
+	pid_t		 child;
+	char		*out;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	snprintf(path, sizeof(path), "%s/child.pid", ws);
+	run(&lim, "import subprocess, time\n"
+	    "p = subprocess.Popen(['sleep', '60'])\n"
+	    "open('child.pid', 'w').write(str(p.pid))\n"
+	    "print('started', flush=True)\n"
+	    "time.sleep(60)", 1, &res);
+	assert_true(res.timed_out);
+	assert_false(res.signaled);
+	assert_int_equal(res.exit_code, -1);
+	assert_true(res.duration >= 0.95 && res.duration < 5);
+	assert_string_equal(res.out, "started\n");
+	assert_null(res.footer);
+	run_result_release(&res);
+	assert_non_null(f = fopen(path, "r"));
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	child = (pid_t)atoi(buf);
+	assert_true(child > 1);
+	/* Killed with its group (it may linger as a zombie of init). */
+	usleep(200000);
+	{
+		char	 st[PATH_MAX], line[256];
+		FILE	*sf;
+		int	 dead = 1;
+
+		snprintf(st, sizeof(st), "/proc/%d/stat", (int)child);
+		if ((sf = fopen(st, "r")) != NULL) {
+			if (fgets(line, sizeof(line), sf) != NULL &&
+			    strstr(line, ") Z ") == NULL &&
+			    strstr(line, "sleep") != NULL)
+				dead = 0;
+			fclose(sf);
+		}
+		assert_true(dead);
+	}
+	out = ok(&lim, "print('next')");
+	assert_string_equal(out, "next\n");
+	free(out);
+}
+
+static void
+test_zygote_killed_between_runs(void **state)
+{
+	struct run_limits lim;
+	pid_t		 z;
+	char		*out;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	z = warm_zygote_pid();
+	assert_int_equal(kill(z, SIGKILL), 0);
+	usleep(100000);
+	out = ok(&lim, "print('after')");
+	assert_string_equal(out, "after\n");
+	free(out);
+	assert_true(warm_zygote_pid() > 0);
+	assert_int_not_equal(warm_zygote_pid(), z);
+	assert_warm(&lim);
+}
+
+static void
+test_zygote_killed_mid_run(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	char		 code[256];
+	pid_t		 z;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	z = warm_zygote_pid();
+	/* The run kills the zygote itself (its parent's parent) and goes on. */
+	snprintf(code, sizeof(code), "import os, time\n"
+	    "os.kill(%d, 9)\n"
+	    "time.sleep(0.3)\n"
+	    "print('survived')", (int)z);
+	run(&lim, code, 30, &res);
+	assert_int_equal(res.exit_code, 0);
+	assert_false(res.signaled);
+	assert_string_equal(res.out, "survived\n");
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	run_result_release(&res);
+	assert_warm(&lim);
+	assert_int_not_equal(warm_zygote_pid(), z);
+}
+
+static void
+test_zygote_stopped_falls_back(void **state)
+{
+	struct run_limits lim;
+	char		 path[PATH_MAX], buf[64];
+	pid_t		 z;
+	char		*out;
+	FILE		*f;
+	size_t		 n;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	z = warm_zygote_pid();
+	warm_reply_timeout = 0.5;
+	assert_int_equal(kill(z, SIGSTOP), 0);
+	/* Goes cold after the reply timeout, runs exactly once. */
+	out = ok(&lim, "open('ran.txt', 'a').write('x')\nimport os\n"
+	    "print(os.getppid())");
+	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	assert_string_equal(out, buf);		/* cold: our child */
+	free(out);
+	usleep(300000);
+	snprintf(path, sizeof(path), "%s/ran.txt", ws);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	assert_int_equal(n, 1);
+	/* The stopped one was replaced. */
+	assert_int_equal(kill(z, 0), -1);
+	assert_warm(&lim);
+	assert_int_not_equal(warm_zygote_pid(), z);
+}
+
+/* The same code warm and cold gives the same result. */
+static void
+same_both_ways(const char *code, int *signaled, int *sig, int *exit_code)
+{
+	struct run_limits lim;
+	struct run_result r[2];
+	int		 w;
+
+	for (w = 0; w < 2; w++) {
+		limits(&lim, w);
+		if (w)
+			assert_warm(&lim);
+		run(&lim, code, 30, &r[w]);
+	}
+	assert_int_equal(r[0].exit_code, r[1].exit_code);
+	assert_int_equal(r[0].signaled, r[1].signaled);
+	assert_int_equal(r[0].signal, r[1].signal);
+	assert_int_equal(r[0].timed_out, r[1].timed_out);
+	assert_int_equal(r[0].report, r[1].report);
+	assert_string_equal(r[0].note, r[1].note);
+	assert_string_equal(r[0].out, r[1].out);
+	assert_string_equal(r[0].err, r[1].err);
+	*signaled = r[1].signaled;
+	*sig = r[1].signal;
+	*exit_code = r[1].exit_code;
+	run_result_release(&r[0]);
+	run_result_release(&r[1]);
+}
+
+static void
+test_exit_and_crash_as_cold(void **state)
+{
+	int	 signaled, sig, code;
+
+	same_both_ways("import os\nprint('bye', flush=True)\nos._exit(3)",
+	    &signaled, &sig, &code);
+	assert_false(signaled);
+	assert_int_equal(code, 3);
+	same_both_ways("import ctypes\nctypes.string_at(0)", &signaled, &sig,
+	    &code);
+	assert_true(signaled);
+	assert_int_equal(sig, SIGSEGV);
+	same_both_ways("import sys\nsys.exit('no')", &signaled, &sig, &code);
+	assert_int_equal(code, 1);
+	same_both_ways("import atexit\natexit.register(print, 'at exit')\n"
+	    "raise SystemExit(4)", &signaled, &sig, &code);
+	assert_int_equal(code, 4);
+}
+
+static void
+test_workspace_gone(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	char		 cmd[128];
+	pid_t		 z;
+
+	limits(&lim, 1);
+	lim.max_images = 0;	/* else the PNG scan notices first */
+	assert_warm(&lim);
+	z = warm_zygote_pid();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ws);
+	assert_int_equal(system(cmd), 0);
+	run(&lim, "print(1)", 30, &res);
+	assert_true(res.spawn_failed);
+	assert_non_null(strstr(res.note, "Cannot enter the workspace"));
+	run_result_release(&res);
+	assert_int_equal(mkdir(ws, 0700), 0);
+	/* Not the zygote's fault: the same one serves the next run. */
+	assert_warm(&lim);
+	assert_int_equal(warm_zygote_pid(), z);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fresh_process, ws_new,
+		    ws_del),
+		cmocka_unit_test_setup_teardown(test_random_differs, ws_new,
+		    ws_del),
+		cmocka_unit_test_setup_teardown(test_timeout_kills_group,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_zygote_killed_between_runs,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_zygote_killed_mid_run,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_zygote_stopped_falls_back,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_exit_and_crash_as_cold,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_workspace_gone, ws_new,
+		    ws_del),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
