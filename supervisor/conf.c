@@ -676,11 +676,10 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 	if (c->state_dir[0] != '/')
 		confdiag_add(d, 0, "state_dir: \"%s\" must be an absolute path",
 		    c->state_dir);
-	/* <state_dir>/<user>/agent.sock must fit a sockaddr_un. */
+	/* Sized buffers hold <state_dir>/<user>/agent.sock. */
 	if (strlen(c->state_dir) > STATE_DIR_MAX)
-		confdiag_add(d, 0, "state_dir: \"%s\" is too long for the unix "
-		    "sockets below it (at most %d characters)", c->state_dir,
-		    STATE_DIR_MAX);
+		confdiag_add(d, 0, "state_dir: \"%s\" is too long (at most %d "
+		    "characters)", c->state_dir, STATE_DIR_MAX);
 	if (c->provisioning == PROV_ALLOWLIST && c->nusers == 0)
 		confdiag_add(d, 0, "provisioning is allowlist but no users are "
 		    "listed under users:");

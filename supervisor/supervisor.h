@@ -14,8 +14,9 @@
 #include "podman.h"
 
 #define USER_ID_MAX	63
-/* 107 (sun_path) - "/" - USER_ID_MAX - "/agent.sock" */
-#define STATE_DIR_MAX	32
+/* Sockets are reached through /proc/self/fd (forward.c), so sun_path's
+ * 108 bytes do not bound the directory; this only sizes the buffers. */
+#define STATE_DIR_MAX	256
 
 /* ---------------------------------------------------------------- conf.c */
 

@@ -259,6 +259,9 @@ print('egress at', socket.gethostbyname('egress'))`);
 
 test('a sandbox that swaps its agent socket for a symlink cannot reach another user', async () => {
   const evil = user('evil'), victim = user('victim');
+  const port = Number(new URL(sv.base).port);
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port });
   const cv = await sv.client(victim);
   await runPython(cv, "open('secret.txt','w').write('victim-secret')");
   await cv.close();
@@ -272,7 +275,6 @@ print('planted')`);
   assert.match(r.text, /planted/);
   await ce.close();
   // A new supervisor has no kept connections: it must open the path again.
-  const port = Number(new URL(sv.base).port);
   await sv.stop();
   sv = await startSupervisor({ podmanSock, state, port, readyTimeout: '3s' });
   const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
@@ -300,7 +302,7 @@ test('an idle sandbox is stopped, and the next call resumes with files and names
   assert.equal(containerState(u), 'running');
   const deadline = Date.now() + 20000;
   while (containerState(u) === 'running' && Date.now() < deadline) await sleep(250);
-  assert.equal(containerState(u), 'exited', 'stopped when idle');
+  assert.match(containerState(u) || '', /^(exited|stopped)$/, 'stopped when idle');
   await c.close();
   c = await sv.client(u);
   const r = await runPython(c, "print(x + 1, open('nap.txt').read())");
