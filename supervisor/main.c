@@ -468,7 +468,12 @@ main(int argc, char **argv)
 		    (uint16_t)conf.listen_port, NULL, NULL, access_handler, NULL,
 		    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)conf.max_connections,
-		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+		    /*
+		     * MHD checks this right after our reader returns: a relayed
+		     * run that stays silent for longer would be cut off.
+		     */
+		    MHD_OPTION_CONNECTION_TIMEOUT,
+		    (unsigned)(conf.agent_timeout + 60),
 		    MHD_OPTION_NOTIFY_COMPLETED, http_request_completed, NULL,
 		    MHD_OPTION_END);
 		freeaddrinfo(ai);
