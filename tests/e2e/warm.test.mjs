@@ -1,0 +1,91 @@
+// Warm runs through the real agent (VIVARIUM_WARM=1) and the MCP SDK client:
+// per-user workspaces stay apart when every user's runs fork from one
+// zygote, users run in parallel through it, and a zygote killed between
+// calls is replaced without the caller noticing.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { startAgent, textOf } from './harness.mjs';
+
+const run = (client, code, extra = {}) =>
+  client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, { timeout: 120000 });
+
+async function stdoutOf(client, code) {
+  const r = await run(client, code);
+  const t = textOf(r);
+  assert.equal(r.isError, false, t);
+  const m = /--- stdout ---\n([\s\S]*?)(?:\n--- |$)/.exec(t);
+  assert.ok(m, t);
+  return m[1].trim();
+}
+
+// The zygote's pid as the run sees it: its parent is a waiter, whose parent
+// is the zygote.  Also says whether the run was warm at all.
+const LINEAGE = `import os
+w = os.getppid()
+z = open('/proc/%d/stat' % w).read().rsplit(')', 1)[1].split()[1]
+print(os.getpid(), w, z)`;
+
+describe('warm runs with per-user workspaces', () => {
+  let agent;
+  let alice;
+  let bob;
+
+  before(async () => {
+    agent = await startAgent({
+      transport: 'unix',
+      env: { VIVARIUM_WARM: '1', VIVARIUM_USER_HEADER: 'X-User-ID', VIVARIUM_MAX_TIMEOUT: '30' },
+    });
+    alice = await agent.connect({ headers: { 'X-User-ID': 'alice' } });
+    bob = await agent.connect({ headers: { 'X-User-ID': 'bob' } });
+  });
+  after(async () => { await agent.stop(); });
+
+  test('runs are warm: forked from the zygote, a new process each call', async () => {
+    const [p1, w1, z1] = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
+    const [p2, w2, z2] = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
+    assert.notEqual(w1, agent.proc.pid, 'the run was cold');
+    assert.equal(z1, z2, 'one zygote serves both');
+    assert.notEqual(z1, agent.proc.pid);
+    assert.notEqual(p1, p2);
+    assert.notEqual(w1, w2);
+  });
+
+  test('each user runs in their own workspace', async () => {
+    const a = await stdoutOf(alice, "open('alice.txt', 'w').write('a')\nsecret = 42\nimport os\nprint(os.getcwd())");
+    const b = await stdoutOf(bob, "import os\nprint(os.getcwd(), sorted(os.listdir('.')), 'secret' in globals())");
+    assert.equal(a, join(agent.workspace, 'users', 'alice'));
+    assert.equal(b, `${join(agent.workspace, 'users', 'bob')} [] False`);
+    assert.ok(existsSync(join(agent.workspace, 'users', 'alice', 'alice.txt')));
+    assert.ok(!existsSync(join(agent.workspace, 'users', 'bob', 'alice.txt')));
+    assert.equal(await stdoutOf(alice, 'print(secret)'), '42');
+  });
+
+  test('two users in parallel through one zygote keep their cwd', async () => {
+    const code = "import os, time\ntime.sleep(0.5)\nprint(os.path.basename(os.getcwd()), os.environ['VIVARIUM_STATE_DIR'])";
+    const started = Date.now();
+    const [a, b] = await Promise.all([stdoutOf(alice, code), stdoutOf(bob, code)]);
+    assert.equal(a, `alice ${join(agent.workspace, 'users', 'alice', '.vivarium')}`);
+    assert.equal(b, `bob ${join(agent.workspace, 'users', 'bob', '.vivarium')}`);
+    assert.ok(Date.now() - started < 5000);
+  });
+
+  test('a zygote killed between calls is replaced; the call succeeds', async () => {
+    const z1 = Number((await stdoutOf(bob, LINEAGE)).split(' ')[2]);
+    process.kill(z1, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await stdoutOf(bob, "print('still here')"), 'still here');
+    const [, w, z2] = (await stdoutOf(bob, LINEAGE)).split(' ').map(Number);
+    assert.notEqual(w, agent.proc.pid, 'the run after the restart was cold');
+    assert.notEqual(z2, z1);
+    assert.match(agent.stderr(), /zygote \(pid \d+\) has gone/);
+  });
+
+  test('a timeout kills the run, the next call works', async () => {
+    const r = await run(alice, 'import time\nprint("x", flush=True)\ntime.sleep(30)', { timeout_seconds: 1 });
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /^Timed out after 1 s/);
+    assert.equal(await stdoutOf(alice, 'print(secret + 1)'), '43');
+  });
+});
