@@ -15,6 +15,29 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON_DIR = os.path.join(ROOT, "python")
 PYTHON = os.environ.get("VIVARIUM_TEST_PYTHON", sys.executable)
+# VIVARIUM_WARM=1: every run is forked from one warm zygote
+# (vivarium._zygote), as the agent does by default.
+WARM = os.environ.get("VIVARIUM_WARM", "0") == "1"
+_zygote = [None]
+
+
+def warm_start(cwd, env):
+    """Starts a run through the shared zygote; a Popen-like WarmProcess."""
+    if _zygote[0] is None:
+        sys.path.insert(0, PYTHON_DIR)
+        from vivarium._zygote import Zygote
+        base = {k: v for k, v in os.environ.items() if not k.startswith("VIVARIUM_")}
+        base.update({"PYTHONPATH": PYTHON_DIR, "MPLBACKEND": "Agg"})
+        _zygote[0] = Zygote(PYTHON, base)
+    o_r, o_w = os.pipe()
+    e_r, e_w = os.pipe()
+    dn = os.open(os.devnull, os.O_RDWR)
+    try:
+        return _zygote[0].start(cwd, env, (dn, o_w, e_w),
+                                os.fdopen(o_r, "rb"), os.fdopen(e_r, "rb"))
+    finally:
+        for fd in (dn, o_w, e_w):
+            os.close(fd)
 
 
 class Result:
@@ -79,6 +102,8 @@ class Workspace(unittest.TestCase):
         with open(os.path.join(run_dir, "code.py"), "w", encoding="utf-8") as f:
             f.write(code)
         env = self.env(VIVARIUM_RUN_DIR=run_dir, **over)
+        if WARM:
+            return warm_start(self.ws, env), run_dir
         p = subprocess.Popen([PYTHON, "-P", "-m", "vivarium._runner"], cwd=self.ws,
                              env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)

@@ -1,0 +1,64 @@
+// bench/run: run_python cold (VIVARIUM_WARM=0: a new python3 per call) vs
+// warm (VIVARIUM_WARM=1: forked from the zygote), side by side in one run,
+// through the agent's HTTP on a unix socket.  Two cases: print(1) on an
+// empty namespace, and print(df.shape) with `pd` and a 10,000-row DataFrame
+// restored from the namespace.  Calls alternate between the two agents so
+// both see the same machine load; the first call of each agent (the
+// zygote's start) is not counted.  ROUNDS=N (default 15).
+import { startAgent } from '../../tests/e2e/harness.mjs';
+
+const ROUNDS = Number(process.env.ROUNDS || 15);
+
+let id = 0;
+async function call(agent, code) {
+  const body = JSON.stringify({
+    jsonrpc: '2.0', id: ++id, method: 'tools/call',
+    params: { name: 'run_python', arguments: { code } },
+  });
+  const t0 = process.hrtime.bigint();
+  const r = await agent.post(body);
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const res = r.json && r.json.result;
+  if (r.status !== 200 || !res || res.isError) throw new Error(`call failed: ${r.text.slice(0, 500)}`);
+  return ms;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+const cases = [
+  { name: 'print(1)', setup: null, code: 'print(1)' },
+  {
+    name: 'print(df.shape), pd + 10k-row df restored',
+    setup: "import pandas as pd\ndf = pd.DataFrame({'a': range(10000), 'b': [x * 0.5 for x in range(10000)], 'c': ['x%d' % (x % 97) for x in range(10000)]})",
+    code: 'print(df.shape)',
+  },
+];
+
+const agents = {
+  cold: await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '0' } }),
+  warm: await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1' } }),
+};
+try {
+  console.log(`bench-run: ${ROUNDS} rounds per case, cold and warm alternating; wall time of the HTTP call (ms)`);
+  console.log('case'.padEnd(44) + 'cold median'.padStart(12) + 'warm median'.padStart(12) + 'cold/warm'.padStart(11));
+  for (const c of cases) {
+    for (const a of Object.values(agents)) {
+      await call(a, c.setup || 'pass');   // the warm agent's first call starts the zygote
+      if (c.setup) await call(a, c.code);
+    }
+    const t = { cold: [], warm: [] };
+    for (let i = 0; i < ROUNDS; i++) {
+      for (const k of i % 2 ? ['warm', 'cold'] : ['cold', 'warm']) t[k].push(await call(agents[k], c.code));
+    }
+    const mc = median(t.cold);
+    const mw = median(t.warm);
+    console.log(c.name.padEnd(44) + mc.toFixed(1).padStart(12) + mw.toFixed(1).padStart(12) + `${(mc / mw).toFixed(1)}x`.padStart(11));
+  }
+} finally {
+  await agents.cold.stop();
+  await agents.warm.stop();
+}
