@@ -7,6 +7,8 @@
 #   key      print the hash of everything the image is built from
 #   build    build the image now (layers are cached)
 #   ensure   build only when no image carries the current key
+#   prune    remove what earlier builds left (done after every build unless
+#            VIVARIUM_IMAGE_KEEP=1)
 #   run ...  run it hardened (image/run-hardened.sh ARGS)
 #
 # Environment:
@@ -172,6 +174,31 @@ cmd_build() {
 	trap - EXIT
 	size=$(P image inspect --format '{{.Size}}' "$IMAGE:$VERSION")
 	say "build: done in $(( $(date +%s) - t0 ))s; $IMAGE:$VERSION is $((size / 1048576)) MiB"
+	[ "${VIVARIUM_IMAGE_KEEP:-0}" = 1 ] || cmd_prune "$t0"
+}
+
+# Old builds pile up (a stack layer is 2 GB).  After a build, remove the
+# leftovers of earlier ones: untagged images labelled with another key, then
+# each one's parents while they are untagged, older than this build and
+# parents of nothing else (rmi refuses those), so the current build's cache
+# and any build running beside this one stay.
+cmd_prune() {
+	key=$(cmd_key)
+	before=${1:-$(date +%s)}
+	freed=0
+	for id in $(P images -q --no-trunc --filter dangling=true); do
+		lbl=$(P image inspect --format '{{index .Labels "io.vivarium.inputs"}}' "$id" 2>/dev/null) || continue
+		[ -n "$lbl" ] && [ "$lbl" != "$key" ] || continue
+		while [ -n "$id" ]; do
+			info=$(P image inspect --format '{{.Created.Unix}} {{len .RepoTags}} {{.Parent}}' "$id" 2>/dev/null) || break
+			set -- $info
+			[ "$1" -lt "$before" ] && [ "$2" = 0 ] || break
+			P rmi "$id" >/dev/null 2>&1 || break
+			freed=$((freed + 1))
+			id=${3:-}
+		done
+	done
+	[ "$freed" = 0 ] || say "prune: removed $freed image(s) left by earlier builds"
 }
 
 image_key() {
@@ -194,7 +221,8 @@ lock)	cmd_lock ;;
 key)	cmd_key ;;
 inputs)	inputs ;;
 build)	cmd_build ;;
+prune)	cmd_prune ;;
 ensure)	cmd_ensure ;;
 run)	shift; exec image/run-hardened.sh "$@" ;;
-*)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|run" >&2; exit 2 ;;
+*)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|prune|run" >&2; exit 2 ;;
 esac
