@@ -191,8 +191,12 @@ vp_start() {
 	_vp_dir=$(mktemp -d "$VP_RUN/svc.XXXXXX") || return 1
 	VP_SVC_DIR=$_vp_dir
 	VP_SOCKET="$_vp_dir/podman.sock"
+	# A signal must still run the cleanup: exit through the EXIT trap.
+	# PIPE too: `tests/... | head` must not leave containers behind.
 	trap _vp_trap EXIT
+	trap 'exit 129' HUP
 	trap 'exit 130' INT
+	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
 	vpodman system service --time 0 "unix://$VP_SOCKET" \
 	    >"$VP_SVC_DIR/service.log" 2>&1 </dev/null &
