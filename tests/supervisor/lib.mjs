@@ -66,6 +66,7 @@ export async function startPodman(sock) {
       await Promise.race([done, sleep(5000)]);
       try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
       proc.stderr.destroy();
+      rmSync(sock, { force: true });
     },
   };
 }
@@ -100,7 +101,13 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
     `ready_timeout: ${readyTimeout}`,
     extra,
   ].join('\n') + '\n');
-  const srv = await startServer(supervisorBin, { args: ['-f', conf], env, timeoutMs: 20000 });
+  let srv;
+  try {
+    srv = await startServer(supervisorBin, { args: ['-f', conf], env, timeoutMs: 20000 });
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   const fetch = makeFetch(null);
   const h = {
     conf, base: srv.baseUrl, proc: srv.proc, stderr: srv.stderr,
