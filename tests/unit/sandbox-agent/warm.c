@@ -344,11 +344,19 @@ same_both_ways(const char *code, int *signaled, int *sig, int *exit_code)
 	int		 w;
 
 	for (w = 0; w < 2; w++) {
+		char	 cmd[128];
+
+		/* Each starts from the same (empty) namespace. */
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s/.vivarium'", ws);
+		assert_int_equal(system(cmd), 0);
 		limits(&lim, w);
 		if (w)
 			assert_warm(&lim);
 		run(&lim, code, 30, &r[w]);
 	}
+	if (getenv("WARM_TEST_VERBOSE") != NULL)
+		fprintf(stderr, "--- cold:\n%s%s--- warm:\n%s%s", r[0].out,
+		    r[0].err, r[1].out, r[1].err);
 	assert_int_equal(r[0].exit_code, r[1].exit_code);
 	assert_int_equal(r[0].signaled, r[1].signaled);
 	assert_int_equal(r[0].signal, r[1].signal);
@@ -357,6 +365,9 @@ same_both_ways(const char *code, int *signaled, int *sig, int *exit_code)
 	assert_string_equal(r[0].note, r[1].note);
 	assert_string_equal(r[0].out, r[1].out);
 	assert_string_equal(r[0].err, r[1].err);
+	if (getenv("WARM_TEST_VERBOSE") != NULL)
+		fprintf(stderr, "--- %s\n%s%s(exit %d)\n", code, r[1].out,
+		    r[1].err, r[1].exit_code);
 	*signaled = r[1].signaled;
 	*sig = r[1].signal;
 	*exit_code = r[1].exit_code;
@@ -382,6 +393,20 @@ test_exit_and_crash_as_cold(void **state)
 	same_both_ways("import atexit\natexit.register(print, 'at exit')\n"
 	    "raise SystemExit(4)", &signaled, &sig, &code);
 	assert_int_equal(code, 4);
+	/* What shutdown does that code sees: threads waited for, __del__ of
+	 * globals, unclosed files flushed (read back by the next run). */
+	same_both_ways("import threading, time\n"
+	    "class A:\n"
+	    "    def __del__(self): print('del A', flush=True)\n"
+	    "a = A()\n"
+	    "f = open('unclosed.txt', 'w'); f.write('data')\n"
+	    "threading.Thread(target=lambda: (time.sleep(0.2), "
+	    "print('thread done', flush=True))).start()\n"
+	    "print('main done')", &signaled, &sig, &code);
+	assert_int_equal(code, 0);
+	same_both_ways("print(open('unclosed.txt').read())", &signaled, &sig,
+	    &code);
+	assert_int_equal(code, 0);
 }
 
 static void
