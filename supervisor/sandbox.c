@@ -436,6 +436,14 @@ again:
 			goto again;	/* removed under us */
 		return -1;
 	}
+	/*
+	 * The proxy may have been recreated since the network was made, and
+	 * a new proxy container is on no user network: connect it at every
+	 * start ("already connected" is fine).
+	 */
+	if (egress_connect(c, p, &n, e) == -1)
+		log_warnx("%s: the egress proxy is not connected: %s",
+		    n.container, e->msg);
 	return wait_ready(c, p, &n, e);
 }
 

@@ -251,6 +251,37 @@ test_create_missing_image(void **state)
 }
 
 static void
+test_egress_already_connected(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "POST", API "/networks/vivarium-alice/connect",
+		    "network-connect-already.http" },
+		{ "POST", API "/networks/vivarium-bob/connect",
+		    "container-inspect-missing.http" },
+		{ NULL, NULL, NULL } };
+	struct podman		*p = client(r);
+	struct perr		 e;
+	struct conf		 c;
+	struct names		 n;
+	struct fake_request	 q;
+
+	memset(&c, 0, sizeof(c));
+	c.state_dir = (char *)(uintptr_t)"/var/lib/vivarium";
+	c.egress_container = (char *)(uintptr_t)"vivarium-egress";
+	c.egress_alias = (char *)(uintptr_t)"egress";
+	(void)sandbox_names(&c, "alice", &n);
+	assert_int_equal(egress_connect(&c, p, &n, &e), 0);
+	q = fake_last();
+	assert_string_equal(q.body,
+	    "{\"container\":\"vivarium-egress\",\"aliases\":[\"egress\"]}");
+	/* A proxy container that does not exist: said plainly. */
+	(void)sandbox_names(&c, "bob", &n);
+	assert_int_equal(egress_connect(&c, p, &n, &e), -1);
+	assert_non_null(strstr(e.msg, "is the egress proxy container"));
+	done(p);
+}
+
+static void
 test_container_spec(void **state)
 {
 	struct conf	 c;
@@ -301,6 +332,7 @@ main(void)
 		cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_connection_closed),
 		cmocka_unit_test(test_create_missing_image),
+		cmocka_unit_test(test_egress_already_connected),
 		cmocka_unit_test(test_container_spec),
 	};
 
