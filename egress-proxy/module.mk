@@ -60,4 +60,4 @@ bench-egress:
 
 build/bench/egress-load: bench/egress/load.c
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE $(WARN) -Icommon -o $@ $< -lpthread
+	$(CC) -O2 -g -std=c11 -D_GNU_SOURCE $(WARN) -Werror -Icommon -o $@ $<

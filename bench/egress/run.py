@@ -3,23 +3,41 @@
 
 usage: run.py PATH/TO/vivarium-egress PATH/TO/egress-load
 
-Measured in one run, each against the same origin on 127.0.0.1:
-  - CONNECT tunnels set up per second with 64 concurrent clients (one byte
-    round trip through each tunnel, then close), and the same loop straight
-    to the origin;
+What is compared is the proxy, so the method keeps everything else equal and
+out of the proxy's way (the method is printed with the figures):
+
+  - pinning: the proxy under test (ours or tinyproxy) runs alone, among this
+    benchmark's processes, on PROXY_CPU; the load generator and the origin
+    share LOAD_CPU.  The direct baseline uses the same pinning for the
+    generator and the origin.  Our proxy runs one event loop (it picks that
+    itself when it may use one CPU); tinyproxy spawns a thread per client.
+  - the load generator (egress-load rate) is one epoll thread driving
+    CLIENTS connections, registered once, edge-triggered; its own CPU time
+    and the origin's are reported so that a saturated load core shows.
+  - tinyproxy gets a fair configuration: MaxClients far above the clients
+    in flight, and logging per connection (LogLevel Connect) like ours;
+    both log to files on tmpfs, as tinyproxy fsync()s every line.
+  - ROUNDS rounds interleave the targets, rotating their order, so that
+    load from elsewhere on the machine hits them alike; medians are
+    compared, the spread (min-max over rounds) is shown.
+  - per round, the proxy's CPU time (user + system, all threads, from
+    /proc) divided by the tunnels it carried: its cost per tunnel, which
+    does not depend on how much of its core the scheduler gave it.
+
+Measured, each against the same origin on 127.0.0.1:
+  - CONNECT tunnels set up per second with CLIENTS concurrent clients (one
+    byte round trip through each tunnel, then an abortive close), and the
+    same loop straight to the origin;
   - bulk throughput pulling BULK_BYTES through one tunnel, and directly;
   - memory per idle tunnel: the proxy's RSS with IDLE_N tunnels open minus
-    its RSS before, divided by IDLE_N;
-  - the proxy's CPU time (user + system, all threads) per tunnel during the
-    rate runs, which shows the proxy's own cost apart from the load
-    generator and the origin that share the machine's CPUs.
-ROUNDS rounds interleave the targets; the best round of each is compared.
-Prints the figures and the ratios the issue sets targets for.  Everything
-is bounded: RATE_SECS per rate run, BULK_BYTES per bulk run, IDLE_N tunnels.
+    its RSS before, divided by IDLE_N.
+Everything is bounded: RATE_SECS per rate run, BULK_BYTES per bulk run,
+IDLE_N tunnels, ROUNDS rounds.
 """
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,8 +49,20 @@ RATE_SECS = float(os.environ.get("RATE_SECS", "3"))
 CLIENTS = int(os.environ.get("CLIENTS", "64"))
 BULK_BYTES = int(os.environ.get("BULK_BYTES", str(1 << 30)))
 IDLE_N = int(os.environ.get("IDLE_N", "1000"))
-ROUNDS = int(os.environ.get("ROUNDS", "3"))
-TMP = tempfile.mkdtemp(prefix="egress-bench-")
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+NCPU = len(os.sched_getaffinity(0))
+PROXY_CPU = os.environ.get("PROXY_CPU", "0" if NCPU >= 2 else "")
+LOAD_CPU = os.environ.get("LOAD_CPU", "1" if NCPU >= 2 else "")
+# Both proxies log to files here.  tinyproxy fsync()s every log line; on
+# tmpfs that costs a system call, not a wait for the disk, like our write.
+SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
+TMP = tempfile.mkdtemp(prefix="egress-bench-", dir=SHM)
+TINY_LOGLEVEL = os.environ.get("TINY_LOGLEVEL", "Connect")
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def pin(cpu):
+    return ["taskset", "-c", cpu] if cpu else []
 
 
 def free_port():
@@ -63,31 +93,68 @@ def rss_kb(pid):
     return 0
 
 
+def cpu_s(pid):
+    """User + system seconds of a process, all its threads."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / HZ
+
+
 def load(*args):
-    out = subprocess.run([LOAD] + [str(a) for a in args], capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(pin(LOAD_CPU) + [LOAD] + [str(a) for a in args],
+                         capture_output=True, text=True, timeout=600)
     if out.returncode not in (0, 1):
         sys.exit("bench: egress-load %s failed: %s" % (args, out.stderr))
     return out.stdout.split()
 
 
-def cpu_ticks(pid):
-    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
-    return int(f[11]) + int(f[12])
+def loadavg():
+    return os.getloadavg()[0]
 
 
-def rate_run(port, pid, echo):
-    t0 = cpu_ticks(pid) if pid else 0
-    f = load("rate", port, echo, CLIENTS, RATE_SECS)
-    count = int(f[2])
-    used = (cpu_ticks(pid) - t0) / os.sysconf("SC_CLK_TCK") if pid else 0
-    return float(f[1]), int(f[3]), 1e6 * used / max(count, 1)
+class Target:
+    def __init__(self, name, port, proc):
+        self.name, self.port, self.proc = name, port, proc
+        self.rate, self.cpu_us, self.proxy_util, self.load_util = [], [], [], []
+        self.p50, self.p99, self.bulk, self.bulk_cpu = [], [], [], []
+        self.errors = 0
+        self.tunnels = 0
+        self.idle = None
 
 
-def idle_run(port, pid, echo):
+def rate_run(t, echo, origin):
+    t0 = time.monotonic()
+    p0 = cpu_s(t.proc.pid) if t.proc else 0
+    o0 = cpu_s(origin.pid)
+    f = load("rate", t.port, echo, CLIENTS, RATE_SECS)
+    wall = time.monotonic() - t0
+    count, errors, gen_cpu = int(f[2]), int(f[3]), float(f[4])
+    t.rate.append(float(f[1]))
+    t.errors += errors
+    t.tunnels += count
+    t.p50.append(int(f[5]))
+    t.p99.append(int(f[6]))
+    t.load_util.append((gen_cpu + cpu_s(origin.pid) - o0) / wall)
+    if t.proc:
+        used = cpu_s(t.proc.pid) - p0
+        t.cpu_us.append(1e6 * used / max(count, 1))
+        t.proxy_util.append(used / wall)
+
+
+def bulk_run(t, source):
+    p0 = cpu_s(t.proc.pid) if t.proc else 0
+    f = load("bulk", t.port, source, BULK_BYTES)
+    t.bulk.append(float(f[1]))
+    if t.proc:
+        # proxy CPU seconds per GB carried
+        t.bulk_cpu.append((cpu_s(t.proc.pid) - p0) / (BULK_BYTES / 1e9))
+
+
+def idle_run(t, echo):
+    pid = t.proc.pid
     time.sleep(0.5)
     before = rss_kb(pid)
-    p = subprocess.Popen([LOAD, "idle", str(port), str(echo), str(IDLE_N), "120"],
+    p = subprocess.Popen(pin(LOAD_CPU) + [LOAD, "idle", str(t.port), str(echo),
+                                          str(IDLE_N), "120"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = p.stdout.readline().split()
     opened = int(line[1]) if len(line) == 2 else 0
@@ -95,39 +162,45 @@ def idle_run(port, pid, echo):
     during = rss_kb(pid)
     p.stdin.close()
     p.wait(30)
-    return opened, before, during
+    t.idle = (opened, (during - before) / max(opened, 1))
 
 
-def measure(targets, echo, source):
-    """Rounds interleave the three targets so that load from elsewhere on
-    the machine hits them alike; the best round of each counts."""
-    res = {name: {"rate": [], "cpu": [], "bulk": [], "errors": 0}
-           for name, _, _ in targets}
-    for name, port, _ in targets:
-        load("rate", port, echo, 8, 0.5)                  # warm up
-    for _ in range(ROUNDS):
-        for name, port, pid in targets:
-            r, e, cpu = rate_run(port, pid, echo)
-            res[name]["rate"].append(r)
-            res[name]["errors"] += e
-            res[name]["cpu"].append(cpu)
-        for name, port, pid in targets:
-            res[name]["bulk"].append(float(load("bulk", port, source,
-                                                BULK_BYTES)[1]))
-    for name, port, pid in targets:
-        if pid:
-            res[name]["idle"] = idle_run(port, pid, echo)
-    return res
+def measure(targets, echo, source, origin):
+    for t in targets:
+        load("rate", t.port, echo, 8, 0.5)                  # warm up
+    n = len(targets)
+    for r in range(ROUNDS):
+        order = [targets[(r + i) % n] for i in range(n)]
+        for t in order:
+            rate_run(t, echo, origin)
+        for t in order:
+            bulk_run(t, source)
+    for t in targets:
+        if t.proc:
+            idle_run(t, echo)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else 0.0
+
+
+def spread(xs, fmt="%.0f"):
+    if not xs:
+        return "-"
+    return (fmt + "-" + fmt) % (min(xs), max(xs))
 
 
 def main():
+    load_before = loadavg()
     echo, source = free_port(), free_port()
-    origin = subprocess.Popen([LOAD, "origin", str(echo), str(source)],
+    origin = subprocess.Popen(pin(LOAD_CPU) + [LOAD, "origin", str(echo),
+                                                str(source)],
                               stdout=subprocess.PIPE, text=True)
     origin.stdout.readline()
     nofile = "--nofile=%d" % max(4 * IDLE_N + 1024, 8192)
 
-    # vivarium-egress: release build, loopback allowed for the bench only
+    # vivarium-egress: release build, loopback allowed for the bench only.
+    # It logs its one line per connection to a file, as in production.
     vport = free_port()
     env = dict(os.environ,
                VIVARIUM_EGRESS_LISTEN="127.0.0.1:%d" % vport,
@@ -135,30 +208,37 @@ def main():
                VIVARIUM_EGRESS_ALLOW_CIDRS="127.0.0.0/8",
                VIVARIUM_EGRESS_MAX_CONNECTIONS="100000",
                VIVARIUM_EGRESS_MAX_PER_CLIENT="100000")
-    vlog = open(os.path.join(TMP, "egress.log"), "w")
-    viv = subprocess.Popen(["prlimit", nofile, PROXY], env=env,
+    vlogpath = os.path.join(TMP, "egress.log")
+    vlog = open(vlogpath, "w")
+    viv = subprocess.Popen(pin(PROXY_CPU) + ["prlimit", nofile, PROXY], env=env,
                            stdout=vlog, stderr=vlog)
     wait_port(vport, viv, "vivarium-egress")
 
-    # tinyproxy from Debian, with a generated config on loopback
+    # tinyproxy from Debian (a thread per client), on loopback, with room
+    # for every client and one log line per connection like ours.
     tport = free_port()
     conf = os.path.join(TMP, "tinyproxy.conf")
+    tlogpath = os.path.join(TMP, "tinyproxy.log")
     with open(conf, "w") as f:
         f.write("Port %d\nListen 127.0.0.1\nTimeout 600\nMaxClients %d\n"
                 "Allow 127.0.0.1\nConnectPort %d\nConnectPort %d\n"
-                "LogLevel Critical\nLogFile \"%s/tinyproxy.log\"\n"
+                "LogLevel %s\nLogFile \"%s\"\n"
                 "DisableViaHeader Yes\n"
-                % (tport, IDLE_N + 2 * CLIENTS + 64, echo, source, TMP))
+                % (tport, IDLE_N + 4 * CLIENTS + 256, echo, source,
+                   TINY_LOGLEVEL, tlogpath))
         if os.geteuid() == 0:
             f.write("User nobody\nGroup nogroup\n")
     os.chmod(TMP, 0o777)
-    tiny = subprocess.Popen(["prlimit", nofile, "tinyproxy", "-d", "-c", conf],
+    tiny = subprocess.Popen(pin(PROXY_CPU) + ["prlimit", nofile, "tinyproxy",
+                                              "-d", "-c", conf],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(tport, tiny, "tinyproxy")
 
+    d = Target("direct", 0, None)
+    v = Target("vivarium-egress", vport, viv)
+    t = Target("tinyproxy", tport, tiny)
     try:
-        res = measure([("direct", 0, None), ("vivarium-egress", vport, viv.pid),
-                       ("tinyproxy", tport, tiny.pid)], echo, source)
+        measure([d, v, t], echo, source, origin)
     finally:
         for p in (viv, tiny, origin):
             p.terminate()
@@ -167,40 +247,62 @@ def main():
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+        vlog.close()
+    vlines = sum(1 for _ in open(vlogpath, errors="replace"))
+    tlines = (sum(1 for _ in open(tlogpath, errors="replace"))
+              if os.path.exists(tlogpath) else 0)
 
-    print("\nbench/egress on loopback (%d CPUs, load %.1f): %d concurrent clients, "
-          "%d rounds of %.0f s; best round shown, all rounds in brackets"
-          % (os.cpu_count(), os.getloadavg()[0], CLIENTS, ROUNDS, RATE_SECS))
-    print("%-16s %10s %12s %10s %14s" % ("", "tunnels/s", "CPU us/tunnel",
-                                         "bulk MB/s", "KB/idle tunnel"))
-    for name in ("direct", "vivarium-egress", "tinyproxy"):
-        r = res[name]
-        idle = "-"
-        if "idle" in r:
-            opened, before, during = r["idle"]
-            r["idle_kb"] = (during - before) / max(opened, 1)
-            idle = "%.1f (%d open)" % (r["idle_kb"], opened)
-        print("%-16s %10.0f %12s %10.0f %14s   rates %s, MB/s %s%s" % (
-            name, max(r["rate"]),
-            "%.0f" % min(r["cpu"]) if name != "direct" else "-",
-            max(r["bulk"]), idle,
-            [int(x) for x in r["rate"]], [int(x) for x in r["bulk"]],
-            ", %d errors" % r["errors"] if r["errors"] else ""))
-    v, t, d = res["vivarium-egress"], res["tinyproxy"], res["direct"]
-    rr = max(v["rate"]) / max(max(t["rate"]), 1)
-    cr = min(t["cpu"]) / max(min(v["cpu"]), 1e-9)
-    br = max(v["bulk"]) / max(max(d["bulk"]), 1)
-    print("\nCONNECT rate vivarium/tinyproxy:     %.2fx  (target >= 2x)  %s"
+    print("\nbench/egress on loopback, %d CPUs, load average %.1f before, "
+          "%.1f after" % (NCPU, load_before, loadavg()))
+    print("method: proxy under test pinned to CPU %s, load generator and origin "
+          "to CPU %s (direct: same); one epoll generator thread, %d concurrent "
+          "clients; %d interleaved rounds (order rotated) of %.0f s rate + "
+          "%d MiB bulk per target; median [min-max] over rounds; "
+          "vivarium-egress: 1 event loop; tinyproxy %s: thread per client, "
+          "LogLevel %s; logs in %s: %d lines / %d tunnels (ours), %d / %d (tinyproxy)"
+          % (PROXY_CPU or "any", LOAD_CPU or "any", CLIENTS, ROUNDS, RATE_SECS,
+             BULK_BYTES >> 20, tinyproxy_version(), TINY_LOGLEVEL, TMP, vlines, v.tunnels + IDLE_N,
+             tlines, t.tunnels + IDLE_N))
+    print("  proxy% = the proxy's CPU time / wall time (100% = its core "
+          "saturated); load% = generator + origin CPU / wall on their core")
+    print("\n%-16s %-20s %-15s %6s %6s %-11s %-17s %-10s %s" % (
+        "", "tunnels/s", "CPU us/tunnel", "proxy%", "load%", "p50/p99 ms",
+        "bulk MB/s", "CPU s/GB", "KB/idle tunnel"))
+    for x in (d, v, t):
+        print("%-16s %-20s %-15s %6s %6.0f %-11s %-17s %-10s %s" % (
+            x.name,
+            "%.0f [%s]" % (med(x.rate), spread(x.rate)),
+            "%.0f [%s]" % (med(x.cpu_us), spread(x.cpu_us)) if x.proc else "-",
+            "%.0f" % (100 * med(x.proxy_util)) if x.proc else "-",
+            100 * med(x.load_util),
+            "%.1f/%.1f" % (med(x.p50) / 1000, med(x.p99) / 1000),
+            "%.0f [%s]" % (med(x.bulk), spread(x.bulk)),
+            "%.2f" % med(x.bulk_cpu) if x.proc else "-",
+            "%.1f (%d open)" % (x.idle[1], x.idle[0]) if x.idle else "-")
+            + (" %d errors" % x.errors if x.errors else ""))
+    rr = med(v.rate) / max(med(t.rate), 1)
+    cr = med(t.cpu_us) / max(med(v.cpu_us), 1e-9)
+    br = med(v.bulk) / max(med(d.bulk), 1)
+    print("\nCONNECT rate vivarium/tinyproxy:        %.2fx  (target >= 2x)  %s"
           % (rr, "ok" if rr >= 2 else "MISSED"))
-    print("proxy CPU per tunnel tinyproxy/vivarium: %.2fx  (how much cheaper each tunnel is)"
-          % cr)
-    print("tunnel throughput vivarium/direct:  %.0f%%   (target >= 80%%) %s"
+    print("proxy CPU per tunnel tinyproxy/vivarium: %.2fx  (tunnels per "
+          "proxy CPU-second: %.0f vs %.0f)"
+          % (cr, 1e6 / max(med(v.cpu_us), 1e-9), 1e6 / max(med(t.cpu_us), 1e-9)))
+    print("tunnel throughput vivarium/direct:      %.0f%%   (target >= 80%%) %s"
           % (100 * br, "ok" if br >= 0.8 else "MISSED"))
-    print("memory per idle tunnel:             %.1f KB (target <= 64 KB) %s"
-          % (v["idle_kb"], "ok" if v["idle_kb"] <= 64 else "MISSED"))
+    print("memory per idle tunnel:                 %.1f KB (target <= 64 KB) %s"
+          % (v.idle[1], "ok" if v.idle[1] <= 64 else "MISSED"))
     print("(tinyproxy: %.0f%% of direct throughput, %.1f KB per idle tunnel)"
-          % (100 * max(t["bulk"]) / max(max(d["bulk"]), 1), t["idle_kb"]))
+          % (100 * med(t.bulk) / max(med(d.bulk), 1), t.idle[1]))
     shutil.rmtree(TMP, ignore_errors=True)
+
+
+def tinyproxy_version():
+    try:
+        return subprocess.run(["tinyproxy", "-v"], capture_output=True,
+                              text=True, timeout=10).stdout.split()[-1]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "?"
 
 
 if __name__ == "__main__":
