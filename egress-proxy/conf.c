@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <arpa/inet.h>
 
+#include <sched.h>
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,20 @@
 
 #include "egress.h"
 #include "banned.h"
+
+/* CPUs this process may run on (taskset, cgroup cpusets), not the
+ * machine's: a proxy pinned to one core runs one loop. */
+static long
+usable_cpus(void)
+{
+	cpu_set_t	 set;
+	long		 n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 &&
+	    (n = CPU_COUNT(&set)) > 0)
+		return n;
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
 
 void
 conf_defaults(struct egress_conf *c)
@@ -30,7 +46,7 @@ conf_defaults(struct egress_conf *c)
 	c->max_per_client = 256;
 	c->max_header_bytes = 16384;
 	c->resolver_threads = 4;
-	c->workers = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1;
+	c->workers = usable_cpus() > 1 ? 2 : 1;
 }
 
 void

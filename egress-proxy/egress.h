@@ -230,6 +230,7 @@ struct conn {
 	int			 nreq;
 	int			 up_connected;
 	int			 up_shut, client_shut;
+	int			 client_reset;	/* the client aborted (RST) */
 	int			 resp_sent;	/* bytes of this response sent */
 
 	struct buf		 in;		/* bytes read from the client, unsent */

@@ -208,6 +208,9 @@ listen_on(const char *spec)
 		goto fail;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* Accepted sockets inherit TCP_NODELAY: one system call less per
+	 * connection. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (res->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, res->ai_addr, res->ai_addrlen) == -1) {
@@ -284,7 +287,7 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 	struct conn	*c;
 	socklen_t	 len;
 	char		 a[INET6_ADDRSTRLEN];
-	int		 fd, i, one = 1, busy;
+	int		 fd, i, busy;
 
 	for (i = 0; i < 64; i++) {
 		len = sizeof(ss);
@@ -339,8 +342,6 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 				close(fd);
 			continue;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-		    sizeof(one));
 		if ((c = conn_new(conf, fd, &ss)) == NULL) {
 			clientcount_release(cc);
 			close(fd);

@@ -40,6 +40,7 @@ enum {
 #define SPLICE_AFTER	(256 * 1024)
 #define SPLICE_CHUNK	(1024 * 1024)	/* pipe size asked for */
 #define SPLICE_ROOM	(64 * 1024)	/* read on while less is in the pipe */
+#define EARLY_MAX	(64 * 1024)	/* held from a client before its tunnel */
 
 /* Each worker thread has its own connections and scratch space. */
 _Thread_local struct conn *conn_list;
@@ -63,6 +64,14 @@ set_reason(struct conn *c, const char *verdict, const char *reason)
 static void
 close_upstream(struct conn *c)
 {
+	struct linger	 l = { 1, 0 };
+
+	/* A client that reset its connection gets its upstream reset too:
+	 * the tunnel passes the abort on, and the proxy keeps no TIME_WAIT
+	 * for a connection nobody is left to finish. */
+	if (c->uev.fd >= 0 && c->client_reset && c->up_connected)
+		(void)setsockopt(c->uev.fd, SOL_SOCKET, SO_LINGER, &l,
+		    sizeof(l));
 	if (c->uev.fd >= 0)
 		ev_close(&c->uev);
 	c->up_connected = 0;
@@ -267,9 +276,15 @@ update_masks(struct conn *c)
 		um = EPOLLIN;	/* a kept upstream that speaks is dropped */
 		break;
 	case ST_RESOLVE:
-		break;
 	case ST_CONNECT:
-		um = EPOLLOUT;
+		/* A CONNECT client's early bytes are read and held (a bounded
+		 * amount); keeping its mask as it was saves two epoll_ctl
+		 * calls per tunnel. */
+		if (c->connect_method && !c->client_eof &&
+		    c->to_up.len < EARLY_MAX)
+			cm = EPOLLIN;
+		if (c->state == ST_CONNECT)
+			um = EPOLLOUT;
 		break;
 	case ST_TUNNEL:
 		/* With a pipe, keep reading while it has room, so both
@@ -525,13 +540,21 @@ dial_next(struct conn *c, int lasterr)
 }
 
 static void
-connect_done(struct conn *c)
+connect_done(struct conn *c, uint32_t events)
 {
 	int		 err = 0;
 	socklen_t	 len = sizeof(err);
 
+	/* Writable without an error or hangup is connected; only a failure
+	 * needs SO_ERROR to say why. */
+	if ((events & (EPOLLERR | EPOLLHUP)) == 0 && (events & EPOLLOUT)) {
+		on_connected(c);
+		return;
+	}
 	if (getsockopt(c->uev.fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
+	else if (err == 0 && (events & (EPOLLERR | EPOLLHUP)))
+		err = ECONNREFUSED;
 	if (err == 0) {
 		on_connected(c);
 		return;
@@ -623,7 +646,6 @@ begin_upstream(struct conn *c, const char *host, uint16_t port)
 	c->cur_port = port;
 	c->state = ST_RESOLVE;
 	c->deadline = now_ms() + (uint64_t)c->conf->connect_timeout * 1000;
-	update_masks(c);
 	/* Literal addresses need no lookup; names go to the pool. */
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -635,8 +657,11 @@ begin_upstream(struct conn *c, const char *host, uint16_t port)
 		freeaddrinfo(res);
 		return;
 	}
-	if (resolver_submit(c, host, &c->job) == -1)
+	if (resolver_submit(c, host, &c->job) == -1) {
 		conn_fail(c, 502, "resolver unavailable");
+		return;
+	}
+	update_masks(c);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -873,15 +898,19 @@ client_readable(struct conn *c)
 		if (c->uev.fd >= 0 && use_splice(c, 1)) {
 			int rc = splice_move(c, 1);
 
-			if (rc == -1)
+			if (rc == -1) {
+				c->client_reset = errno == ECONNRESET;
 				conn_free(c);
+			}
 			else if (rc == 1)
 				c->client_eof = 1;
 			return;
 		}
 		if ((n = xrecv(c->cev.fd, scratch, sizeof(scratch))) == -1) {
-			if (errno != EAGAIN)
+			if (errno != EAGAIN) {
+				c->client_reset = errno == ECONNRESET;
 				conn_free(c);
+			}
 			return;
 		}
 		if (n == 0) {
@@ -921,6 +950,31 @@ client_readable(struct conn *c)
 			c->req_done = 1;
 			if (c->resp_done)
 				finish_exchange(c);
+		}
+		return;
+	case ST_RESOLVE:
+	case ST_CONNECT:
+		/* After CONNECT, before the tunnel: held for the upstream,
+		 * never parsed (update_masks bounds how much). */
+		if (!c->connect_method || c->to_up.len >= EARLY_MAX)
+			return;
+		room = EARLY_MAX - c->to_up.len;
+		if (room > sizeof(scratch))
+			room = sizeof(scratch);
+		if ((n = xrecv(c->cev.fd, scratch, room)) == -1) {
+			if (errno != EAGAIN) {
+				set_reason(c, c->verdict, "client connection error");
+				conn_free(c);
+			}
+			return;
+		}
+		if (n == 0) {
+			c->client_eof = 1;	/* passed on once the tunnel is up */
+			return;
+		}
+		if (buf_append(&c->to_up, scratch, (size_t)n) == -1) {
+			conn_fail(c, 400, "too much data before the tunnel");
+			return;
 		}
 		return;
 	case ST_CLOSING:
@@ -1030,6 +1084,7 @@ conn_event(struct conn *c, struct ev *ev, uint32_t events)
 		return;
 	if (ev == &c->cev) {
 		if (events & EPOLLERR) {
+			c->client_reset = 1;
 			set_reason(c, c->verdict, "client connection error");
 			conn_free(c);
 			return;
@@ -1056,7 +1111,7 @@ conn_event(struct conn *c, struct ev *ev, uint32_t events)
 		}
 	} else {
 		if (c->state == ST_CONNECT) {
-			connect_done(c);
+			connect_done(c, events);
 			return;
 		}
 		if ((events & EPOLLOUT) && (flush(c, 1) == -1 ||
