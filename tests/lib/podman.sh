@@ -141,7 +141,7 @@ EOF
 }
 
 vpodman() {
-	CONTAINERS_CONF="$VP_ROOT/containers.conf" \
+	${_vp_exec:-} env CONTAINERS_CONF="$VP_ROOT/containers.conf" \
 	CONTAINERS_STORAGE_CONF="$VP_ROOT/storage.conf" \
 	podman --root "$VP_ROOT/storage" --runroot "$VP_RUN/runroot" \
 	    --tmpdir "$VP_RUN/libpod" --storage-driver overlay \
@@ -198,7 +198,9 @@ vp_start() {
 	trap 'exit 130' INT
 	trap 'exit 141' PIPE
 	trap 'exit 143' TERM
-	vpodman system service --time 0 "unix://$VP_SOCKET" \
+	# exec in the background subshell, so that $! is podman's own pid and
+	# vp_stop signals the service, not a shell that would leave it behind.
+	( _vp_exec=exec; vpodman system service --time 0 "unix://$VP_SOCKET" ) \
 	    >"$VP_SVC_DIR/service.log" 2>&1 </dev/null &
 	_vp_pid=$!
 	VP_SVC_PID=$_vp_pid
