@@ -37,9 +37,15 @@ enum {
 #define QUEUE_MAX	(1024 * 1024)
 #define RESP_HEAD_MAX	(64 * 1024)
 #define CLOSING_GRACE	2000	/* ms to flush a reply and drain */
+#ifndef SPLICE_AFTER
 #define SPLICE_AFTER	(256 * 1024)
+#endif
+#ifndef SPLICE_CHUNK
 #define SPLICE_CHUNK	(1024 * 1024)	/* pipe size asked for */
+#endif
+#ifndef SPLICE_ROOM
 #define SPLICE_ROOM	(64 * 1024)	/* read on while less is in the pipe */
+#endif
 #define EARLY_MAX	(64 * 1024)	/* held from a client before its tunnel */
 
 /* Each worker thread has its own connections and scratch space. */

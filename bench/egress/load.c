@@ -13,7 +13,8 @@
  *	Prints "rate <tunnels/s> <count> <errors> <own CPU s> <p50 us>
  *	<p99 us>" (latency of one whole tunnel, connect to echo).
  *   egress-load bulk PROXY_PORT|0 SOURCE_PORT BYTES
- *	one connection pulls BYTES through.  Prints "bulk <MB/s> <bytes>".
+ *	one connection pulls BYTES through.  Prints "bulk <MB/s> <bytes>
+ *	<own CPU s>".
  *   egress-load idle PROXY_PORT ECHO_PORT N SECONDS
  *	opens N tunnels, proves each with a round trip, prints "ready N",
  *	then holds them for SECONDS (or until stdin closes).
@@ -458,6 +459,7 @@ static int
 bulk(int proxy, int port, unsigned long long bytes)
 {
 	static char	 buf[256 * 1024];
+	struct rusage	 ru;
 	unsigned long long got = 0;
 	double		 start, t;
 	ssize_t		 r;
@@ -477,7 +479,11 @@ bulk(int proxy, int port, unsigned long long bytes)
 		got += (unsigned long long)r;
 	t = now() - start;
 	close(fd);
-	printf("bulk %.1f %llu\n", (double)got / t / 1e6, got);
+	getrusage(RUSAGE_SELF, &ru);
+	/* bulk <MB/s> <bytes> <own CPU s> */
+	printf("bulk %.1f %llu %.3f\n", (double)got / t / 1e6, got,
+	    (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
 	return got == bytes ? 0 : 1;
 }
 

@@ -24,7 +24,11 @@ out of the proxy's way (the method is printed with the figures):
     /proc) divided by the tunnels it carried: its cost per tunnel, which
     does not depend on how much of its core the scheduler gave it.
 
-Measured, each against the same origin on 127.0.0.1:
+  - each target has its own origin process (same code, same core), so the
+    TIME_WAIT sockets one proxy leaves behind do not slow another's
+    connect(2) to the same address and port.
+
+Measured, each against its origin on 127.0.0.1:
   - CONNECT tunnels set up per second with CLIENTS concurrent clients (one
     byte round trip through each tunnel, then an abortive close), and the
     same loop straight to the origin;
@@ -116,12 +120,14 @@ class Target:
         self.name, self.port, self.proc = name, port, proc
         self.rate, self.cpu_us, self.proxy_util, self.load_util = [], [], [], []
         self.p50, self.p99, self.bulk, self.bulk_cpu = [], [], [], []
+        self.bulk_proxy_util, self.bulk_load_util = [], []
         self.errors = 0
         self.tunnels = 0
         self.idle = None
 
 
-def rate_run(t, echo, origin):
+def rate_run(t):
+    echo, origin = t.echo, t.origin
     t0 = time.monotonic()
     p0 = cpu_s(t.proc.pid) if t.proc else 0
     o0 = cpu_s(origin.pid)
@@ -140,16 +146,23 @@ def rate_run(t, echo, origin):
         t.proxy_util.append(used / wall)
 
 
-def bulk_run(t, source):
+def bulk_run(t):
+    source, origin = t.source, t.origin
+    t0 = time.monotonic()
     p0 = cpu_s(t.proc.pid) if t.proc else 0
+    o0 = cpu_s(origin.pid)
     f = load("bulk", t.port, source, BULK_BYTES)
+    wall = time.monotonic() - t0
     t.bulk.append(float(f[1]))
+    t.bulk_load_util.append((float(f[3]) + cpu_s(origin.pid) - o0) / wall)
     if t.proc:
-        # proxy CPU seconds per GB carried
-        t.bulk_cpu.append((cpu_s(t.proc.pid) - p0) / (BULK_BYTES / 1e9))
+        used = cpu_s(t.proc.pid) - p0
+        t.bulk_cpu.append(used / (BULK_BYTES / 1e9))   # s per GB carried
+        t.bulk_proxy_util.append(used / wall)
 
 
-def idle_run(t, echo):
+def idle_run(t):
+    echo = t.echo
     pid = t.proc.pid
     time.sleep(0.5)
     before = rss_kb(pid)
@@ -165,19 +178,19 @@ def idle_run(t, echo):
     t.idle = (opened, (during - before) / max(opened, 1))
 
 
-def measure(targets, echo, source, origin):
+def measure(targets):
     for t in targets:
-        load("rate", t.port, echo, 8, 0.5)                  # warm up
+        load("rate", t.port, t.echo, 8, 0.5)                # warm up
     n = len(targets)
     for r in range(ROUNDS):
         order = [targets[(r + i) % n] for i in range(n)]
         for t in order:
-            rate_run(t, echo, origin)
+            rate_run(t)
         for t in order:
-            bulk_run(t, source)
+            bulk_run(t)
     for t in targets:
         if t.proc:
-            idle_run(t, echo)
+            idle_run(t)
 
 
 def med(xs):
@@ -192,11 +205,14 @@ def spread(xs, fmt="%.0f"):
 
 def main():
     load_before = loadavg()
-    echo, source = free_port(), free_port()
-    origin = subprocess.Popen(pin(LOAD_CPU) + [LOAD, "origin", str(echo),
-                                                str(source)],
-                              stdout=subprocess.PIPE, text=True)
-    origin.stdout.readline()
+    origins = []
+    for _ in range(3):
+        echo, source = free_port(), free_port()
+        o = subprocess.Popen(pin(LOAD_CPU) + [LOAD, "origin", str(echo),
+                                               str(source)],
+                             stdout=subprocess.PIPE, text=True)
+        o.stdout.readline()
+        origins.append((echo, source, o))
     nofile = "--nofile=%d" % max(4 * IDLE_N + 1024, 8192)
 
     # vivarium-egress: release build, loopback allowed for the bench only.
@@ -204,7 +220,7 @@ def main():
     vport = free_port()
     env = dict(os.environ,
                VIVARIUM_EGRESS_LISTEN="127.0.0.1:%d" % vport,
-               VIVARIUM_EGRESS_PORTS="%d,%d" % (echo, source),
+               VIVARIUM_EGRESS_PORTS="%d,%d" % origins[1][:2],
                VIVARIUM_EGRESS_ALLOW_CIDRS="127.0.0.0/8",
                VIVARIUM_EGRESS_MAX_CONNECTIONS="100000",
                VIVARIUM_EGRESS_MAX_PER_CLIENT="100000")
@@ -224,7 +240,7 @@ def main():
                 "Allow 127.0.0.1\nConnectPort %d\nConnectPort %d\n"
                 "LogLevel %s\nLogFile \"%s\"\n"
                 "DisableViaHeader Yes\n"
-                % (tport, IDLE_N + 4 * CLIENTS + 256, echo, source,
+                % (tport, IDLE_N + 4 * CLIENTS + 256, origins[2][0], origins[2][1],
                    TINY_LOGLEVEL, tlogpath))
         if os.geteuid() == 0:
             f.write("User nobody\nGroup nogroup\n")
@@ -238,11 +254,14 @@ def main():
     v = Target("vivarium-egress", vport, viv)
     t = Target("tinyproxy", tport, tiny)
     try:
-        measure([d, v, t], echo, source, origin)
+        for x, (echo, source, o) in zip((d, v, t), origins):
+            x.echo, x.source, x.origin = echo, source, o
+        measure([d, v, t])
     finally:
-        for p in (viv, tiny, origin):
+        procs = [viv, tiny] + [o for _, _, o in origins]
+        for p in procs:
             p.terminate()
-        for p in (viv, tiny, origin):
+        for p in procs:
             try:
                 p.wait(10)
             except subprocess.TimeoutExpired:
@@ -255,7 +274,8 @@ def main():
     print("\nbench/egress on loopback, %d CPUs, load average %.1f before, "
           "%.1f after" % (NCPU, load_before, loadavg()))
     print("method: proxy under test pinned to CPU %s, load generator and origin "
-          "to CPU %s (direct: same); one epoll generator thread, %d concurrent "
+          "to CPU %s (direct: same), each target its own origin; one epoll "
+          "generator thread, %d concurrent "
           "clients; %d interleaved rounds (order rotated) of %.0f s rate + "
           "%d MiB bulk per target; median [min-max] over rounds; "
           "vivarium-egress: 1 event loop; tinyproxy %s: thread per client, "
@@ -265,21 +285,30 @@ def main():
              tlines, t.tunnels + IDLE_N))
     print("  proxy% = the proxy's CPU time / wall time (100% = its core "
           "saturated); load% = generator + origin CPU / wall on their core")
-    print("\n%-16s %-20s %-15s %6s %6s %-11s %-17s %-10s %s" % (
-        "", "tunnels/s", "CPU us/tunnel", "proxy%", "load%", "p50/p99 ms",
-        "bulk MB/s", "CPU s/GB", "KB/idle tunnel"))
+    print("\nCONNECT rate, %d clients" % CLIENTS)
+    print("%-16s %-20s %-15s %6s %6s %s" % (
+        "", "tunnels/s", "CPU us/tunnel", "proxy%", "load%", "p50/p99 ms"))
     for x in (d, v, t):
-        print("%-16s %-20s %-15s %6s %6.0f %-11s %-17s %-10s %s" % (
+        print("%-16s %-20s %-15s %6s %6.0f %s" % (
             x.name,
             "%.0f [%s]" % (med(x.rate), spread(x.rate)),
             "%.0f [%s]" % (med(x.cpu_us), spread(x.cpu_us)) if x.proc else "-",
             "%.0f" % (100 * med(x.proxy_util)) if x.proc else "-",
             100 * med(x.load_util),
-            "%.1f/%.1f" % (med(x.p50) / 1000, med(x.p99) / 1000),
+            "%.1f/%.1f" % (med(x.p50) / 1000, med(x.p99) / 1000))
+            + (" %d errors" % x.errors if x.errors else ""))
+    print("\nbulk, one connection, %d MiB; memory per idle tunnel, %d tunnels"
+          % (BULK_BYTES >> 20, IDLE_N))
+    print("%-16s %-20s %-10s %6s %6s %s" % (
+        "", "MB/s", "CPU s/GB", "proxy%", "load%", "KB/idle tunnel"))
+    for x in (d, v, t):
+        print("%-16s %-20s %-10s %6s %6.0f %s" % (
+            x.name,
             "%.0f [%s]" % (med(x.bulk), spread(x.bulk)),
             "%.2f" % med(x.bulk_cpu) if x.proc else "-",
-            "%.1f (%d open)" % (x.idle[1], x.idle[0]) if x.idle else "-")
-            + (" %d errors" % x.errors if x.errors else ""))
+            "%.0f" % (100 * med(x.bulk_proxy_util)) if x.proc else "-",
+            100 * med(x.bulk_load_util),
+            "%.1f (%d open)" % (x.idle[1], x.idle[0]) if x.idle else "-"))
     rr = med(v.rate) / max(med(t.rate), 1)
     cr = med(t.cpu_us) / max(med(v.cpu_us), 1e-9)
     br = med(v.bulk) / max(med(d.bulk), 1)
