@@ -198,7 +198,7 @@ warm_ready(const char *python, char *const *envp)
 		pfd.fd = wz.ctl;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, 0) != 0) {
+		if (poll(&pfd, 1, 0) > 0) {
 			log_warnx("warm: the zygote (pid %d) has gone; starting "
 			    "a new one", (int)wz.pid);
 			zygote_stop();
@@ -349,8 +349,9 @@ send_request(const int stdio[3], int runfd)
 		errno = ENOTCONN;
 		return -1;
 	}
+	/* Never block here: a stopped zygote would hold every run. */
 	do
-		n = sendmsg(wz.ctl, &mh, MSG_NOSIGNAL);
+		n = sendmsg(wz.ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n == -1 && errno == EINTR);
 	pthread_mutex_unlock(&wz_lock);
 	return n == -1 ? -1 : 0;

@@ -100,6 +100,25 @@ def _warm_imports(names):
                  % (name, type(e).__name__, str(e)[:200]))
 
 
+def _keep_mpl_tempdir():
+    """Without a writable config dir matplotlib makes a temporary one and
+    registers its removal at exit; every run would inherit that and remove
+    the directory the zygote (and the next runs) use.  Keep it instead."""
+    mpl = sys.modules.get("matplotlib")
+    if mpl is None:
+        return
+    try:
+        import atexit
+        import shutil
+        import tempfile
+        d = mpl.get_configdir()
+        if os.path.basename(d).startswith("matplotlib-") and \
+                os.path.dirname(d) == tempfile.gettempdir():
+            atexit.unregister(shutil.rmtree)
+    except Exception:
+        pass
+
+
 # ------------------------------------------------------------------ the run
 
 def _become_run(fds, env, go, saved):
@@ -217,6 +236,7 @@ def serve(ctl_fd):
             __import__(name)
         except BaseException as e:
             _log("%s: %s: %s" % (name, type(e).__name__, e))
+    _keep_mpl_tempdir()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # waiters reap themselves
     gc.collect()
     gc.freeze()     # forked runs need not touch these objects' pages for gc
