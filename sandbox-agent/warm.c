@@ -435,9 +435,11 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	set_timeout(w->sock, 0);
 	return 0;
 io:
-	snprintf(errbuf, errlen, "the zygote %s",
-	    errno == EAGAIN || errno == EWOULDBLOCK ? "did not answer in time" :
-	    strerror(errno));
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		snprintf(errbuf, errlen, "the zygote did not answer in time");
+	else
+		snprintf(errbuf, errlen, "the zygote's run socket: %s",
+		    strerror(errno));
 failed:
 	/* Closing makes the waiter kill the run before it ever runs. */
 	close_fd(&w->sock);

@@ -433,6 +433,81 @@ test_workspace_gone(void **state)
 	assert_int_equal(warm_zygote_pid(), z);
 }
 
+/*
+ * A fake vivarium package whose zygote says "ready" and then misbehaves as
+ * $FAKE_ZYGOTE says; the real runner beside it serves the cold fallback.
+ */
+static const char fake_zygote[] =
+    "import os, socket, sys, time\n"
+    "mode = os.environ['FAKE_ZYGOTE']\n"
+    "ctl = socket.socket(fileno=3)\n"
+    "ctl.send(b'ready')\n"
+    "while True:\n"
+    "    msg, fds, _, _ = socket.recv_fds(ctl, 64, 8)\n"
+    "    if not msg: sys.exit(0)\n"
+    "    run = socket.socket(fileno=fds[3])\n"
+    "    if mode == 'close':\n"
+    "        run.close(); continue\n"
+    "    while run.recv(1 << 20) != b'r': pass\n"
+    "    if mode == 'garbage': run.send(b'hello there')\n"
+    "    elif mode == 'badpid': run.send(b'p1')\n"
+    "    elif mode == 'silent': time.sleep(60)\n"
+    "    elif mode == 'exit': os._exit(1)\n"
+    "    run.close()\n";
+
+static void
+test_zygote_misbehaves(void **state)
+{
+	static const char *const modes[] = { "close", "garbage", "badpid",
+	    "silent", "exit" };
+	struct run_limits lim;
+	char		 fake[PATH_MAX / 2], path[PATH_MAX], want[32], buf[64];
+	const char	*mods[] = { "__init__", "_runner", "_store", "_footer" };
+	size_t		 i, n;
+	char		*out;
+	FILE		*f;
+
+	snprintf(fake, sizeof(fake), "%s/fake", ws);
+	snprintf(path, sizeof(path), "%s/vivarium", fake);
+	assert_int_equal(mkdir(fake, 0700), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
+	for (i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
+		char	 from[PATH_MAX * 2], to[PATH_MAX * 2];
+
+		snprintf(from, sizeof(from), "%s/vivarium/%s.py", pythonpath,
+		    mods[i]);
+		snprintf(to, sizeof(to), "%s/%s.py", path, mods[i]);
+		assert_int_equal(symlink(from, to), 0);
+	}
+	snprintf(path, sizeof(path), "%s/vivarium/_zygote.py", fake);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(fake_zygote, f);
+	fclose(f);
+
+	limits(&lim, 1);
+	lim.pythonpath = fake;
+	warm_reply_timeout = 0.5;
+	snprintf(want, sizeof(want), "%d\n", (int)getpid());
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		setenv("FAKE_ZYGOTE", modes[i], 1);
+		warm_stop();	/* the environment changed: a new zygote */
+		out = ok(&lim, "open('ran.txt', 'a').write('x')\nimport os\n"
+		    "print(os.getppid())");
+		/* Cold (our own child), and it ran exactly once. */
+		if (strcmp(out, want) != 0)
+			fail_msg("%s: not run cold: %s", modes[i], out);
+		free(out);
+	}
+	unsetenv("FAKE_ZYGOTE");
+	usleep(200000);
+	snprintf(path, sizeof(path), "%s/ran.txt", ws);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	assert_int_equal(n, sizeof(modes) / sizeof(modes[0]));
+	warm_stop();
+}
+
 int
 main(void)
 {
@@ -452,6 +527,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_exit_and_crash_as_cold,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_workspace_gone, ws_new,
+		    ws_del),
+		cmocka_unit_test_setup_teardown(test_zygote_misbehaves, ws_new,
 		    ws_del),
 	};
 
