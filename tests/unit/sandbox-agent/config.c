@@ -183,6 +183,46 @@ test_port_off_needs_socket(void **state)
 	agent_config_release(&c);
 }
 
+static void
+test_warm(void **state)
+{
+	static const char *const bad[] = { "numpy;rm", "1numpy", ".numpy",
+	    "numpy..x", "num py-x", NULL };
+	struct agent_config	 c;
+	size_t			 i;
+	int			 n;
+
+	unsetenv("VIVARIUM_WARM");
+	unsetenv("VIVARIUM_WARM_IMPORTS");
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.warm, 1);
+	assert_string_equal(c.warm_imports,
+	    "numpy,pandas,matplotlib,matplotlib.pyplot");
+	agent_config_release(&c);
+
+	setenv("VIVARIUM_WARM", "off", 1);
+	setenv("VIVARIUM_WARM_IMPORTS", "numpy, scipy.stats,sklearn", 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.warm, 0);
+	assert_string_equal(c.warm_imports, "numpy, scipy.stats,sklearn");
+	agent_config_release(&c);
+
+	setenv("VIVARIUM_WARM", "sometimes", 1);
+	assert_non_null(strstr(load(&c, &n), "VIVARIUM_WARM"));
+	assert_int_equal(n, 1);
+	agent_config_release(&c);
+	unsetenv("VIVARIUM_WARM");
+	for (i = 0; bad[i] != NULL; i++) {
+		setenv("VIVARIUM_WARM_IMPORTS", bad[i], 1);
+		assert_non_null(strstr(load(&c, &n), "VIVARIUM_WARM_IMPORTS"));
+		assert_int_equal(n, 1);
+		agent_config_release(&c);
+	}
+	unsetenv("VIVARIUM_WARM_IMPORTS");
+}
+
 int
 main(void)
 {
@@ -192,6 +232,7 @@ main(void)
 		cmocka_unit_test_setup(test_all_problems_at_once, clean_env),
 		cmocka_unit_test_setup(test_port_off_needs_socket, clean_env),
 		cmocka_unit_test_setup(test_socket_mode, clean_env),
+		cmocka_unit_test_setup(test_warm, clean_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
