@@ -272,6 +272,9 @@ void	conn_tick(struct conn *, uint64_t now);
 void	conn_free(struct conn *);
 /* Frees the connections closed during this loop turn. */
 void	conn_reap(void);
+/* Writes the log lines of the connections closed during this loop turn
+ * (one write(2) for all of them). */
+void	conn_log_flush(void);
 /* Sends a short error reply and closes. */
 void	conn_fail(struct conn *, int status, const char *reason);
 /* The list of live connections, for timers. */

@@ -348,6 +348,10 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 			continue;
 		}
 		c->cc = cc;
+		/* Clients send their request right after connecting, and a
+		 * connection waiting in the accept queue usually has it
+		 * already: read now rather than after another epoll_wait. */
+		conn_event(c, &c->cev, EPOLLIN);
 	}
 }
 
@@ -447,6 +451,7 @@ worker_main(void *arg)
 			}
 		}
 		conn_reap();
+		conn_log_flush();
 	}
 	for (c = conn_list; c != NULL; c = next) {
 		next = c->next;
@@ -454,6 +459,7 @@ worker_main(void *arg)
 		conn_free(c);
 	}
 	conn_reap();
+	conn_log_flush();
 	if (reserve_fd != -1)
 		close(reserve_fd);
 	close(epfd);

@@ -54,6 +54,9 @@ _Atomic long	 conn_count;
 static _Thread_local struct conn *graveyard;
 static _Thread_local char scratch[64 * 1024];
 static _Thread_local struct http_req req;	/* the request being dispatched */
+/* Connection log lines of this loop turn, written together. */
+static _Thread_local char logbuf[32 * 1024];
+static _Thread_local size_t loglen;
 
 static void	try_parse(struct conn *);
 static void	finish_exchange(struct conn *);
@@ -377,12 +380,26 @@ conn_new(const struct egress_conf *conf, int fd,
 void
 conn_free(struct conn *c)
 {
+	char		 line[1024];
+	int		 n;
+
 	if (c->state == ST_DEAD)
 		return;
-	log_info("client=%s target=%s addr=%s verdict=%s reason=\"%s\" "
-	    "requests=%d up=%llu down=%llu ms=%llu", c->client, c->target,
-	    c->addr, c->verdict, c->reason, c->nreq, c->bytes_up,
-	    c->bytes_down, (unsigned long long)(now_ms() - c->started));
+	n = snprintf(line, sizeof(line), "vivarium-egress: client=%s "
+	    "target=%s addr=%s verdict=%s reason=\"%s\" requests=%d up=%llu "
+	    "down=%llu ms=%llu\n", c->client, c->target, c->addr, c->verdict,
+	    c->reason, c->nreq, c->bytes_up, c->bytes_down,
+	    (unsigned long long)(now_ms() - c->started));
+	if (n >= (int)sizeof(line)) {
+		n = sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	if (n > 0) {
+		if (loglen + (size_t)n > sizeof(logbuf))
+			conn_log_flush();
+		memcpy(logbuf + loglen, line, (size_t)n);
+		loglen += (size_t)n;
+	}
 	c->state = ST_DEAD;
 	if (c->job != NULL) {
 		resolver_cancel(c->job);
@@ -405,6 +422,24 @@ conn_free(struct conn *c)
 	conn_count--;
 	c->next = graveyard;
 	graveyard = c;
+}
+
+void
+conn_log_flush(void)
+{
+	size_t	 off = 0;
+	ssize_t	 w;
+
+	fflush(stderr);		/* lines log.c has pending come first */
+	while (off < loglen) {
+		w = write(STDERR_FILENO, logbuf + off, loglen - off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;	/* nowhere to log to: drop, keep serving */
+		off += (size_t)w;
+	}
+	loglen = 0;
 }
 
 void
