@@ -16,6 +16,7 @@ import re
 import shutil
 import socket
 import socketserver
+import struct
 import subprocess
 import sys
 import tempfile
@@ -327,6 +328,61 @@ def t_connect_bulk_and_half_close(px, **_):
     w.join()
     s.close()
     assert bytes(got) == b"[e1]" + data, (len(got), len(data))
+
+
+def t_early_bytes_then_half_close_while_resolving(px, **_):
+    """A CONNECT to a name (resolved off the loop): bytes and a half-close
+    that arrive while the name resolves and the upstream connects are held,
+    then delivered, and the origin's close comes back."""
+    if not HAVE_UNSHARE:
+        raise Skip("needs root and unshare for the test /etc/hosts")
+    s = px.connect()
+    s.sendall(b"CONNECT localhost:%d HTTP/1.1\r\n\r\n" % E1)
+    s.sendall(b"early one,")
+    s.sendall(b"early two")
+    s.shutdown(socket.SHUT_WR)
+    head, rest = read_head(s)
+    assert head.startswith("HTTP/1.1 200"), head
+    got = bytearray(rest)
+    s.settimeout(5)
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    s.close()
+    assert bytes(got) == b"[e1]early one,early two", bytes(got)
+
+
+def t_client_reset_resets_upstream(px, **_):
+    """A client that aborts its tunnel (RST) has the upstream aborted too,
+    rather than closed as if the client had finished."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", RESETPORT))
+    srv.listen(4)
+    srv.settimeout(5)
+    try:
+        s = px.connect()
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % RESETPORT)
+        up, _ = srv.accept()
+        head, _ = read_head(s)
+        assert head.startswith("HTTP/1.1 200"), head
+        s.sendall(b"hi")
+        up.settimeout(5)
+        assert recv_exact(up, 2) == b"hi"
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+        s.close()
+        outcome = None
+        try:
+            outcome = up.recv(10)
+        except ConnectionResetError:
+            outcome = "reset"
+        up.close()
+        assert outcome == "reset", "upstream saw %r, not a reset" % (outcome,)
+    finally:
+        srv.close()
 
 
 def t_headers_stripped(px, **_):
@@ -645,6 +701,7 @@ class Skip(Exception):
 
 
 TARPIT = free_port()
+RESETPORT = free_port()
 
 
 def main():
@@ -659,7 +716,7 @@ def main():
         serve(Echo("::1", E1, "e6"))
     except OSError as e:
         print("note: no ::1 echo server (%s)" % e)
-    ports = [80, 443, O1, O2, E1, CLOSED, TARPIT]
+    ports = [80, 443, O1, O2, E1, CLOSED, TARPIT, RESETPORT]
     px = Proxy(allow="127.0.0.0/8", ports=ports, hosts=HAVE_UNSHARE)
     denyproxy = Proxy(ports=ports, hosts=HAVE_UNSHARE)
     tests = [(n, f) for n, f in globals().items() if n.startswith("t_")]
