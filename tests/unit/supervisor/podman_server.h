@@ -104,8 +104,9 @@ fake_send_file(int c, const char *name)
 	}
 	o += (size_t)snprintf(out + o, sizeof(out) - o,
 	    "Content-Length: %zu\r\nConnection: close\r\n\r\n", blen);
-	w = write(c, out, o);
-	w = write(c, body, blen);
+	/* send, not write: a client that hung up must not SIGPIPE the test. */
+	w = send(c, out, o, MSG_NOSIGNAL);
+	w = send(c, body, blen, MSG_NOSIGNAL);
 	(void)w;
 	free(raw);
 }
@@ -152,7 +153,7 @@ fake_serve(int c)
 		    "Connection: close\r\n\r\n";
 		fprintf(stderr, "fake podman: no route for %s %s\n", q.method,
 		    q.target);
-		r = write(c, nf, strlen(nf));
+		r = send(c, nf, strlen(nf), MSG_NOSIGNAL);
 		return;
 	}
 	if (strcmp(rt->file, "CLOSE") == 0)
