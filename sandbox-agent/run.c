@@ -467,7 +467,7 @@ warm_setup(const struct run_limits *lim, struct spawn *sp,
 		return;
 	memset(&zenv, 0, sizeof(zenv));
 	if (env_base(&zenv, lim, 1) == 0 &&
-	    warm_ready(sp->argv[0], zenv.v) == 0) {
+	    warm_ready(sp->argv[0], zenv.v, 0) == 0) {
 		sp->starter = &warm_starter;
 		sp->starter_arg = wr;
 	}
@@ -794,6 +794,20 @@ done:
 	env_free(&env);
 	img_snap_release(&before);
 	rundir_remove(rundir);
+	return rc;
+}
+
+int
+run_warm_wait(const struct run_limits *lim, double seconds)
+{
+	struct envv	 zenv;
+	int		 rc = -1;
+
+	memset(&zenv, 0, sizeof(zenv));
+	if (env_base(&zenv, lim, 1) == 0)
+		rc = warm_ready(lim->python != NULL && *lim->python ?
+		    lim->python : "python3", zenv.v, seconds);
+	env_free(&zenv);
 	return rc;
 }
 

@@ -87,5 +87,11 @@ struct run_result {
 int	run_python(const struct run_limits *, const struct run_request *,
 	    struct run_result *res, char *errbuf, size_t errlen);
 void	run_result_release(struct run_result *);
+/*
+ * With lim->warm: starts the zygote if needed and waits at most `seconds`
+ * until it is ready (runs do not wait: they run cold until then).  0 when
+ * ready.  For tests and benchmarks.
+ */
+int	run_warm_wait(const struct run_limits *lim, double seconds);
 
 #endif

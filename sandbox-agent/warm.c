@@ -174,11 +174,11 @@ zygote_start(const char *python, char *const *envp)
 }
 
 int
-warm_ready(const char *python, char *const *envp)
+warm_ready(const char *python, char *const *envp, double wait)
 {
 	struct pollfd	 pfd;
 	char		 msg[16];
-	double		 left;
+	double		 left, until = mono_now() + (wait > 0 ? wait : 0);
 	ssize_t		 n;
 	int		 rc = -1;
 
@@ -217,17 +217,24 @@ warm_ready(const char *python, char *const *envp)
 			    warm_ready_wait);
 			goto out;
 		}
+		if (until - mono_now() < left)
+			left = until - mono_now();
+		if (left < 0)
+			left = 0;
 		pfd.fd = wz.ctl;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) == -1) {
+		if (poll(&pfd, 1, (int)(left * 1000)) == -1) {
 			if (errno == EINTR)
 				continue;
 			zygote_failed("poll: %s", strerror(errno));
 			goto out;
 		}
-		if (pfd.revents == 0)
+		if (pfd.revents == 0) {
+			if (mono_now() >= until)
+				goto out;	/* still importing: run cold */
 			continue;
+		}
 		n = recv(wz.ctl, msg, sizeof(msg), MSG_DONTWAIT);
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
 			continue;

@@ -12,7 +12,7 @@
 
 #include "spawn.h"
 
-/* How long a run waits for a new zygote's imports (s). */
+/* A zygote not ready this long after its start is broken (s). */
 #define WARM_READY_WAIT		30.0
 /* How long the zygote may take to answer a request with a pid (s). */
 #define WARM_REPLY_TIMEOUT	5.0
@@ -32,11 +32,13 @@ struct warm_run {
 extern const struct spawn_starter warm_starter;
 
 /*
- * Makes sure the zygote runs and is ready, starting it with
- * `python -P -m vivarium._zygote` and envp when needed and waiting at most
- * WARM_READY_WAIT for it.  0: ready; -1: run cold (the reason is logged).
+ * Makes sure the zygote runs, starting it with `python -P -m
+ * vivarium._zygote` and envp when needed (or when it was started with
+ * another interpreter or environment), and waits at most `wait` seconds for
+ * its imports.  0: ready; -1: run cold (a failure is logged).  Runs pass 0:
+ * while a new zygote imports, they run cold rather than wait.
  */
-int	warm_ready(const char *python, char *const *envp);
+int	warm_ready(const char *python, char *const *envp, double wait);
 /* A start failed through the zygote: stop it; the next run starts another. */
 void	warm_broken(const char *why);
 /* Stops the zygote (tests; the agent's exit closes its socket anyway). */

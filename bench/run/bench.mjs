@@ -3,8 +3,9 @@
 // through the agent's HTTP on a unix socket.  Two cases: print(1) on an
 // empty namespace, and print(df.shape) with `pd` and a 10,000-row DataFrame
 // restored from the namespace.  Calls alternate between the two agents so
-// both see the same machine load; the first call of each agent (the
-// zygote's start) is not counted.  ROUNDS=N (default 15).
+// both see the same machine load.  The first call of each agent (for the
+// warm one: it starts the zygote and runs cold meanwhile) is shown
+// apart and not counted in the medians.  ROUNDS=N (default 15).
 import { startAgent } from '../../tests/e2e/harness.mjs';
 
 const ROUNDS = Number(process.env.ROUNDS || 15);
@@ -45,10 +46,25 @@ const agents = {
 try {
   console.log(`bench-run: ${ROUNDS} rounds per case, cold and warm alternating; wall time of the HTTP call (ms)`);
   console.log('case'.padEnd(44) + 'cold median'.padStart(12) + 'warm median'.padStart(12) + 'cold/warm'.padStart(11));
+  const first = { cold: await call(agents.cold, 'pass'), warm: await call(agents.warm, 'pass') };
+  console.log('first call (warm: starts the zygote, runs cold)'.padEnd(44) + first.cold.toFixed(1).padStart(12) +
+    first.warm.toFixed(1).padStart(12));
+  // Until the zygote has imported, runs go cold: wait for a warm one.
+  const t0 = Date.now();
+  for (;;) {
+    const r = await agents.warm.post(JSON.stringify({
+      jsonrpc: '2.0', id: ++id, method: 'tools/call',
+      params: { name: 'run_python', arguments: { code: 'import os; print(os.getppid())' } },
+    }));
+    if (!r.text.includes(`\\n${agents.warm.proc.pid}\\n`)) break;
+    if (Date.now() - t0 > 60000) throw new Error('the zygote never got ready');
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  console.log(`zygote ready about ${Date.now() - t0} ms after the first call's end`);
   for (const c of cases) {
     for (const a of Object.values(agents)) {
-      await call(a, c.setup || 'pass');   // the warm agent's first call starts the zygote
-      if (c.setup) await call(a, c.code);
+      if (c.setup) await call(a, c.setup);
+      await call(a, c.code);
     }
     const t = { cold: [], warm: [] };
     for (let i = 0; i < ROUNDS; i++) {

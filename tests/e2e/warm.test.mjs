@@ -27,6 +27,18 @@ w = os.getppid()
 z = open('/proc/%d/stat' % w).read().rsplit(')', 1)[1].split()[1]
 print(os.getpid(), w, z)`;
 
+// Runs don't wait for a new zygote (they run cold while it imports): poll
+// until a run comes from it.  Returns [pid, waiter, zygote].
+async function waitWarm(agent, client, ms = 30000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const l = (await stdoutOf(client, LINEAGE)).split(' ').map(Number);
+    if (l[1] !== agent.proc.pid) return l;
+    if (Date.now() > end) throw new Error('runs never came from the zygote');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 describe('warm runs with per-user workspaces', () => {
   let agent;
   let alice;
@@ -43,7 +55,9 @@ describe('warm runs with per-user workspaces', () => {
   after(async () => { await agent.stop(); });
 
   test('runs are warm: forked from the zygote, a new process each call', async () => {
-    const [p1, w1, z1] = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
+    const first = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
+    assert.equal(first[1], agent.proc.pid, 'the first run does not wait for the zygote');
+    const [p1, w1, z1] = await waitWarm(agent, alice);
     const [p2, w2, z2] = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
     assert.notEqual(w1, agent.proc.pid, 'the run was cold');
     assert.equal(z1, z2, 'one zygote serves both');
@@ -63,6 +77,7 @@ describe('warm runs with per-user workspaces', () => {
   });
 
   test('two users in parallel through one zygote keep their cwd', async () => {
+    await waitWarm(agent, bob);
     const code = "import os, time\ntime.sleep(0.5)\nprint(os.path.basename(os.getcwd()), os.environ['VIVARIUM_STATE_DIR'])";
     const started = Date.now();
     const [a, b] = await Promise.all([stdoutOf(alice, code), stdoutOf(bob, code)]);
@@ -76,8 +91,8 @@ describe('warm runs with per-user workspaces', () => {
     process.kill(z1, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(await stdoutOf(bob, "print('still here')"), 'still here');
-    const [, w, z2] = (await stdoutOf(bob, LINEAGE)).split(' ').map(Number);
-    assert.notEqual(w, agent.proc.pid, 'the run after the restart was cold');
+    const [, w, z2] = await waitWarm(agent, bob);
+    assert.notEqual(w, agent.proc.pid);
     assert.notEqual(z2, z1);
     assert.match(agent.stderr(), /zygote \(pid \d+\) has gone/);
   });

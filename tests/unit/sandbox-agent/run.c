@@ -76,6 +76,9 @@ limits(struct run_limits *lim)
 	/* As the agent: warm unless VIVARIUM_WARM=0 (tests run both ways). */
 	lim->warm = getenv("VIVARIUM_WARM") == NULL ||
 	    strcmp(getenv("VIVARIUM_WARM"), "0") != 0;
+	/* Runs don't wait for a new zygote; these tests want every run warm. */
+	if (lim->warm && run_warm_wait(lim, 60) == -1)
+		fprintf(stderr, "the zygote did not get ready\n");
 }
 
 static int

@@ -125,6 +125,7 @@ assert_warm(const struct run_limits *lim)
 {
 	char	*out, want[32];
 
+	assert_int_equal(run_warm_wait(lim, 60), 0);
 	out = ok(lim, "import os; print(os.getppid())");
 	snprintf(want, sizeof(want), "%d\n", (int)getpid());
 	if (strcmp(out, want) == 0)
@@ -491,6 +492,7 @@ test_zygote_misbehaves(void **state)
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		setenv("FAKE_ZYGOTE", modes[i], 1);
 		warm_stop();	/* the environment changed: a new zygote */
+		assert_int_equal(run_warm_wait(&lim, 30), 0);
 		out = ok(&lim, "open('ran.txt', 'a').write('x')\nimport os\n"
 		    "print(os.getppid())");
 		/* Cold (our own child), and it ran exactly once. */
