@@ -713,7 +713,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	rs = spawn_run(&sp, serr, sizeof(serr));
 	if (rs == -1 && sp.starter != NULL && wr.failed) {
 		/* The zygote's fault, never the user's: run cold instead. */
-		warm_broken(serr);
+		warm_broken(&wr, serr);
 		sp.starter = NULL;
 		sp.starter_arg = NULL;
 		rs = spawn_run(&sp, serr, sizeof(serr));

@@ -52,7 +52,8 @@ static struct {
 	int		 fails;		/* failed starts in a row */
 	double		 next_try;
 	uint64_t	 key;		/* of the interpreter and environment */
-} wz = { -1, -1, 0, 0, 0, 0, 0 };
+	unsigned int	 gen;		/* counts zygote starts */
+} wz = { -1, -1, 0, 0, 0, 0, 0, 0 };
 
 /* FNV-1a over the interpreter and the environment it was started with. */
 static uint64_t
@@ -168,6 +169,7 @@ zygote_start(const char *python, char *const *envp)
 	}
 	wz.ctl = sv[0];
 	wz.ready = 0;
+	wz.gen++;
 	wz.started = mono_now();
 	log_debug("warm: zygote started, pid %d", (int)wz.pid);
 	return 0;
@@ -256,10 +258,13 @@ out:
 }
 
 void
-warm_broken(const char *why)
+warm_broken(const struct warm_run *w, const char *why)
 {
 	pthread_mutex_lock(&wz_lock);
-	zygote_failed("%s", why);
+	if (w->gen == wz.gen && wz.pid != -1)
+		zygote_failed("%s", why);
+	else
+		log_warnx("warm: %s; this run starts cold", why);
 	pthread_mutex_unlock(&wz_lock);
 }
 
@@ -321,7 +326,7 @@ send_msg(int fd, char tag, const char *s)
 
 /* The request on the control socket, with the four descriptors. */
 static int
-send_request(const int stdio[3], int runfd)
+send_request(const int stdio[3], int runfd, unsigned int *gen)
 {
 	union {
 		char		 buf[CMSG_SPACE(4 * sizeof(int))];
@@ -351,6 +356,7 @@ send_request(const int stdio[3], int runfd)
 	c->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(c), fds, sizeof(fds));
 	pthread_mutex_lock(&wz_lock);
+	*gen = wz.gen;
 	if (wz.ctl == -1 || !wz.ready) {
 		pthread_mutex_unlock(&wz_lock);
 		errno = ENOTCONN;
@@ -399,7 +405,7 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 		return -1;
 	}
 	w->sock = sv[0];
-	if (send_request(stdio, sv[1]) == -1) {
+	if (send_request(stdio, sv[1], &w->gen) == -1) {
 		snprintf(errbuf, errlen, "the zygote took no request: %s",
 		    strerror(errno));
 		close(sv[1]);

@@ -24,9 +24,10 @@ struct warm_run {
 	int		 have_status;
 	int		 lost;		/* the waiter went away without a status */
 	int		 failed;	/* the start failed through the zygote's fault */
+	unsigned int	 gen;		/* which zygote took the request */
 };
 
-#define WARM_RUN_INIT	{ -1, 0, 0, 0, 0 }
+#define WARM_RUN_INIT	{ -1, 0, 0, 0, 0, 0 }
 
 /* Starts sp through the zygote (sp->envp and sp->cwd are the run's). */
 extern const struct spawn_starter warm_starter;
@@ -39,8 +40,9 @@ extern const struct spawn_starter warm_starter;
  * while a new zygote imports, they run cold rather than wait.
  */
 int	warm_ready(const char *python, char *const *envp, double wait);
-/* A start failed through the zygote: stop it; the next run starts another. */
-void	warm_broken(const char *why);
+/* A start failed through the zygote: stop it (unless another has replaced
+ * it meanwhile); the next run starts another. */
+void	warm_broken(const struct warm_run *, const char *why);
 /* Stops the zygote (tests; the agent's exit closes its socket anyway). */
 void	warm_stop(void);
 /* The zygote's pid, or -1 (tests). */
