@@ -111,6 +111,25 @@ def cpu_s(pid):
     return (int(f[11]) + int(f[12])) / HZ
 
 
+def core_ticks(cpu):
+    """(busy, total) jiffies of one CPU from /proc/stat: busy counts user,
+    system, irq and softirq time of every process, so it includes the
+    loopback packet processing that is not charged to any process."""
+    if not cpu:
+        return (0, 0)
+    for line in open("/proc/stat"):
+        f = line.split()
+        if f[0] == "cpu" + cpu:
+            v = [int(x) for x in f[1:]]
+            return (sum(v[:8]) - v[3] - v[4], sum(v[:8]))
+    return (0, 0)
+
+
+def core_util(before, after):
+    b, t = after[0] - before[0], after[1] - before[1]
+    return b / t if t > 0 else 0.0
+
+
 def load(*args):
     out = subprocess.run(pin(LOAD_CPU) + [LOAD] + [str(a) for a in args],
                          capture_output=True, text=True, timeout=600)
@@ -129,6 +148,7 @@ class Target:
         self.rate, self.cpu_us, self.proxy_util, self.load_util = [], [], [], []
         self.p50, self.p99, self.bulk, self.bulk_cpu = [], [], [], []
         self.bulk_proxy_util, self.bulk_load_util = [], []
+        self.pcore, self.lcore, self.bulk_pcore, self.bulk_lcore = [], [], [], []
         self.errors = 0
         self.tunnels = 0
         self.idle = None
@@ -139,8 +159,11 @@ def rate_run(t):
     t0 = time.monotonic()
     p0 = cpu_s(t.proc.pid) if t.proc else 0
     o0 = cpu_s(origin.pid)
+    c0 = core_ticks(PROXY_CPU), core_ticks(LOAD_CPU)
     f = load("rate", t.port, echo, CLIENTS, RATE_SECS)
     wall = time.monotonic() - t0
+    t.pcore.append(core_util(c0[0], core_ticks(PROXY_CPU)))
+    t.lcore.append(core_util(c0[1], core_ticks(LOAD_CPU)))
     count, errors, gen_cpu = int(f[2]), int(f[3]), float(f[4])
     t.rate.append(float(f[1]))
     t.errors += errors
@@ -159,8 +182,11 @@ def bulk_run(t):
     t0 = time.monotonic()
     p0 = cpu_s(t.proc.pid) if t.proc else 0
     o0 = cpu_s(origin.pid)
+    c0 = core_ticks(PROXY_CPU), core_ticks(LOAD_CPU)
     f = load("bulk", t.port, source, BULK_BYTES)
     wall = time.monotonic() - t0
+    t.bulk_pcore.append(core_util(c0[0], core_ticks(PROXY_CPU)))
+    t.bulk_lcore.append(core_util(c0[1], core_ticks(LOAD_CPU)))
     t.bulk.append(float(f[1]))
     t.bulk_load_util.append((float(f[3]) + cpu_s(origin.pid) - o0) / wall)
     if t.proc:
@@ -291,31 +317,37 @@ def main():
           % (NICE, PROXY_CPU or "any", LOAD_CPU or "any", CLIENTS, ROUNDS, RATE_SECS,
              BULK_BYTES >> 20, tinyproxy_version(), TINY_LOGLEVEL, TMP, vlines, v.tunnels + IDLE_N,
              tlines, t.tunnels + IDLE_N))
-    print("  proxy% = the proxy's CPU time / wall time (100% = its core "
-          "saturated); load% = generator + origin CPU / wall on their core")
+    print("  proxy% = the proxy's own CPU time / wall time; load% = generator + "
+          "origin CPU / wall; Pcore% / Lcore% = how busy the proxy's / the load's "
+          "core was (/proc/stat: every process plus softirq, where loopback\n"
+          "  packet processing lands uncharged to any process; near 100 = "
+          "saturated)")
     print("\nCONNECT rate, %d clients" % CLIENTS)
-    print("%-16s %-20s %-15s %6s %6s %s" % (
-        "", "tunnels/s", "CPU us/tunnel", "proxy%", "load%", "p50/p99 ms"))
+    print("%-16s %-20s %-15s %6s %6s %6s %6s %s" % (
+        "", "tunnels/s", "CPU us/tunnel", "proxy%", "load%", "Pcore%",
+        "Lcore%", "p50/p99 ms"))
     for x in (d, v, t):
-        print("%-16s %-20s %-15s %6s %6.0f %s" % (
+        print("%-16s %-20s %-15s %6s %6.0f %6.0f %6.0f %s" % (
             x.name,
             "%.0f [%s]" % (med(x.rate), spread(x.rate)),
             "%.0f [%s]" % (med(x.cpu_us), spread(x.cpu_us)) if x.proc else "-",
             "%.0f" % (100 * med(x.proxy_util)) if x.proc else "-",
-            100 * med(x.load_util),
+            100 * med(x.load_util), 100 * med(x.pcore), 100 * med(x.lcore),
             "%.1f/%.1f" % (med(x.p50) / 1000, med(x.p99) / 1000))
             + (" %d errors" % x.errors if x.errors else ""))
     print("\nbulk, one connection, %d MiB; memory per idle tunnel, %d tunnels"
           % (BULK_BYTES >> 20, IDLE_N))
-    print("%-16s %-20s %-10s %6s %6s %s" % (
-        "", "MB/s", "CPU s/GB", "proxy%", "load%", "KB/idle tunnel"))
+    print("%-16s %-20s %-10s %6s %6s %6s %6s %s" % (
+        "", "MB/s", "CPU s/GB", "proxy%", "load%", "Pcore%", "Lcore%",
+        "KB/idle tunnel"))
     for x in (d, v, t):
-        print("%-16s %-20s %-10s %6s %6.0f %s" % (
+        print("%-16s %-20s %-10s %6s %6.0f %6.0f %6.0f %s" % (
             x.name,
             "%.0f [%s]" % (med(x.bulk), spread(x.bulk)),
             "%.2f" % med(x.bulk_cpu) if x.proc else "-",
             "%.0f" % (100 * med(x.bulk_proxy_util)) if x.proc else "-",
-            100 * med(x.bulk_load_util),
+            100 * med(x.bulk_load_util), 100 * med(x.bulk_pcore),
+            100 * med(x.bulk_lcore),
             "%.1f (%d open)" % (x.idle[1], x.idle[0]) if x.idle else "-"))
     rr = med(v.rate) / max(med(t.rate), 1)
     cr = med(t.cpu_us) / max(med(v.cpu_us), 1e-9)
