@@ -69,6 +69,9 @@ TMP = tempfile.mkdtemp(prefix="egress-bench-", dir=SHM)
 # less of the pinned cores from them; -10 (as root) for the ~70 s it runs.
 NICE = int(os.environ.get("BENCH_NICE", "-10" if os.geteuid() == 0 else "0"))
 TINY_LOGLEVEL = os.environ.get("TINY_LOGLEVEL", "Connect")
+# BASELINE=path/to/another/vivarium-egress adds it as a fourth target, run
+# the same way, for a before/after comparison under the same conditions.
+BASELINE = os.environ.get("BASELINE")
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -240,7 +243,7 @@ def spread(xs, fmt="%.0f"):
 def main():
     load_before = loadavg()
     origins = []
-    for _ in range(3):
+    for _ in range(4 if BASELINE else 3):
         echo, source = free_port(), free_port()
         o = subprocess.Popen(pin(LOAD_CPU) + [LOAD, "origin", str(echo),
                                                str(source)],
@@ -284,15 +287,29 @@ def main():
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(tport, tiny, "tinyproxy")
 
+    base = None
+    if BASELINE:
+        bport = free_port()
+        benv = dict(env, VIVARIUM_EGRESS_LISTEN="127.0.0.1:%d" % bport,
+                    VIVARIUM_EGRESS_PORTS="%d,%d" % origins[3][:2])
+        blog = open(os.path.join(TMP, "baseline.log"), "w")
+        base = subprocess.Popen(pin(PROXY_CPU) + ["prlimit", nofile,
+                                                  os.path.abspath(BASELINE)],
+                                env=benv, stdout=blog, stderr=blog)
+        wait_port(bport, base, "baseline vivarium-egress")
+
     d = Target("direct", 0, None)
     v = Target("vivarium-egress", vport, viv)
     t = Target("tinyproxy", tport, tiny)
+    all_t = [d, v, t]
+    if base:
+        all_t.append(Target("baseline", bport, base))
     try:
-        for x, (echo, source, o) in zip((d, v, t), origins):
+        for x, (echo, source, o) in zip(all_t, origins):
             x.echo, x.source, x.origin = echo, source, o
-        measure([d, v, t])
+        measure(all_t)
     finally:
-        procs = [viv, tiny] + [o for _, _, o in origins]
+        procs = [viv, tiny] + ([base] if base else []) + [o for _, _, o in origins]
         for p in procs:
             p.terminate()
         for p in procs:
@@ -326,7 +343,7 @@ def main():
     print("%-16s %-20s %-15s %6s %6s %6s %6s %s" % (
         "", "tunnels/s", "CPU us/tunnel", "proxy%", "load%", "Pcore%",
         "Lcore%", "p50/p99 ms"))
-    for x in (d, v, t):
+    for x in all_t:
         print("%-16s %-20s %-15s %6s %6.0f %6.0f %6.0f %s" % (
             x.name,
             "%.0f [%s]" % (med(x.rate), spread(x.rate)),
@@ -340,7 +357,7 @@ def main():
     print("%-16s %-20s %-10s %6s %6s %6s %6s %s" % (
         "", "MB/s", "CPU s/GB", "proxy%", "load%", "Pcore%", "Lcore%",
         "KB/idle tunnel"))
-    for x in (d, v, t):
+    for x in all_t:
         print("%-16s %-20s %-10s %6s %6.0f %6.0f %6.0f %s" % (
             x.name,
             "%.0f [%s]" % (med(x.bulk), spread(x.bulk)),
