@@ -186,6 +186,7 @@ conf_defaults(struct conf *c)
 	c->limits.cpus_milli = 2000;
 	c->limits.pids = 128;
 	c->egress_alias = xstrdup("egress");
+	c->egress_port = 3128;
 	c->max_connections = 1024;
 }
 
@@ -210,7 +211,6 @@ conf_release(struct conf *c)
 	}
 	free(c->env);
 	free(c->egress_container);
-	free(c->egress_url);
 	free(c->egress_alias);
 	memset(c, 0, sizeof(*c));
 }
@@ -577,13 +577,20 @@ conf_file(struct conf *c, const struct ynode *root, struct confdiag *d)
 			for (m = n->child; m != NULL; m = m->next) {
 				if (strcmp(m->key, "container") == 0)
 					y_str(d, m, &c->egress_container, 0);
+				else if (strcmp(m->key, "port") == 0)
+					y_long(d, m, 1, 65535, &c->egress_port);
 				else if (strcmp(m->key, "url") == 0)
-					y_str(d, m, &c->egress_url, 0);
+					confdiag_add(d, m->line, "egress: url is "
+					    "no longer used: sandboxes have no "
+					    "DNS and reach the proxy at a fixed "
+					    "address on their own network; give "
+					    "only its port (port: 3128, the "
+					    "default)");
 				else if (strcmp(m->key, "alias") == 0)
 					y_str(d, m, &c->egress_alias, 0);
 				else
 					unknown(d, m, "egress",
-					    "container, url, alias");
+					    "container, port, alias");
 			}
 		} else
 			unknown(d, n, NULL, "listen, token, token_file, "
@@ -670,9 +677,6 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 		confdiag_add(d, 0, "the token is too short (%zu characters): use "
 		    "at least 16, e.g. from `openssl rand -hex 32`",
 		    strlen(c->token));
-	if (c->egress_container != NULL && c->egress_url == NULL)
-		confdiag_add(d, 0, "egress: container is set but url is not "
-		    "(e.g. url: http://egress:3128)");
 	if (c->state_dir[0] != '/')
 		confdiag_add(d, 0, "state_dir: \"%s\" must be an absolute path",
 		    c->state_dir);

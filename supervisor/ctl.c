@@ -577,10 +577,29 @@ cmd_render(int argc, char **argv, const char *topt)
 	snprintf(mem, sizeof(mem), "%llum", l->memory >> 20);
 	snprintf(cpus, sizeof(cpus), "%.2f", (double)l->cpus_milli / 1000.0);
 	snprintf(pids, sizeof(pids), "%ld", l->pids);
-	if (conf.egress_url != NULL)
-		snprintf(proxy, sizeof(proxy), "Environment=http_proxy=%s "
-		    "https_proxy=%s", conf.egress_url, conf.egress_url);
-	else
+	if (conf.egress_container != NULL) {
+		/* The proxy's fixed address comes from the network's subnet. */
+		json_t		*net = NULL;
+		struct perr	 e;
+		char		 ip[64];
+
+		if (podman_network_inspect(podman, n.network, &net, &e) == 0
+		    && net != NULL && sandbox_proxy_ip_of(net, ip, sizeof(ip))
+		    == 0)
+			snprintf(proxy, sizeof(proxy), "# The egress proxy, "
+			    "connected with: podman network connect --ip %s "
+			    "%s %s\nEnvironment=http_proxy=http://%s:%ld "
+			    "https_proxy=http://%s:%ld HTTP_PROXY=http://%s:%ld "
+			    "HTTPS_PROXY=http://%s:%ld no_proxy= NO_PROXY=", ip,
+			    n.network, conf.egress_container, ip,
+			    conf.egress_port, ip, conf.egress_port, ip,
+			    conf.egress_port, ip, conf.egress_port);
+		else
+			snprintf(proxy, sizeof(proxy), "# egress: the network "
+			    "%s does not exist yet, so the proxy's address is "
+			    "not known: start it, then render again", n.network);
+		json_decref(net);
+	} else
 		snprintf(proxy, sizeof(proxy), "# no egress proxy configured");
 	{
 		const char *vars[] = { "USER", argv[0], "IMAGE", conf.image,

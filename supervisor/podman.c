@@ -301,19 +301,28 @@ podman_network_create(struct podman *p, json_t *spec, struct perr *e)
 int
 podman_network_remove(struct podman *p, const char *name, struct perr *e)
 {
-	return simple(p, "DELETE", PODMAN_API "/networks/", name, "?force=true",
-	    NULL, e);
+	/*
+	 * Never force: that removes every container on the network, the
+	 * egress proxy included.  Callers disconnect what they know of.
+	 */
+	return simple(p, "DELETE", PODMAN_API "/networks/", name, "", NULL, e);
 }
 
 int
 podman_network_connect(struct podman *p, const char *network,
-    const char *container, const char *alias, struct perr *e)
+    const char *container, const char *alias, const char *ip, struct perr *e)
 {
 	json_t	*body;
 	int	 r;
 
+	/* 4.3.1's libpod connect: {"container", "aliases", "static_ips"}. */
 	body = json_pack("{s:s, s:[s]}", "container", container, "aliases",
 	    alias);
+	if (body != NULL && ip != NULL && json_object_set_new(body,
+	    "static_ips", json_pack("[s]", ip)) == -1) {
+		json_decref(body);
+		body = NULL;
+	}
 	if (body == NULL) {
 		memset(e, 0, sizeof(*e));
 		snprintf(e->msg, sizeof(e->msg), "out of memory");
@@ -323,6 +332,42 @@ podman_network_connect(struct podman *p, const char *network,
 	    e);
 	json_decref(body);
 	return r;
+}
+
+int
+podman_network_disconnect(struct podman *p, const char *network,
+    const char *container, struct perr *e)
+{
+	json_t	*body;
+	int	 r;
+
+	if ((body = json_pack("{s:s}", "container", container)) == NULL) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "out of memory");
+		return -1;
+	}
+	r = simple(p, "POST", PODMAN_API "/networks/", network, "/disconnect",
+	    body, e);
+	json_decref(body);
+	return r;
+}
+
+int
+podman_network_inspect(struct podman *p, const char *name, json_t **out,
+    struct perr *e)
+{
+	char	 path[512];
+
+	*out = NULL;
+	if (path_fmt(path, sizeof(path), PODMAN_API "/networks/", name,
+	    "/json") == -1) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "name too long");
+		return -1;
+	}
+	if (podman_call(p, "GET", path, NULL, out, NULL, e) == 0)
+		return 0;
+	return e->status == 404 ? 0 : -1;
 }
 
 int

@@ -69,8 +69,15 @@ const char *podman_isolate_value(const struct podman *);
 int	podman_network_exists(struct podman *, const char *name, struct perr *);
 int	podman_network_create(struct podman *, json_t *spec, struct perr *);
 int	podman_network_remove(struct podman *, const char *name, struct perr *);
+/* ip: a static address on the network, or NULL for Podman's choice. */
 int	podman_network_connect(struct podman *, const char *network,
-	    const char *container, const char *alias, struct perr *);
+	    const char *container, const char *alias, const char *ip,
+	    struct perr *);
+int	podman_network_disconnect(struct podman *, const char *network,
+	    const char *container, struct perr *);
+/* *out gets a new reference to the inspect JSON, or NULL when missing. */
+int	podman_network_inspect(struct podman *, const char *name, json_t **out,
+	    struct perr *);
 int	podman_volume_exists(struct podman *, const char *name, struct perr *);
 int	podman_volume_create(struct podman *, json_t *spec, struct perr *);
 int	podman_volume_remove(struct podman *, const char *name, struct perr *);

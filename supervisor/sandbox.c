@@ -3,6 +3,7 @@
  * directory), shared by the supervisor and vivariumctl.  Nothing here keeps
  * state: Podman is asked every time, so both programs see the same truth.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -78,10 +79,15 @@ sandbox_network_spec(const struct conf *c, struct podman *p, const char *user)
 
 	(void)sandbox_names(c, user, &n);
 	bridge_name(user, br, sizeof(br));
-	/* The JSON API defaults dns_enabled to false, unlike the CLI. */
+	/*
+	 * No DNS: on an internal network aardvark-dns still resolves outside
+	 * names by asking the host's resolvers, a way out that bypasses the
+	 * proxy.  Internal without DNS also has no gateway, so the host is
+	 * out of reach too.  The sandbox finds the proxy by address.
+	 */
 	return json_pack("{s:s, s:s, s:s, s:b, s:b, s:{s:s}, s:o}",
 	    "name", n.network, "driver", "bridge", "network_interface", br,
-	    "internal", 1, "dns_enabled", 1,
+	    "internal", 1, "dns_enabled", 0,
 	    "options", "isolate", podman_isolate_value(p),
 	    "labels", labels(user));
 }
@@ -95,27 +101,81 @@ sandbox_volume_spec(const char *user)
 	return json_pack("{s:s, s:o}", "Name", name, "Labels", labels(user));
 }
 
+int
+sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len)
+{
+	const json_t	*sn;
+	const char	*cidr, *slash;
+	char		 addr[INET_ADDRSTRLEN];
+	struct in_addr	 in;
+	uint32_t	 a, mask;
+	size_t		 i;
+	long		 bits;
+	char		*end;
+
+	json_array_foreach(json_object_get(net, "subnets"), i, sn) {
+		cidr = json_string_value(json_object_get(sn, "subnet"));
+		if (cidr == NULL || (slash = strchr(cidr, '/')) == NULL
+		    || (size_t)(slash - cidr) >= sizeof(addr))
+			continue;
+		memcpy(addr, cidr, (size_t)(slash - cidr));
+		addr[slash - cidr] = '\0';
+		errno = 0;
+		bits = strtol(slash + 1, &end, 10);
+		/* At least two hosts besides network and broadcast. */
+		if (*end != '\0' || errno != 0 || bits < 1 || bits > 29
+		    || inet_pton(AF_INET, addr, &in) != 1)
+			continue;
+		mask = ~0U << (32 - bits);
+		a = (ntohl(in.s_addr) | ~mask) - 1;
+		in.s_addr = htonl(a);
+		if (inet_ntop(AF_INET, &in, dst, (socklen_t)len) == NULL)
+			return -1;
+		return 0;
+	}
+	return -1;
+}
+
 json_t *
-sandbox_container_spec(const struct conf *c, const char *user)
+sandbox_env(const struct conf *c, const char *proxy_ip)
+{
+	json_t	*env;
+	char	 url[INET_ADDRSTRLEN + 32];
+	size_t	 i;
+
+	env = json_object();
+	for (i = 0; i < c->nenv; i++)
+		json_object_set_new(env, c->env[i].key,
+		    json_string(c->env[i].value));
+	/* Ours come last: sandbox.env cannot undo them. */
+	json_object_set_new(env, "VIVARIUM_SOCKET", json_string(AGENT_SOCK_IN));
+	/* The socket only: nothing in the sandbox listens on TCP. */
+	json_object_set_new(env, "VIVARIUM_PORT", json_string("off"));
+	if (proxy_ip != NULL) {
+		snprintf(url, sizeof(url), "http://%s:%ld", proxy_ip,
+		    c->egress_port);
+		json_object_set_new(env, "http_proxy", json_string(url));
+		json_object_set_new(env, "https_proxy", json_string(url));
+		json_object_set_new(env, "HTTP_PROXY", json_string(url));
+		json_object_set_new(env, "HTTPS_PROXY", json_string(url));
+		/* Nothing is local but the proxy: everything goes to it. */
+		json_object_set_new(env, "no_proxy", json_string(""));
+		json_object_set_new(env, "NO_PROXY", json_string(""));
+	}
+	return env;
+}
+
+json_t *
+sandbox_container_spec(const struct conf *c, const char *user,
+    const char *proxy_ip)
 {
 	const struct limits	*l = conf_limits(c, user);
 	struct names		 n;
 	json_t			*spec, *env;
 	char			 tmpsz[64];
-	size_t			 i;
 
 	(void)sandbox_names(c, user, &n);
-	env = json_pack("{s:s}", "VIVARIUM_SOCKET", AGENT_SOCK_IN);
-	for (i = 0; i < c->nenv; i++)
-		json_object_set_new(env, c->env[i].key,
-		    json_string(c->env[i].value));
-	if (c->egress_url != NULL) {
-		json_object_set_new(env, "http_proxy", json_string(c->egress_url));
-		json_object_set_new(env, "https_proxy", json_string(c->egress_url));
-		json_object_set_new(env, "HTTP_PROXY", json_string(c->egress_url));
-		json_object_set_new(env, "HTTPS_PROXY", json_string(c->egress_url));
-		json_object_set_new(env, "no_proxy", json_string("localhost,127.0.0.1"));
-	}
+	env = sandbox_env(c, proxy_ip);
 	snprintf(tmpsz, sizeof(tmpsz), "size=%llu", c->tmp_size);
 	spec = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:s, s:s, s:b, s:b, s:[s], s:b,"
@@ -152,6 +212,9 @@ sandbox_container_spec(const struct conf *c, const char *user)
 		"source", n.rundir, "options", "rw",
 	    "volumes", "Name", n.volume, "Dest", "/workspace",
 	    "stop_timeout", (json_int_t)c->stop_timeout);
+	/* Not the host's proxy variables (containers.conf http_proxy=true). */
+	if (spec != NULL)
+		json_object_set_new(spec, "httpproxy", json_false());
 	return spec;
 }
 
@@ -221,24 +284,110 @@ rundir_make(const struct conf *c, const struct names *n, struct perr *e)
 	return 0;
 }
 
+/*
+ * A network made by an older vivarium with DNS on: its DNS server answers
+ * outside names.  Replaced when nothing of ours runs on it (the stopped
+ * container goes too, the workspace volume stays); otherwise said plainly.
+ * 1: removed, 0: kept, -1: error.
+ */
+static int
+network_replace(const struct conf *c, struct podman *p, const struct names *n,
+    struct perr *e)
+{
+	json_t		*ins;
+	enum ctr_state	 st;
+	struct perr	 e2;
+
+	if (podman_container_inspect(p, n->container, &ins, e) == -1)
+		return -1;
+	st = podman_ctr_state(ins);
+	json_decref(ins);
+	if (st == CTR_RUNNING || st == CTR_PAUSED || st == CTR_TRANSIENT) {
+		log_warnx("%s: the network was made with DNS on (an older "
+		    "vivarium), so the sandbox can resolve outside names; it is "
+		    "replaced when %s next starts (`vivariumctl stop` and "
+		    "`start` do it now)", n->network, n->container);
+		return 0;
+	}
+	if (st != CTR_MISSING) {
+		log_info("%s: removing the stopped container to replace its "
+		    "network, made with DNS on (the workspace volume stays)",
+		    n->container);
+		if (podman_container_remove(p, n->container, e) == -1
+		    && e->status != 404)
+			return -1;
+	}
+	if (c->egress_container != NULL)
+		(void)podman_network_disconnect(p, n->network,
+		    c->egress_container, &e2);
+	if (podman_network_remove(p, n->network, &e2) == -1) {
+		if (e2.status == 0) {
+			*e = e2;
+			return -1;
+		}
+		log_warnx("%s: the network was made with DNS on (an older "
+		    "vivarium), so the sandbox can resolve outside names, and "
+		    "it cannot be replaced: %s; disconnect what else is on it, "
+		    "or `vivariumctl remove-user` the user", n->network,
+		    e2.msg);
+		return 0;
+	}
+	log_info("%s: replacing a network made with DNS on (an older "
+	    "vivarium)", n->network);
+	return 1;
+}
+
 static int
 network_ensure(const struct conf *c, struct podman *p, const char *user,
     const struct names *n, int *made, struct perr *e)
 {
-	json_t	*spec;
-	int	 r;
+	json_t	*spec, *net;
+	int	 r, dns;
 
 	*made = 0;
-	if ((r = podman_network_exists(p, n->network, e)) == -1)
+	if (podman_network_inspect(p, n->network, &net, e) == -1)
 		return -1;
-	if (r == 1)
-		return 0;
+	if (net != NULL) {
+		dns = json_is_true(json_object_get(net, "dns_enabled"));
+		json_decref(net);
+		if (!dns)
+			return 0;
+		if ((r = network_replace(c, p, n, e)) <= 0)
+			return r;
+	}
 	spec = sandbox_network_spec(c, p, user);
 	r = podman_network_create(p, spec, e);
 	json_decref(spec);
 	if (r == -1 && !perr_exists(e))
 		return -1;
 	*made = r == 0;
+	return 0;
+}
+
+/* The proxy's address on the user's network into dst, or "" without one. */
+static int
+proxy_ip(const struct conf *c, struct podman *p, const struct names *n,
+    char *dst, size_t len, struct perr *e)
+{
+	json_t	*net;
+	int	 r;
+
+	dst[0] = '\0';
+	if (c->egress_container == NULL)
+		return 0;
+	if (podman_network_inspect(p, n->network, &net, e) == -1)
+		return -1;
+	if (net == NULL) {
+		perr_set(e, 404, "the network %s is gone", n->network);
+		return -1;
+	}
+	r = sandbox_proxy_ip_of(net, dst, len);
+	json_decref(net);
+	if (r == -1) {
+		perr_set(e, 500, "the network %s has no IPv4 subnet with room "
+		    "for the egress proxy", n->network);
+		return -1;
+	}
 	return 0;
 }
 
@@ -261,22 +410,98 @@ volume_ensure(struct podman *p, const char *user, const struct names *n,
 	return 0;
 }
 
+/*
+ * Puts the proxy container on the user's network at ip, the address the
+ * sandbox's proxy variables name.  Already there at that address: done;
+ * at another (connected by an older vivarium): moved.
+ */
 static int
 egress_connect(const struct conf *c, struct podman *p, const struct names *n,
-    struct perr *e)
+    const char *ip, struct perr *e)
 {
+	json_t		*ins;
+	const char	*cur;
+	int		 same;
+
 	if (c->egress_container == NULL)
 		return 0;
 	if (podman_network_connect(p, n->network, c->egress_container,
-	    c->egress_alias, e) == 0)
+	    c->egress_alias, ip, e) == 0)
 		return 0;
-	if (perr_exists(e) || strstr(e->msg, "already connected") != NULL)
-		return 0;
+	if (strstr(e->msg, "already connected") != NULL) {
+		if (podman_container_inspect(p, c->egress_container, &ins, e)
+		    == -1)
+			return -1;
+		cur = json_string_value(json_object_get(json_object_get(
+		    json_object_get(json_object_get(ins, "NetworkSettings"),
+		    "Networks"), n->network), "IPAddress"));
+		same = cur != NULL && strcmp(cur, ip) == 0;
+		if (!same)
+			log_info("%s: moving the egress proxy from %s to its "
+			    "fixed address %s", n->network,
+			    cur != NULL ? cur : "(unknown)", ip);
+		json_decref(ins);
+		if (same)
+			return 0;
+		if (podman_network_disconnect(p, n->network,
+		    c->egress_container, e) == -1)
+			return -1;
+		if (podman_network_connect(p, n->network, c->egress_container,
+		    c->egress_alias, ip, e) == 0)
+			return 0;
+	}
 	if (e->status == 404)
 		snprintf(e->msg + strlen(e->msg), sizeof(e->msg) - strlen(e->msg),
 		    " (is the egress proxy container \"%s\" running?)",
 		    c->egress_container);
 	return -1;
+}
+
+/*
+ * A stopped container made with other settings (an older vivarium: no
+ * VIVARIUM_PORT=off, a proxy by name; or the proxy's address changed with
+ * a new network) is removed, to be made again on the same volume.
+ * 1: current, 0: removed, -1: error.
+ */
+static int
+ctr_current(const struct conf *c, struct podman *p, const struct names *n,
+    const char *ip, struct perr *e)
+{
+	json_t		*ins, *want, *have, *v;
+	const char	*k, *stale = NULL;
+	char		 kv[1024];
+	size_t		 i;
+	int		 found;
+
+	if (podman_container_inspect(p, n->container, &ins, e) == -1)
+		return -1;
+	if (ins == NULL)
+		return 0;
+	want = sandbox_env(c, ip[0] != '\0' ? ip : NULL);
+	have = json_object_get(json_object_get(ins, "Config"), "Env");
+	json_object_foreach(want, k, v) {
+		snprintf(kv, sizeof(kv), "%s=%s", k, json_string_value(v));
+		found = 0;
+		for (i = 0; i < json_array_size(have) && !found; i++)
+			found = json_string_value(json_array_get(have, i)) != NULL
+			    && strcmp(json_string_value(json_array_get(have, i)),
+			    kv) == 0;
+		if (!found) {
+			stale = k;
+			break;
+		}
+	}
+	if (stale != NULL)
+		log_info("%s: made with other settings (%s); making it again "
+		    "on the same workspace volume", n->container, stale);
+	json_decref(want);
+	json_decref(ins);
+	if (stale == NULL)
+		return 1;
+	if (podman_container_remove(p, n->container, e) == -1
+	    && e->status != 404)
+		return -1;
+	return 0;
 }
 
 int
@@ -285,6 +510,7 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 {
 	struct names	 n;
 	json_t		*spec;
+	char		 ip[INET_ADDRSTRLEN];
 	int		 made, r;
 
 	if (sandbox_names(c, user, &n) == -1) {
@@ -295,13 +521,15 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 		return -1;
 	if (network_ensure(c, p, user, &n, &made, e) == -1)
 		return -1;
-	if (made && egress_connect(c, p, &n, e) == -1)
+	if (proxy_ip(c, p, &n, ip, sizeof(ip), e) == -1)
+		return -1;
+	if (made && egress_connect(c, p, &n, ip, e) == -1)
 		return -1;
 	if (volume_ensure(p, user, &n, e) == -1)
 		return -1;
 	if (rundir_make(c, &n, e) == -1)
 		return -1;
-	spec = sandbox_container_spec(c, user);
+	spec = sandbox_container_spec(c, user, ip[0] != '\0' ? ip : NULL);
 	r = podman_container_create(p, spec, e);
 	json_decref(spec);
 	if (r == -1 && perr_exists(e))
@@ -364,7 +592,8 @@ sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
 	struct names	 n;
 	json_t		*ins = NULL;
 	enum ctr_state	 st;
-	int		 tries = 0, made;
+	char		 ip[INET_ADDRSTRLEN];
+	int		 tries = 0, redo = 0, made, r;
 
 	*created = 0;
 	if (sandbox_names(c, user, &n) == -1) {
@@ -423,8 +652,15 @@ again:
 		/* Its network may have gone (podman network rm -f). */
 		if (network_ensure(c, p, user, &n, &made, e) == -1)
 			return -1;
-		if (made && egress_connect(c, p, &n, e) == -1)
+		if (proxy_ip(c, p, &n, ip, sizeof(ip), e) == -1)
 			return -1;
+		if (made && egress_connect(c, p, &n, ip, e) == -1)
+			return -1;
+		/* Made by an older vivarium, or removed with its network. */
+		if ((r = ctr_current(c, p, &n, ip, e)) == -1)
+			return -1;
+		if (r == 0 && redo++ < 3)
+			goto again;
 		if (rundir_make(c, &n, e) == -1)
 			return -1;
 		break;
@@ -441,7 +677,8 @@ again:
 	 * a new proxy container is on no user network: connect it at every
 	 * start ("already connected" is fine).
 	 */
-	if (egress_connect(c, p, &n, e) == -1)
+	if (proxy_ip(c, p, &n, ip, sizeof(ip), e) == -1
+	    || egress_connect(c, p, &n, ip, e) == -1)
 		log_warnx("%s: the egress proxy is not connected: %s",
 		    n.container, e->msg);
 	return wait_ready(c, p, &n, e);
@@ -474,6 +711,11 @@ sandbox_remove(const struct conf *c, struct podman *p, const char *user,
 		return -1;
 	}
 	if (podman_container_remove(p, n.container, e) == -1 && e->status != 404)
+		return -1;
+	/* Not by force: that would take the egress proxy with it. */
+	if (c->egress_container != NULL
+	    && podman_network_disconnect(p, n.network, c->egress_container, e)
+	    == -1 && e->status == 0)
 		return -1;
 	if (podman_network_remove(p, n.network, e) == -1 && e->status != 404)
 		return -1;

@@ -68,7 +68,7 @@ struct conf {
 	struct kv	*env;		/* owned: extra sandbox environment */
 	size_t		 nenv;
 	char		*egress_container;	/* owned; NULL: no proxy */
-	char		*egress_url;		/* owned */
+	long		 egress_port;		/* the proxy's port */
 	char		*egress_alias;		/* owned */
 	long		 max_connections;
 };
@@ -171,7 +171,17 @@ int	sandbox_names(const struct conf *, const char *user, struct names *);
 json_t	*sandbox_network_spec(const struct conf *, struct podman *,
 	    const char *user);
 json_t	*sandbox_volume_spec(const char *user);
-json_t	*sandbox_container_spec(const struct conf *, const char *user);
+/* proxy_ip: the egress proxy's address on the user's network, or NULL. */
+json_t	*sandbox_container_spec(const struct conf *, const char *user,
+	    const char *proxy_ip);
+/* The environment the sandbox gets (new reference). */
+json_t	*sandbox_env(const struct conf *, const char *proxy_ip);
+/*
+ * The egress proxy's fixed address on a network: the last usable address
+ * of its IPv4 subnet (Podman hands out addresses from the low end).  From
+ * the network's inspect JSON; 0, or -1 when it has no usable subnet.
+ */
+int	sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len);
 
 /*
  * Brings the user's sandbox to "running and answering": creates what is

@@ -49,17 +49,35 @@ test('two users get separate containers, networks and volumes, and cannot reach 
   const ipB = vp('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${b}`);
   const ipA = vp('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${a}`);
   assert.match(ipB, /^\d+\.\d+\.\d+\.\d+$/);
+  // Nothing listens on TCP in a sandbox, so B opens a listener of its own
+  // for a while (checking that it answers on B's address), and A tries it.
+  const listenB = runPython(cb, `import socket, time
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(('0.0.0.0', 9000)); l.listen(8)
+c = socket.create_connection((${JSON.stringify(ipB)}, 9000), timeout=3); l.accept()[0].close(); c.close()
+print('SELF OK')
+l.settimeout(8)
+try:
+    l.accept(); print('SOMEONE CAME')
+except socket.timeout:
+    print('NOBODY CAME')`);
+  await sleep(2000);
   const probe = (ip) => `import socket
 s = socket.socket(); s.settimeout(3)
 try:
-    s.connect((${JSON.stringify(ip)}, 8000)); print('CONNECTED')
+    s.connect((${JSON.stringify(ip)}, 9000)); print('CONNECTED')
 except Exception as e:
     print('BLOCKED', type(e).__name__)`;
-  // Control: the same probe reaches the agent's TCP port on A's own address.
-  r = await runPython(ca, probe(ipA));
-  assert.match(r.text, /CONNECTED/, `control probe failed: ${r.text}`);
   r = await runPython(ca, probe(ipB));
   assert.match(r.text, /BLOCKED/, `alice reached bob's sandbox: ${r.text}`);
+  r = await listenB;
+  assert.match(r.text, /SELF OK/, `control: bob's listener did not answer on its own address: ${r.text}`);
+  assert.match(r.text, /NOBODY CAME/, r.text);
+  // Control: the same probe connects where something listens (A's own).
+  r = await runPython(ca, `import socket
+l = socket.socket(); l.bind(('0.0.0.0', 9000)); l.listen(1)
+${probe(ipA)}`);
+  assert.match(r.text, /CONNECTED/, `control probe failed: ${r.text}`);
   await ca.close(); await cb.close();
 });
 
@@ -219,33 +237,22 @@ test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', as
   assert.match(r, /rc=4/);
 });
 
-test('provisioning manual and allowlist refuse unknown users clearly; egress proxy is wired in', async () => {
+test('provisioning manual and allowlist refuse unknown users clearly', async () => {
   const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
   const port = Number(new URL(sv.base).port);
   const listed = user('listed'), stranger = user('stranger'), added = user('added');
-  // A stand-in for the egress proxy: any container will do to check the
-  // wiring (network connect, alias, proxy variables in the sandbox).
-  const egress = `vivarium-${TAG}-egress`;
-  vp('run', '-d', '--name', egress, '--entrypoint', 'sleep', IMAGE, 'infinity');
   await sv.stop();
   sv = await startSupervisor({ podmanSock, state, port, extra: [
-    'provisioning: allowlist', 'users:', `  ${listed}:`, '    memory: 1g',
-    'egress:', `  container: ${egress}`, '  url: http://egress:3128'].join('\n') });
+    'provisioning: allowlist', 'users:', `  ${listed}:`, '    memory: 1g'].join('\n') });
   let r = await sv.post(ping, { userId: stranger });
   assert.equal(r.status, 400);
   assert.match(r.json.error.message, /only serves the users listed/);
   assert.equal(objects(stranger).containers.length, 0);
   const c = await sv.client(listed);
-  const out = await runPython(c, `import os, socket
-print(os.environ.get('http_proxy'), os.environ.get('https_proxy'))
-print('egress at', socket.gethostbyname('egress'))`);
-  assert.match(out.text, /http:\/\/egress:3128 http:\/\/egress:3128/);
-  const egressIp = vp('inspect', '-f', `{{(index .NetworkSettings.Networks "vivarium-${listed}").IPAddress}}`, egress);
-  assert.match(out.text, new RegExp(`egress at ${egressIp.replace(/\./g, '\\.')}`));
+  assert.match((await runPython(c, 'print(6*7)')).text, /42/);
   // The per-user override reached Podman.
   assert.equal(vp('inspect', '-f', '{{.HostConfig.Memory}}', `vivarium-${listed}`), String(1 << 30));
   await c.close();
-  vp('rm', '-f', '-t', '0', egress);
 
   await sv.stop();
   sv = await startSupervisor({ podmanSock, state, port, extra: 'provisioning: manual' });
@@ -255,6 +262,117 @@ print('egress at', socket.gethostbyname('egress'))`);
   execFileSync(ctlBin, ['add-user', added], { env: { ...process.env, VIVARIUM_PODMAN_SOCKET: podmanSock, VIVARIUM_STATE_DIR: state, VIVARIUM_SANDBOX_IMAGE: IMAGE } });
   r = await sv.post(ping, { userId: added });
   assert.equal(r.status, 200, r.text);
+});
+
+test('a sandbox resolves no names, has no working resolver and listens on no TCP port', async () => {
+  const u = user('nodns');
+  const port = Number(new URL(sv.base).port);
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port });
+  const c = await sv.client(u);
+  const r = await runPython(c, `import os, socket
+print('PORT', os.environ.get('VIVARIUM_PORT'))
+try:
+    print('RESOLVED', socket.getaddrinfo('deb.debian.org', 443)[0][4])
+except socket.gaierror as e:
+    print('NO NAME', e)
+servers = [l.split()[1] for l in open('/etc/resolv.conf') if l.split()[:1] == ['nameserver']]
+print('SERVERS', servers)
+q = bytes.fromhex('abcd01000001000000000000') + b'\\x03deb\\x06debian\\x03org\\x00' + bytes.fromhex('00010001')
+for ns in servers:
+    s = socket.socket(socket.AF_INET6 if ':' in ns else socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    try:
+        s.sendto(q, (ns, 53)); s.recv(512); print('ANSWER FROM', ns)
+    except OSError as e:
+        print('SILENT', ns, type(e).__name__)
+listen = [l for f in ('/proc/net/tcp', '/proc/net/tcp6') if os.path.exists(f)
+          for l in open(f).read().splitlines()[1:] if l.split()[3] == '0A']
+print('LISTEN', len(listen))
+s = socket.socket(); s.settimeout(2)
+try:
+    s.connect(('127.0.0.1', 8000)); print('8000 OPEN')
+except OSError as e:
+    print('8000 CLOSED', type(e).__name__)`);
+  assert.match(r.text, /NO NAME/, `an outside name resolved in the sandbox: ${r.text}`);
+  assert.doesNotMatch(r.text, /ANSWER FROM/, `a resolver answered: ${r.text}`);
+  assert.match(r.text, /PORT off/);
+  assert.match(r.text, /LISTEN 0\b/, `something listens on TCP: ${r.text}`);
+  assert.match(r.text, /8000 CLOSED/);
+  assert.equal(vp('network', 'inspect', '-f', '{{.DNSEnabled}} {{.Internal}}', `vivarium-${u}`), 'false true');
+  await c.close();
+});
+
+test('egress: the proxy sits at a fixed address on each network, kept across restarts, stops and recreation; networks with DNS are replaced', async () => {
+  const port = Number(new URL(sv.base).port);
+  const u = user('egr'), moved = user('moved'), old = user('oldnet');
+  const egress = `vivarium-${TAG}-egress`;
+  const labels = (x) => ['--label', 'io.vivarium.managed=true', '--label', `io.vivarium.user=${x}`];
+  // A stand-in for the proxy: answers every request with one line.
+  vp('run', '-d', '--name', egress, '--user', '1000:1000', '--entrypoint', 'python3', IMAGE, '-c', `import socket
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(('0.0.0.0', 3128)); l.listen(16)
+while True:
+    c, _ = l.accept()
+    try:
+        c.settimeout(5); c.recv(65536)
+        c.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\nstand-in proxy\\n')
+    except Exception:
+        pass
+    c.close()`);
+  // As an older vivarium left them: a network with DNS on, the proxy on
+  // it at an address of Podman's choice, and a stopped container.
+  vp('network', 'create', '--internal', ...labels(old), `vivarium-${old}`);
+  vp('network', 'connect', `vivarium-${old}`, egress);
+  vp('volume', 'create', ...labels(old), `vivarium-${old}-workspace`);
+  vp('create', '--name', `vivarium-${old}`, '--network', `vivarium-${old}`, ...labels(old),
+    '-v', `vivarium-${old}-workspace:/workspace`, '--entrypoint', 'true', IMAGE);
+  vp('start', '--attach', `vivarium-${old}`);
+  assert.match(containerState(old), /^(exited|stopped)$/);
+  // A network without DNS that has the proxy at a low address.
+  vp('network', 'create', '--internal', '--disable-dns', ...labels(moved), `vivarium-${moved}`);
+  vp('network', 'connect', `vivarium-${moved}`, egress);
+
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port, extra: ['egress:', `  container: ${egress}`, '  port: 3128'].join('\n') });
+  const proxyCheck = `import os, urllib.request
+print('PROXY', os.environ.get('http_proxy'), os.environ.get('https_proxy'), os.environ.get('HTTPS_PROXY'), repr(os.environ.get('no_proxy')))
+print(urllib.request.urlopen('http://deb.debian.org/debian/', timeout=10).read().decode())`;
+  const egressIp = (x) => vp('inspect', '-f', `{{(index .NetworkSettings.Networks "vivarium-${x}").IPAddress}}`, egress);
+  const check = async (x) => {
+    const c = await sv.client(x);
+    const r = await runPython(c, proxyCheck);
+    await c.close();
+    const ip = egressIp(x);
+    const subnet = vp('network', 'inspect', '-f', '{{range .Subnets}}{{.Subnet}}{{end}}', `vivarium-${x}`);
+    assert.match(subnet, /\.0\/24$/, subnet);
+    assert.equal(ip, subnet.replace(/\.0\/24$/, '.254'), `the proxy at the last address of ${subnet}`);
+    const url = `http://${ip}:3128`;
+    assert.ok(r.text.includes(`PROXY ${url} ${url} ${url} ''`), r.text);
+    assert.match(r.text, /stand-in proxy/, `the sandbox did not reach the proxy by address: ${r.text}`);
+    assert.equal(vp('network', 'inspect', '-f', '{{.DNSEnabled}}', `vivarium-${x}`), 'false');
+    return ip;
+  };
+  const ipU = await check(u);
+  await check(moved);
+  assert.match(sv.stderr(), new RegExp(`vivarium-${moved}: moving the egress proxy from \\S+ to its fixed address`));
+  await check(old);
+  assert.match(sv.stderr(), new RegExp(`vivarium-${old}: replacing a network made with DNS on`));
+  assert.equal(vpTry('container', 'exists', egress), '', 'the proxy survived the replacement');
+
+  // Stable: a restarted supervisor, a stopped sandbox, a recreated one.
+  const id = () => objects(u).containers[0].split(' ')[0];
+  const id1 = id();
+  await sv.stop();
+  sv = await startSupervisor({ podmanSock, state, port, extra: ['egress:', `  container: ${egress}`, '  port: 3128'].join('\n') });
+  assert.equal(await check(u), ipU);
+  vp('stop', '-t', '0', `vivarium-${u}`);
+  assert.equal(await check(u), ipU);
+  assert.equal(id(), id1, 'a stopped sandbox is started again, not remade');
+  vp('rm', '-f', '-t', '0', `vivarium-${u}`);
+  assert.equal(await check(u), ipU);
+  assert.notEqual(id(), id1);
+  vp('rm', '-f', '-t', '0', egress);
 });
 
 test('a sandbox that swaps its agent socket for a symlink cannot reach another user', async () => {

@@ -65,7 +65,7 @@ test_full_config(void **state)
 	    "limits:\n  memory: 1g\n  cpus: 1.5\n  pids: 64\n"
 	    "sandbox:\n  user: \"1001:1001\"\n  env:\n    VIVARIUM_MAX_TIMEOUT: \"120\"\n"
 	    "users:\n  alice:\n  bob:\n    memory: 4g\n    cpus: 4\n"
-	    "egress:\n  container: vivarium-egress\n  url: http://egress:3128\n");
+	    "egress:\n  container: vivarium-egress\n  port: 3129\n");
 	confdiag_init(&d, p);
 	assert_int_equal(conf_load(&c, p, &d), 0);
 	assert_int_equal(d.count, 0);
@@ -88,7 +88,7 @@ test_full_config(void **state)
 	assert_int_equal(conf_limits(&c, "bob")->pids, 64);
 	assert_int_equal(conf_limits(&c, "carol")->pids, 64);
 	assert_int_equal(c.nenv, 1);
-	assert_string_equal(c.egress_url, "http://egress:3128");
+	assert_int_equal(c.egress_port, 3129);
 	confdiag_release(&d);
 	conf_release(&c);
 	unlink(p);
@@ -146,7 +146,8 @@ test_broken_file(void **state)
 	    "colour: blue\n"				/* 8 */
 	    "users:\n  Alice:\n"			/* 9-10 */
 	    "sandbox: [1, 2]\n"				/* 11 */
-	    "egress:\n  container: e\n");		/* 12-13 */
+	    "egress:\n  container: e\n"		/* 12-13 */
+	    "  url: http://egress:3128\n");		/* 14 */
 	confdiag_init(&d, p);
 	assert_int_equal(conf_load(&c, p, &d), -1);
 	t = buf_str(&d.text);
@@ -162,10 +163,11 @@ test_broken_file(void **state)
 	HAS_LINE(8);
 	HAS_LINE(10);
 	HAS_LINE(11);
+	HAS_LINE(14);
 #undef HAS_LINE
 	assert_non_null(strstr(t, "unknown key \"colour\""));
 	assert_non_null(strstr(t, "too short"));
-	assert_non_null(strstr(t, "url is not"));
+	assert_non_null(strstr(t, "url is no longer used"));
 	assert_int_equal(d.count, 10);
 	confdiag_release(&d);
 	conf_release(&c);

@@ -73,7 +73,8 @@ test_version_4_6_strict(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(
 	    spec, "options"), "isolate")), "strict");
 	assert_true(json_is_true(json_object_get(spec, "internal")));
-	assert_true(json_is_true(json_object_get(spec, "dns_enabled")));
+	/* No DNS: aardvark-dns would resolve outside names. */
+	assert_true(json_is_false(json_object_get(spec, "dns_enabled")));
 	/* A bridge name of our own, fit for IFNAMSIZ, different per user. */
 	{
 		const char *br = json_string_value(json_object_get(spec,
@@ -215,7 +216,8 @@ test_create_missing_image(void **state)
 {
 	static const struct fake_route r[] = {
 		{ "GET", API "/version", "version.http" },
-		{ "GET", API "/networks/vivarium-bob/exists", "network-exists.http" },
+		/* An internal network without DNS: kept as it is. */
+		{ "GET", API "/networks/vivarium-bob/json", "network-inspect.http" },
 		{ "GET", API "/volumes/vivarium-bob-workspace/exists",
 		    "volume-exists-missing.http" },
 		{ "POST", API "/volumes/create", "volume-create-exists.http" },
@@ -256,6 +258,9 @@ test_egress_already_connected(void **state)
 	static const struct fake_route r[] = {
 		{ "POST", API "/networks/vivarium-alice/connect",
 		    "network-connect-already.http" },
+		/* Connected at 10.89.0.3 on vivarium-alice. */
+		{ "GET", API "/containers/vivarium-egress/json",
+		    "container-inspect-running.http" },
 		{ "POST", API "/networks/vivarium-bob/connect",
 		    "container-inspect-missing.http" },
 		{ NULL, NULL, NULL } };
@@ -270,14 +275,73 @@ test_egress_already_connected(void **state)
 	c.egress_container = (char *)(uintptr_t)"vivarium-egress";
 	c.egress_alias = (char *)(uintptr_t)"egress";
 	(void)sandbox_names(&c, "alice", &n);
-	assert_int_equal(egress_connect(&c, p, &n, &e), 0);
+	/* Already there at its address: nothing more to do. */
+	assert_int_equal(egress_connect(&c, p, &n, "10.89.0.3", &e), 0);
 	q = fake_last();
-	assert_string_equal(q.body,
-	    "{\"container\":\"vivarium-egress\",\"aliases\":[\"egress\"]}");
+	assert_string_equal(q.method, "GET");
+	assert_non_null(strstr(q.target, "/containers/vivarium-egress/json"));
 	/* A proxy container that does not exist: said plainly. */
 	(void)sandbox_names(&c, "bob", &n);
-	assert_int_equal(egress_connect(&c, p, &n, &e), -1);
+	assert_int_equal(egress_connect(&c, p, &n, "10.89.7.254", &e), -1);
 	assert_non_null(strstr(e.msg, "is the egress proxy container"));
+	q = fake_last();
+	assert_string_equal(q.body, "{\"container\":\"vivarium-egress\","
+	    "\"aliases\":[\"egress\"],\"static_ips\":[\"10.89.7.254\"]}");
+	done(p);
+}
+
+static void
+test_proxy_ip(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "GET", API "/networks/vivarium-alice/json",
+		    "network-inspect.http" },
+		{ "GET", API "/networks/vivarium-bob/json",
+		    "network-exists-missing.http" },
+		{ NULL, NULL, NULL } };
+	static const struct { const char *json, *want; } cases[] = {
+		{ "{\"subnets\":[{\"subnet\":\"10.89.3.0/24\"}]}", "10.89.3.254" },
+		{ "{\"subnets\":[{\"subnet\":\"fd00::/64\"},"
+		    "{\"subnet\":\"10.88.0.0/16\"}]}", "10.88.255.254" },
+		{ "{\"subnets\":[{\"subnet\":\"192.168.5.8/29\"}]}", "192.168.5.14" },
+		{ "{\"subnets\":[{\"subnet\":\"10.0.0.0/30\"}]}", NULL },
+		{ "{\"subnets\":[{\"subnet\":\"10.0.0.0\"}]}", NULL },
+		{ "{\"subnets\":[{\"subnet\":\"10.0.0.0/24x\"}]}", NULL },
+		{ "{\"subnets\":[]}", NULL },
+		{ "{}", NULL },
+	};
+	struct podman	*p;
+	struct perr	 e;
+	struct conf	 c;
+	struct names	 n;
+	json_t		*j;
+	char		 ip[64];
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		j = json_loads(cases[i].json, 0, NULL);
+		assert_non_null(j);
+		if (cases[i].want == NULL)
+			assert_int_equal(sandbox_proxy_ip_of(j, ip, sizeof(ip)), -1);
+		else {
+			assert_int_equal(sandbox_proxy_ip_of(j, ip, sizeof(ip)), 0);
+			assert_string_equal(ip, cases[i].want);
+		}
+		json_decref(j);
+	}
+	/* From Podman's own reply (10.213.0.0/24). */
+	p = client(r);
+	memset(&c, 0, sizeof(c));
+	c.state_dir = (char *)(uintptr_t)"/var/lib/vivarium";
+	assert_int_equal(proxy_ip(&c, p, &n, ip, sizeof(ip), &e), 0);
+	assert_string_equal(ip, "");		/* no proxy configured */
+	c.egress_container = (char *)(uintptr_t)"vivarium-egress";
+	(void)sandbox_names(&c, "alice", &n);
+	assert_int_equal(proxy_ip(&c, p, &n, ip, sizeof(ip), &e), 0);
+	assert_string_equal(ip, "10.213.0.254");
+	(void)sandbox_names(&c, "bob", &n);
+	assert_int_equal(proxy_ip(&c, p, &n, ip, sizeof(ip), &e), -1);
+	assert_non_null(strstr(e.msg, "vivarium-bob"));
 	done(p);
 }
 
@@ -292,7 +356,7 @@ test_container_spec(void **state)
 	confdiag_init(&d, NULL);
 	assert_int_equal(conf_load(&c, NULL, &d), 0);
 	confdiag_release(&d);
-	s = sandbox_container_spec(&c, "alice");
+	s = sandbox_container_spec(&c, "alice", NULL);
 	assert_string_equal(json_string_value(json_object_get(s, "name")),
 	    "vivarium-alice");
 	assert_true(json_is_true(json_object_get(s, "read_only_filesystem")));
@@ -316,6 +380,20 @@ test_container_spec(void **state)
 	    json_object_get(s, "volumes"), 0), "Name")),
 	    "vivarium-alice-workspace");
 	assert_null(json_object_get(json_object_get(s, "env"), "http_proxy"));
+	/* The agent listens on its socket only, not on TCP. */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(s,
+	    "env"), "VIVARIUM_PORT")), "off");
+	assert_true(json_is_false(json_object_get(s, "httpproxy")));
+	json_decref(s);
+	/* With a proxy: its address, upper and lower case, no exceptions. */
+	c.egress_port = 3128;
+	s = sandbox_container_spec(&c, "alice", "10.89.0.254");
+	m = json_object_get(s, "env");
+	assert_string_equal(json_string_value(json_object_get(m, "http_proxy")),
+	    "http://10.89.0.254:3128");
+	assert_string_equal(json_string_value(json_object_get(m, "HTTPS_PROXY")),
+	    "http://10.89.0.254:3128");
+	assert_string_equal(json_string_value(json_object_get(m, "no_proxy")), "");
 	json_decref(s);
 	conf_release(&c);
 }
@@ -333,6 +411,7 @@ main(void)
 		cmocka_unit_test(test_connection_closed),
 		cmocka_unit_test(test_create_missing_image),
 		cmocka_unit_test(test_egress_already_connected),
+		cmocka_unit_test(test_proxy_ip),
 		cmocka_unit_test(test_container_spec),
 	};
 
