@@ -139,6 +139,10 @@ inputs() {
 		find common sandbox-agent python -type f \
 		    ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*/tests/*' \
 		    ! -name '*.o' ! -name '*.d'
+		# The proxy is built into the same image; container.sh, which
+		# runs it, is not an input.
+		find egress-proxy -type f ! -name '*.o' ! -name '*.d' \
+		    ! -name container.sh
 	} | LC_ALL=C sort -u
 }
 
