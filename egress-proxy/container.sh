@@ -1,0 +1,221 @@
+#!/bin/sh
+# egress-proxy/container.sh [ensure|remove]: the egress proxy as a container
+# of the Podman service on $VIVARIUM_PODMAN_SOCKET (default
+# /run/podman/podman.sock).  `make run` calls it before the supervisor.
+#
+# ensure (the default), idempotent:
+#   - network $VIVARIUM_EGRESS_NETWORK (vivarium-egress): a normal bridge
+#     network, the proxy's way out; created when missing (DNS off: the
+#     proxy resolves through the host's resolvers), refused when internal;
+#   - container $VIVARIUM_EGRESS_CONTAINER (vivarium-egress) from the
+#     sandbox image with entrypoint vivarium-egress listening on
+#     0.0.0.0:$VIVARIUM_EGRESS_PORT (3128): read-only root, no capabilities,
+#     no-new-privileges, memory, pids and nofile limits, init, labels
+#     io.vivarium.managed=true and io.vivarium.role=egress;
+#   - a running container with the same spec is left alone, a stopped one is
+#     started, one made from another image or with another configuration
+#     (the io.vivarium.egress-spec label) is replaced;
+#   - waits until the proxy logs that it listens (fails with its log if it
+#     exits instead).
+# remove: remove the container and the network (if nothing else uses it).
+#
+# Environment:
+#   VIVARIUM_PODMAN_SOCKET     the Podman service's socket
+#   VIVARIUM_EGRESS_IMAGE      image; else $VIVARIUM_SANDBOX_IMAGE; else
+#                              localhost/vivarium-sandbox:<Makefile VERSION>
+#   VIVARIUM_EGRESS_CONTAINER  container name, vivarium-egress
+#   VIVARIUM_EGRESS_NETWORK    network name, vivarium-egress
+#   VIVARIUM_EGRESS_BRIDGE     the network's bridge on the host, vivegress0
+#                              (15 characters at most)
+#   VIVARIUM_EGRESS_PORT       listening port, 3128
+#   VIVARIUM_EGRESS_CONFIG     a YAML file on the host (docs/egress.md),
+#                              bind-mounted read-only; its `listen` is
+#                              overridden by the port above
+#   VIVARIUM_EGRESS_MEMORY, _PIDS, _NOFILE
+#                              limits: 512m, 256, 16384 (about three
+#                              descriptors per connection: keep NOFILE above
+#                              3 x limits.connections)
+#   VIVARIUM_EGRESS_PORTS, _ALLOW_CIDRS, _HEADER_TIMEOUT, _CONNECT_TIMEOUT,
+#   _IDLE_TIMEOUT, _MAX_CONNECTIONS, _MAX_PER_CLIENT, _MAX_HEADER_BYTES,
+#   _RESOLVER_THREADS, _WORKERS, _VERBOSE
+#                              passed to the proxy when set (they override
+#                              the file; docs/egress.md)
+#
+# The runtime is the service's own (`make run`'s service uses runc); the
+# container is created through the podman CLI in remote mode.
+set -eu
+
+cd "$(dirname "$0")/.."
+SOCK=${VIVARIUM_PODMAN_SOCKET:-/run/podman/podman.sock}
+VERSION=$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)
+IMAGE=${VIVARIUM_EGRESS_IMAGE:-${VIVARIUM_SANDBOX_IMAGE:-localhost/vivarium-sandbox:$VERSION}}
+NAME=${VIVARIUM_EGRESS_CONTAINER:-vivarium-egress}
+NET=${VIVARIUM_EGRESS_NETWORK:-vivarium-egress}
+BRIDGE=${VIVARIUM_EGRESS_BRIDGE:-vivegress0}
+PORT=${VIVARIUM_EGRESS_PORT:-3128}
+CONF=${VIVARIUM_EGRESS_CONFIG:-}
+MEMORY=${VIVARIUM_EGRESS_MEMORY:-512m}
+PIDS=${VIVARIUM_EGRESS_PIDS:-256}
+NOFILE=${VIVARIUM_EGRESS_NOFILE:-16384}
+
+say() { echo "egress: $*" >&2; }
+die() { say "$*"; exit 1; }
+P() { podman --remote --url "unix://$SOCK" "$@"; }
+
+api() {	# METHOD PATH [BODY]: prints the body, then the status on a line
+	if [ $# -ge 3 ]; then
+		curl -sS --max-time 30 --unix-socket "$SOCK" -X "$1" \
+		    -H 'Content-Type: application/json' --data-binary "$3" \
+		    -w '\n%{http_code}\n' "http://d/v4.0.0/libpod$2"
+	else
+		curl -sS --max-time 30 --unix-socket "$SOCK" -X "$1" \
+		    -w '\n%{http_code}\n' "http://d/v4.0.0/libpod$2"
+	fi
+}
+
+check_args() {
+	case "$PORT" in
+	''|*[!0-9]*) die "VIVARIUM_EGRESS_PORT=\"$PORT\": expected a port number" ;;
+	esac
+	[ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] ||
+	    die "VIVARIUM_EGRESS_PORT=$PORT: expected 1 to 65535"
+	case "$NOFILE" in
+	''|*[!0-9]*) die "VIVARIUM_EGRESS_NOFILE=\"$NOFILE\": expected a number" ;;
+	esac
+	[ ${#BRIDGE} -le 15 ] || die "VIVARIUM_EGRESS_BRIDGE=$BRIDGE: 15 characters at most"
+	if [ -n "$CONF" ]; then
+		case "$CONF" in
+		/*) ;;
+		*) CONF=$(pwd)/$CONF ;;
+		esac
+		[ -r "$CONF" ] || die "VIVARIUM_EGRESS_CONFIG=$CONF: not readable"
+	fi
+	[ "$(curl -s --max-time 5 --unix-socket "$SOCK" http://d/_ping 2>/dev/null)" = OK ] ||
+	    die "no Podman service answers on $SOCK"
+}
+
+ensure_network() {
+	if P network exists "$NET"; then
+		[ "$(P network inspect --format '{{.Internal}}' "$NET")" = false ] ||
+		    die "network $NET is internal: the proxy needs a way out (remove it)"
+		return 0
+	fi
+	# Through the API: the CLI of Podman 4.3 cannot name the bridge, and
+	# Podman's own choice (podmanN) may be taken by another storage.
+	body=$(printf '{"name": "%s", "driver": "bridge", "network_interface": "%s", "internal": false, "dns_enabled": false, "labels": {"io.vivarium.managed": "true", "io.vivarium.role": "egress"}}' \
+	    "$NET" "$BRIDGE")
+	out=$(api POST /networks/create "$body")
+	case "$(printf '%s\n' "$out" | tail -n 1)" in
+	200|201) say "made network $NET (bridge $BRIDGE)" ;;
+	409) ;;	# made meanwhile by another caller
+	*) die "could not create network $NET: $(printf '%s\n' "$out" | sed '$d')" ;;
+	esac
+}
+
+# Every option of the container, one a line; its hash is the spec label.
+create_args() {
+	printf '%s\n' --label io.vivarium.managed=true \
+	    --label io.vivarium.role=egress \
+	    --network "$NET" \
+	    --entrypoint /usr/local/bin/vivarium-egress \
+	    --user 1000:1000 --workdir / --image-volume ignore \
+	    --read-only --read-only-tmpfs=false \
+	    --cap-drop ALL --security-opt no-new-privileges \
+	    --memory "$MEMORY" --memory-swap "$MEMORY" --pids-limit "$PIDS" \
+	    --ulimit "nofile=$NOFILE:$NOFILE" --ulimit nproc=4096:4096 \
+	    --init --restart always --stop-timeout 5 \
+	    --env "VIVARIUM_EGRESS_LISTEN=0.0.0.0:$PORT"
+	for v in PORTS ALLOW_CIDRS HEADER_TIMEOUT CONNECT_TIMEOUT IDLE_TIMEOUT \
+	    MAX_CONNECTIONS MAX_PER_CLIENT MAX_HEADER_BYTES RESOLVER_THREADS \
+	    WORKERS VERBOSE; do
+		eval "val=\${VIVARIUM_EGRESS_$v-}"
+		# shellcheck disable=SC2154
+		[ -z "$val" ] || printf '%s\n' --env "VIVARIUM_EGRESS_$v=$val"
+	done
+	if [ -n "$CONF" ]; then
+		printf '%s\n' --volume "$CONF:/etc/vivarium/egress.yaml:ro" \
+		    --env VIVARIUM_EGRESS_CONFIG=/etc/vivarium/egress.yaml
+	fi
+}
+
+spec_hash() {
+	{
+		echo "image $1"
+		create_args
+		[ -z "$CONF" ] || sha256sum <"$CONF"
+	} | sha256sum | cut -c1-32
+}
+
+listen_count() {
+	P logs "$NAME" 2>&1 | grep -c 'listening on' || :
+}
+
+# Until the proxy logs a listening line more than $1 (lines from an earlier
+# run stay in the log); fails with the log if it does not.
+wait_listening() {
+	i=0
+	while [ "$(listen_count)" -le "$1" ]; do
+		st=$(P inspect --format '{{.State.Status}}' "$NAME" 2>/dev/null || echo missing)
+		i=$((i + 1))
+		if [ $i -gt 100 ] || { [ $i -gt 10 ] && [ "$st" != running ]; }; then
+			P logs "$NAME" >&2 2>&1 || :
+			die "container $NAME did not start listening (state $st)"
+		fi
+		sleep 0.1
+	done
+}
+
+cmd_ensure() {
+	check_args
+	img=$(P image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null) ||
+	    die "no image $IMAGE on $SOCK (make image)"
+	ensure_network
+	spec=$(spec_hash "$img")
+	if P container exists "$NAME"; then
+		have=$(P inspect --format '{{index .Config.Labels "io.vivarium.egress-spec"}} {{.State.Status}}' "$NAME")
+		if [ "${have% *}" = "$spec" ]; then
+			case "${have#* }" in
+			running)
+				say "$NAME is running"
+				return 0 ;;
+			*)
+				say "starting $NAME (was ${have#* })"
+				n=$(listen_count)
+				P start "$NAME" >/dev/null
+				wait_listening "$n"
+				return 0 ;;
+			esac
+		fi
+		say "replacing $NAME (image or configuration changed)"
+		P rm -f -t 5 "$NAME" >/dev/null
+	fi
+	# One option a line: values may hold spaces, never newlines.
+	old_ifs=$IFS
+	IFS='
+'
+	# shellcheck disable=SC2046
+	set -- $(create_args)
+	IFS=$old_ifs
+	P create --name "$NAME" --label "io.vivarium.egress-spec=$spec" \
+	    "$@" "$IMAGE" >/dev/null
+	P start "$NAME" >/dev/null
+	wait_listening 0
+	say "$NAME is running ($IMAGE, port $PORT, network $NET)"
+}
+
+cmd_remove() {
+	if P container exists "$NAME"; then
+		P rm -f -t 5 "$NAME" >/dev/null
+		say "removed $NAME"
+	fi
+	if P network exists "$NET"; then
+		P network rm "$NET" >/dev/null 2>&1 && say "removed network $NET" ||
+		    say "network $NET is still in use; left"
+	fi
+}
+
+case "${1:-ensure}" in
+ensure)	cmd_ensure ;;
+remove)	cmd_remove ;;
+*)	echo "usage: egress-proxy/container.sh [ensure|remove]" >&2; exit 2 ;;
+esac
