@@ -43,6 +43,7 @@ struct agent_config {
 	char		*pythonpath;		/* owned; NULL when none */
 	int		 warm;			/* VIVARIUM_WARM */
 	const char	*warm_imports;		/* borrowed; VIVARIUM_WARM_IMPORTS */
+	int		 sweep;			/* VIVARIUM_SWEEP */
 };
 
 /* Fills cfg from the environment; every problem goes to diag. 0 or -1. */
@@ -75,6 +76,24 @@ int	workspace_read_text(const char *root, const char *path, long max_chars,
 struct wslock;
 struct wslock *wslock_acquire(const char *root);	/* blocks; NULL on ENOMEM */
 void	wslock_release(struct wslock *);
+
+/* ------------------------------------------------------------ sweep.c */
+
+/*
+ * VIVARIUM_SWEEP (containers only): when the last run in flight ends, every
+ * process but the agent, PID 1 and the warm zygote is killed with one
+ * kill(-1, SIGKILL).  1 with the reason in why when this process must not
+ * do that (it is PID 1 or root).
+ */
+int	sweep_refused(char *why, size_t whylen);
+/* Turns sweeping on or off; keep() names a process to spare (the zygote's
+ * pid, or -1), killed() is called when a kill took it too.  Both may be NULL. */
+void	sweep_setup(int enabled, pid_t (*keep)(void), void (*killed)(void));
+/* Around every run: begin before anything starts, end after it is reaped.
+ * end sweeps when it was the last run in flight and returns how many
+ * stray processes it killed (0 when none or when sweeping is off). */
+void	sweep_run_begin(void);
+int	sweep_run_end(void);
 
 /* ------------------------------------------------------------ tools.c */
 

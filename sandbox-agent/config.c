@@ -270,6 +270,11 @@ agent_config_load(struct agent_config *cfg, struct confdiag *d)
 
 	load_python(cfg, d);
 	load_warm(cfg, d);
+
+	config_env_bool(d, "VIVARIUM_SWEEP", 0, &cfg->sweep);
+	if (cfg->sweep && sweep_refused(err, sizeof(err)))
+		confdiag_add(d, 0, "VIVARIUM_SWEEP=1 (kill every leftover "
+		    "process after runs, for containers only) refused: %s", err);
 	return d->count == before ? 0 : -1;
 }
 

@@ -12,6 +12,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "warm.h"
 #include "banned.h"
 
 static void
@@ -50,7 +51,10 @@ usage(FILE *f)
 "                              [python/ beside the bin/ holding this program]\n"
 "  VIVARIUM_WARM               fork runs from a warm interpreter [1]\n"
 "  VIVARIUM_WARM_IMPORTS       modules it imports first\n"
-"                              [numpy,pandas,matplotlib,matplotlib.pyplot]\n");
+"                              [numpy,pandas,matplotlib,matplotlib.pyplot]\n"
+"  VIVARIUM_SWEEP              containers only: after runs, kill every\n"
+"                              process but the agent, PID 1 and the zygote;\n"
+"                              refused as root or as PID 1 [0]\n");
 }
 
 static void
@@ -81,6 +85,7 @@ print_config(const struct agent_config *c)
 	    "(none)");
 	printf("warm               %d (imports %s)\n", c->warm,
 	    c->warm_imports);
+	printf("sweep              %d\n", c->sweep);
 }
 
 /* After the first signal: a second one ends the program at once. */
@@ -152,12 +157,14 @@ main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+	sweep_setup(cfg.sweep, warm_zygote_pid, warm_swept);
 	if (agent_http_start(&cfg) == -1) {
 		agent_config_release(&cfg);
 		return 1;
 	}
-	log_info("serving workspace %s%s (vivarium-agent %s)", cfg.workdir,
-	    cfg.user_header ? " (per-user: users/<id>/)" : "", VIVARIUM_VERSION);
+	log_info("serving workspace %s%s (vivarium-agent %s)%s", cfg.workdir,
+	    cfg.user_header ? " (per-user: users/<id>/)" : "", VIVARIUM_VERSION,
+	    cfg.sweep ? "; leftover processes are killed after runs" : "");
 
 	while (sigwait(&set, &sig) != 0)
 		;

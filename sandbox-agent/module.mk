@@ -17,8 +17,8 @@ $(BIN)/vivarium-agent: $(AGENT_OBJS) $(COMMON_OBJS)
 AGENT_TEST_PKGS := libmicrohttpd jansson
 $(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/workspace.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,$(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
 
 # ---------------------------------------------------------------- e2e
 # The MCP SDK client tests (tests/e2e, node's test runner) against the real
@@ -38,19 +38,24 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs \
 		namespace.test.mjs
 
+# Leftover processes killed after runs (VIVARIUM_SWEEP): unit tests, and the
+# real agent in a PID namespace of its own.
+include sandbox-agent/sweep.mk
+
 # ---------------------------------------------------------------- fuzz
 # Request handling under libFuzzer (clang, Debian's libclang-rt).
 FUZZ_TIME	?= 30
 FUZZ_AGENT	:= build/fuzz/agent-mcp
 
 $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
-		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h
+		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h \
+		sandbox-agent/sweep.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
 		-Icommon -Isandbox-agent \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/workspace.c \
-		common/buf.c common/log.c -ljansson -lm -lpthread
+		sandbox-agent/sweep.c common/buf.c common/log.c -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent

@@ -347,6 +347,18 @@ utf8_chars(const char *s, size_t len)
 	return n;
 }
 
+/* Tells the model that a sweep (sweep.c) stopped what runs left behind. */
+static void
+note_swept(struct run_result *res, int n)
+{
+	size_t	 used = strlen(res->note);
+
+	snprintf(res->note + used, sizeof(res->note) - used, "%s%d stray "
+	    "background process%s left running in the sandbox %s stopped "
+	    "after the run; nothing a run starts outlives it.",
+	    used > 0 ? " " : "", n, n == 1 ? "" : "es", n == 1 ? "was" : "were");
+}
+
 /* ------------------------------------------------------------ tools */
 
 static json_t *
@@ -363,7 +375,7 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	json_t			*code, *fresh, *out;
 	long			 asked;
 	char			 ebuf[512], status[64];
-	int			 rc, is_error;
+	int			 rc, is_error, swept;
 
 	if (args_known("run_python", args, names, err) == -1)
 		return NULL;
@@ -408,8 +420,12 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 		return NULL;
 	}
 	ebuf[0] = '\0';
+	sweep_run_begin();
 	rc = run_python(&lim, &rq, &res, ebuf, sizeof(ebuf));
+	swept = sweep_run_end();
 	wslock_release(lock);
+	if (rc == 0 && swept > 0)
+		note_swept(&res, swept);
 
 	if (rc == -1) {
 		log_warnx("run_python: %s: could not run: %s", ctx->label, ebuf);

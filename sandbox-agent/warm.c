@@ -277,6 +277,18 @@ warm_stop(void)
 	pthread_mutex_unlock(&wz_lock);
 }
 
+void
+warm_swept(void)
+{
+	pthread_mutex_lock(&wz_lock);
+	if (wz.pid != -1) {
+		log_debug("warm: zygote %d killed by a sweep; the next run "
+		    "starts another", (int)wz.pid);
+		zygote_stop();
+	}
+	pthread_mutex_unlock(&wz_lock);
+}
+
 pid_t
 warm_zygote_pid(void)
 {

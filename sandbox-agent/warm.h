@@ -45,6 +45,9 @@ int	warm_ready(const char *python, char *const *envp, double wait);
 void	warm_broken(const struct warm_run *, const char *why);
 /* Stops the zygote (tests; the agent's exit closes its socket anyway). */
 void	warm_stop(void);
+/* A sweep (sweep.c) killed the zygote with everything else: reap it and
+ * start another on the next run, which runs cold meanwhile; not a failure. */
+void	warm_swept(void);
 /* The zygote's pid, or -1 (tests). */
 pid_t	warm_zygote_pid(void);
 

@@ -19,7 +19,7 @@ static const char *const vars[] = {
 	"VIVARIUM_MAX_IMAGE_SIDE", "VIVARIUM_PERSIST_NAMESPACE",
 	"VIVARIUM_NAMESPACE_MAX_BYTES", "VIVARIUM_STATE_SUMMARY",
 	"VIVARIUM_USER_HEADER", "VIVARIUM_ALLOWED_ORIGINS", "VIVARIUM_PYTHON",
-	"VIVARIUM_PYTHONPATH", "VIVARIUM_SOCKET_MODE", NULL
+	"VIVARIUM_PYTHONPATH", "VIVARIUM_SOCKET_MODE", "VIVARIUM_SWEEP", NULL
 };
 
 static int
@@ -223,6 +223,44 @@ test_warm(void **state)
 	unsetenv("VIVARIUM_WARM_IMPORTS");
 }
 
+/* Off by default; a bad value and, as root (as these tests run), 1 refused. */
+static void
+test_sweep(void **state)
+{
+	struct agent_config	 c;
+	const char		*t;
+	int			 n;
+
+	unsetenv("VIVARIUM_SWEEP");
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.sweep, 0);
+	agent_config_release(&c);
+
+	setenv("VIVARIUM_SWEEP", "sometimes", 1);
+	assert_non_null(strstr(load(&c, &n), "VIVARIUM_SWEEP"));
+	assert_int_equal(n, 1);
+	agent_config_release(&c);
+
+	setenv("VIVARIUM_SWEEP", "0", 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	agent_config_release(&c);
+
+	setenv("VIVARIUM_SWEEP", "1", 1);
+	t = load(&c, &n);
+	if (getuid() == 0 || geteuid() == 0) {
+		assert_int_equal(n, 1);
+		assert_non_null(strstr(t, "VIVARIUM_SWEEP=1"));
+		assert_non_null(strstr(t, "root"));
+	} else {
+		assert_int_equal(n, 0);
+		assert_int_equal(c.sweep, 1);
+	}
+	agent_config_release(&c);
+	unsetenv("VIVARIUM_SWEEP");
+}
+
 int
 main(void)
 {
@@ -233,6 +271,7 @@ main(void)
 		cmocka_unit_test_setup(test_port_off_needs_socket, clean_env),
 		cmocka_unit_test_setup(test_socket_mode, clean_env),
 		cmocka_unit_test_setup(test_warm, clean_env),
+		cmocka_unit_test_setup(test_sweep, clean_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
