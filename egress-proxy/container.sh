@@ -159,7 +159,9 @@ wait_listening() {
 		i=$((i + 1))
 		if [ $i -gt 100 ] || { [ $i -gt 10 ] && [ "$st" != running ]; }; then
 			P logs "$NAME" >&2 2>&1 || :
-			die "container $NAME did not start listening (state $st)"
+			# Stopped, so that its restart policy does not loop it.
+			P stop -t 1 "$NAME" >/dev/null 2>&1 || :
+			die "container $NAME did not start listening (state $st); stopped it"
 		fi
 		sleep 0.1
 	done

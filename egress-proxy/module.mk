@@ -18,11 +18,11 @@ $(eval $(call unit_test,egress_conf,tests/unit/egress-proxy/conf.c,$(filter-out 
 
 # ---------------------------------------------------------------- suites
 
-TEST_SUITES	+= test-egress test-fuzz-egress
+TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
 FUZZ_TIME	?= 30
 FUZZ_EGRESS	:= build/fuzz/egress-parse
 
-.PHONY: test-egress test-fuzz-egress fuzz bench-egress
+.PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 
 # Unit tests (ASan+UBSan) for the proxy, then the loopback integration test
 # against a sanitizer build of the proxy.
@@ -34,6 +34,11 @@ test-egress:
 	@scripts/run-unit build/san/t/egress_policy build/san/t/egress_parse \
 		build/san/t/egress_conf
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
+
+# egress-proxy/container.sh (the proxy as a container, as `make run` starts
+# it) against the tests' private Podman and the sandbox image.
+test-egress-container: image-for-tests
+	@tests/egress/container.sh
 
 # The request parser under libFuzzer, clang and Debian's libclang-rt.
 $(FUZZ_EGRESS): tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c \

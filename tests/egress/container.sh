@@ -1,0 +1,220 @@
+#!/bin/sh
+# tests/egress/container.sh: the test-egress-container suite.
+# egress-proxy/container.sh against the tests' private Podman service
+# (tests/lib/podman.sh) and the sandbox image in its storage (`make
+# image-for-tests`):
+#   - the proxy container is made hardened on a normal network, left alone
+#     when nothing changed, started when stopped, replaced when its image or
+#     configuration changed; bad settings get a clear error;
+#   - an origin (python3 -m http.server in the same image) on a separate
+#     normal network is reached through the proxy from a client on an
+#     internal network the proxy is connected to (as the supervisor connects
+#     it to each user's network), because the test allows the origin's
+#     subnet; the client cannot reach it directly; private addresses not
+#     allowed (the client's own, loopback) get 403.
+# Every target is a container this test starts, or loopback.  Everything is
+# named uniquely and removed at exit.
+set -eu
+cd "$(dirname "$0")/../.."
+. tests/lib/podman.sh
+vp_start
+
+VERSION=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
+IMAGE=localhost/vivarium-sandbox:$VERSION
+fails=0
+ok() { echo "ok - $*"; }
+notok() { echo "not ok - $*"; fails=$((fails + 1)); }
+# expect NAME COMMAND...: COMMAND's status is 0
+check() {
+	_n=$1; shift
+	if "$@"; then ok "$_n"; else notok "$_n"; fi
+}
+
+if ! vpodman image exists "$IMAGE"; then
+	echo "test-egress-container: $IMAGE is not in the test storage: run \`make image-for-tests\`" >&2
+	exit 1
+fi
+
+# Nothing from the caller's environment may steer container.sh.
+for v in $(env | sed -n 's/^\(VIVARIUM_EGRESS_[A-Z_]*\)=.*/\1/p'); do
+	unset "$v"
+done
+unset VIVARIUM_SANDBOX_IMAGE
+tag=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+export VIVARIUM_EGRESS_CONTAINER="vivtest-egress-$tag"
+export VIVARIUM_EGRESS_NETWORK="vivtest-egress-$tag"
+export VIVARIUM_EGRESS_BRIDGE="vte$tag"
+export VIVARIUM_EGRESS_IMAGE="$IMAGE"
+EG=$VIVARIUM_EGRESS_CONTAINER
+ORIGIN=vivtest-origin-$tag
+ORIGIN_NET=vivtest-origin-$tag
+INNER_NET=vivtest-inner-$tag
+BAD_NET=vivtest-badnet-$tag
+ALT_IMAGE=localhost/vivtest-egress-alt:$tag
+
+# net NAME BRIDGE INTERNAL: a network with a bridge name of our own
+net() {
+	_out=$(vp_api POST /v4.0.0/libpod/networks/create "$(printf \
+	    '{"name": "%s", "network_interface": "%s", "driver": "bridge", "internal": %s, "dns_enabled": false}' \
+	    "$1" "$2" "$3")")
+	case "$(printf '%s\n' "$_out" | tail -n 1)" in
+	200|201) vp_on_exit "vpodman network rm -f $1" ;;
+	*) echo "could not create network $1: $_out" >&2; exit 1 ;;
+	esac
+}
+ip_on() {	# CONTAINER NETWORK
+	vpodman inspect --format "{{(index .NetworkSettings.Networks \"$2\").IPAddress}}" "$1"
+}
+eg_id() { vpodman inspect --format '{{.Id}}' "$EG" 2>/dev/null || echo none; }
+eg_state() { vpodman inspect --format '{{.State.Status}}' "$EG" 2>/dev/null || echo missing; }
+ensure() { egress-proxy/container.sh >"$VP_SVC_DIR/ensure.log" 2>&1; }
+
+net "$ORIGIN_NET" "vto$tag" false
+net "$INNER_NET" "vti$tag" true
+net "$BAD_NET" "vtb$tag" true
+vp_on_exit "egress-proxy/container.sh remove"
+
+# ---------------------------------------------------------------- bad input
+if out=$(VIVARIUM_EGRESS_PORT=31x8 egress-proxy/container.sh 2>&1); then
+	notok "a bad port was accepted"
+else
+	check "a bad port is named: $out" \
+	    sh -c 'echo "$1" | grep -q "VIVARIUM_EGRESS_PORT=\"31x8\""' - "$out"
+fi
+if out=$(VIVARIUM_EGRESS_IMAGE=localhost/vivtest-no-such-image:$tag egress-proxy/container.sh 2>&1); then
+	notok "a missing image was accepted"
+else
+	check "a missing image is named: $out" \
+	    sh -c 'echo "$1" | grep -q "no image localhost/vivtest-no-such-image"' - "$out"
+fi
+if out=$(VIVARIUM_EGRESS_NETWORK=$BAD_NET egress-proxy/container.sh 2>&1); then
+	notok "an internal network was accepted as the way out"
+else
+	check "an internal network is refused as the way out: $out" \
+	    sh -c 'echo "$1" | grep -q "is internal"' - "$out"
+fi
+if out=$(VIVARIUM_EGRESS_CONFIG=/nonexistent/egress.yaml egress-proxy/container.sh 2>&1); then
+	notok "a missing config file was accepted"
+else
+	check "a missing config file is named" \
+	    sh -c 'echo "$1" | grep -q "/nonexistent/egress.yaml: not readable"' - "$out"
+fi
+# A configuration the proxy refuses: container.sh fails with the proxy's
+# own words and leaves the container stopped, not restarting in a loop.
+if out=$(VIVARIUM_EGRESS_PORTS=0 egress-proxy/container.sh 2>&1); then
+	notok "a configuration the proxy refuses was accepted"
+else
+	check "a refused configuration fails with the proxy's log" \
+	    sh -c 'echo "$1" | grep -q "VIVARIUM_EGRESS_PORTS" && echo "$1" | grep -q "did not start listening"' - "$out"
+	sleep 1
+	st=$(eg_state)
+	check "... and leaves it stopped ($st)" test "$st" = exited
+fi
+
+# ---------------------------------------------------------------- origin
+vp_on_exit "vpodman rm -f -t 0 $ORIGIN"
+vpodman run -d --name "$ORIGIN" --network "$ORIGIN_NET" --image-volume ignore \
+    --cap-drop ALL --read-only --entrypoint sh "$IMAGE" -c \
+    "mkdir -p /tmp/www && echo hello-$tag >/tmp/www/hello.txt &&
+     exec python3 -m http.server --bind 0.0.0.0 --directory /tmp/www 8000" >/dev/null
+origin_ip=$(ip_on "$ORIGIN" "$ORIGIN_NET")
+origin_subnet=$(vpodman network inspect --format '{{range .Subnets}}{{.Subnet}}{{end}}' "$ORIGIN_NET")
+echo "# origin $origin_ip:8000 on $origin_subnet"
+
+# ---------------------------------------------------------------- the container
+export VIVARIUM_EGRESS_PORTS=80,443,8000
+export VIVARIUM_EGRESS_ALLOW_CIDRS="$origin_subnet"
+t0=$(date +%s%N)
+if ensure; then
+	ok "container.sh made $EG in $(( ($(date +%s%N) - t0) / 1000000 )) ms (after a refused one)"
+else
+	notok "container.sh failed: $(cat "$VP_SVC_DIR/ensure.log")"
+fi
+id1=$(eg_id)
+check "it runs" test "$(eg_state)" = running
+hard=$(vpodman inspect --format '{{.HostConfig.ReadonlyRootfs}} caps=[{{range .EffectiveCaps}}{{.}} {{end}}] {{.HostConfig.SecurityOpt}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}} {{.HostConfig.Init}} {{.OCIRuntime}} {{.Config.User}} {{.HostConfig.RestartPolicy.Name}}' "$EG")
+echo "# $hard"
+check "hardened: read-only root, no capabilities, no-new-privileges, limits, init, runc, uid 1000" \
+    sh -c 'echo "$1" | grep -Eq "^true caps=\[\] \[no-new-privileges\] [1-9][0-9]* [1-9][0-9]* true runc 1000:1000 always$"' - "$hard"
+ul=$(vpodman inspect --format '{{range .HostConfig.Ulimits}}{{.Name}}={{.Soft}}:{{.Hard}} {{end}}' "$EG")
+check "explicit nofile limit ($ul)" sh -c 'echo "$1" | grep -q "RLIMIT_NOFILE=16384:16384"' - "$ul"
+lbl=$(vpodman inspect --format '{{index .Config.Labels "io.vivarium.managed"}} {{index .Config.Labels "io.vivarium.role"}}' "$EG")
+check "labels io.vivarium.managed=true, io.vivarium.role=egress" test "$lbl" = "true egress"
+ent=$(vpodman inspect --format '{{.Config.Entrypoint}}' "$EG")
+check "entrypoint vivarium-egress ($ent)" sh -c 'echo "$1" | grep -q "/usr/local/bin/vivarium-egress"' - "$ent"
+nets=$(vpodman inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}' "$EG")
+check "on network $VIVARIUM_EGRESS_NETWORK only ($nets)" test "$nets" = "$VIVARIUM_EGRESS_NETWORK "
+check "the network is normal (not internal)" \
+    test "$(vpodman network inspect --format '{{.Internal}}' "$VIVARIUM_EGRESS_NETWORK")" = false
+vols=$(vpodman inspect --format '{{len .Mounts}}' "$EG")
+check "no anonymous /workspace volume ($vols mounts)" test "$vols" = 0
+
+ensure && out=$(cat "$VP_SVC_DIR/ensure.log") || out="failed"
+check "a second run leaves it alone ($out)" \
+    sh -c 'test "$1" = "$2" && echo "$3" | grep -q "is running$"' - "$id1" "$(eg_id)" "$out"
+
+vpodman stop -t 2 "$EG" >/dev/null
+ensure || :
+check "a stopped one is started again, not replaced" \
+    sh -c 'test "$1" = "$2" && test "$3" = running' - "$id1" "$(eg_id)" "$(eg_state)"
+
+# ---------------------------------------------------------------- through the proxy
+vpodman network connect "$INNER_NET" "$EG"
+proxy_ip=$(ip_on "$EG" "$INNER_NET")
+echo "# proxy $proxy_ip:3128 on $INNER_NET"
+client() {
+	vpodman run --rm --network "$INNER_NET" --image-volume ignore --cap-drop ALL \
+	    --read-only -v "$PWD/tests/egress/container-client.py:/t/client.py:ro" \
+	    --entrypoint python3 "$IMAGE" /t/client.py "$proxy_ip" 3128 "$@"
+}
+res=$(client "get=get:$origin_ip:8000" "connect=connect:$origin_ip:8000" \
+    "direct=direct:$origin_ip:8000" "self=get:SELF:8000" \
+    "loop=get:127.0.0.1:8000" "port=get:$origin_ip:8001" \
+    "selfconnect=connect:SELF:8000" 2>&1) || :
+echo "$res" | sed 's/^/# /'
+line() { echo "$res" | sed -n "s/^$1 //p"; }
+check "GET through the proxy reaches the allowed origin ($(line get))" test "$(line get)" = "200 hello-$tag"
+check "CONNECT through the proxy reaches it ($(line connect))" test "$(line connect)" = "200 200 hello-$tag"
+check "the client cannot reach it directly ($(line direct))" sh -c 'case "$1" in error*) ;; *) exit 1 ;; esac' - "$(line direct)"
+check "a private address not allowed (the client's own) gets 403 ($(line self))" \
+    sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line self)"
+check "CONNECT to it gets 403 ($(line selfconnect))" \
+    sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line selfconnect)"
+check "loopback gets 403 ($(line loop))" sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line loop)"
+check "a port not allowed gets 403 ($(line port))" sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line port)"
+logs=$(vpodman logs "$EG" 2>&1)
+check "the proxy logged the allowed request" \
+    sh -c 'echo "$1" | grep -q "target=$2:8000 .*verdict=allow"' - "$logs" "$origin_ip"
+
+# ---------------------------------------------------------------- changes
+# Without the exception the same origin is private and refused: the
+# container is replaced for the new configuration.
+unset VIVARIUM_EGRESS_ALLOW_CIDRS
+ensure || :
+id2=$(eg_id)
+check "a configuration change replaces it" \
+    sh -c 'test "$1" != "$2" && test "$3" = running' - "$id1" "$id2" "$(eg_state)"
+vpodman network connect "$INNER_NET" "$EG"
+proxy_ip=$(ip_on "$EG" "$INNER_NET")
+res=$(client "get=get:$origin_ip:8000" 2>&1) || :
+check "without allow_cidrs the origin gets 403 ($(line get))" \
+    sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line get)"
+
+# Another image (a label on top of the sandbox image: a new image id).
+ctx=$VP_SVC_DIR/alt
+mkdir -p "$ctx"
+printf 'FROM %s\nLABEL io.vivarium.test=%s\n' "$IMAGE" "$tag" >"$ctx/Containerfile"
+vp_on_exit "vpodman rmi -f $ALT_IMAGE"
+vpodman build -q -t "$ALT_IMAGE" "$ctx" >/dev/null
+VIVARIUM_EGRESS_IMAGE=$ALT_IMAGE ensure || :
+id3=$(eg_id)
+img=$(vpodman inspect --format '{{.ImageName}}' "$EG" 2>/dev/null || :)
+check "an image change replaces it ($img)" \
+    sh -c 'test "$1" != "$2" && test "$3" = "$4" && test "$5" = running' - \
+    "$id2" "$id3" "$img" "$ALT_IMAGE" "$(eg_state)"
+
+if [ "$fails" -ne 0 ]; then
+	echo "test-egress-container: $fails failed"
+	exit 1
+fi
+echo "test-egress-container: all passed"
