@@ -15,8 +15,8 @@
 #   - a running container with the same spec is left alone, a stopped one is
 #     started, one made from another image or with another configuration
 #     (the io.vivarium.egress-spec label) is replaced;
-#   - waits until the proxy logs that it listens (fails with its log if it
-#     exits instead).
+#   - waits until the proxy logs that it listens; if it exits instead,
+#     prints its log, removes it (no restart loop) and fails.
 # remove: remove the container and the network (if nothing else uses it).
 #
 # Environment:
@@ -159,9 +159,10 @@ wait_listening() {
 		i=$((i + 1))
 		if [ $i -gt 100 ] || { [ $i -gt 10 ] && [ "$st" != running ]; }; then
 			P logs "$NAME" >&2 2>&1 || :
-			# Stopped, so that its restart policy does not loop it.
-			P stop -t 1 "$NAME" >/dev/null 2>&1 || :
-			die "container $NAME did not start listening (state $st); stopped it"
+			# Removed, so that its restart policy does not loop it
+			# (a stop can race with a restart); its log is above.
+			P rm -f -t 1 "$NAME" >/dev/null 2>&1 || :
+			die "container $NAME did not start listening (state $st); removed it"
 		fi
 		sleep 0.1
 	done

@@ -100,7 +100,7 @@ else
 	    sh -c 'echo "$1" | grep -q "/nonexistent/egress.yaml: not readable"' - "$out"
 fi
 # A configuration the proxy refuses: container.sh fails with the proxy's
-# own words and leaves the container stopped, not restarting in a loop.
+# own words and removes the container, which would restart in a loop.
 if out=$(VIVARIUM_EGRESS_PORTS=0 egress-proxy/container.sh 2>&1); then
 	notok "a configuration the proxy refuses was accepted"
 else
@@ -108,7 +108,7 @@ else
 	    sh -c 'echo "$1" | grep -q "VIVARIUM_EGRESS_PORTS" && echo "$1" | grep -q "did not start listening"' - "$out"
 	sleep 1
 	st=$(eg_state)
-	check "... and leaves it stopped ($st)" test "$st" = exited
+	check "... and removes it ($st)" test "$st" = missing
 fi
 
 # ---------------------------------------------------------------- origin
