@@ -14,7 +14,9 @@
 #     io.vivarium.managed=true and io.vivarium.role=egress;
 #   - a running container with the same spec is left alone, a stopped one is
 #     started, one made from another image or with another configuration
-#     (the io.vivarium.egress-spec label) is replaced;
+#     (the io.vivarium.egress-spec label) is replaced, and the replacement is
+#     connected to the other networks the old one was on (users' networks,
+#     where the supervisor put it), at the same addresses;
 #   - waits until the proxy logs that it listens; if it exits instead,
 #     prints its log, removes it (no restart loop) and fails.
 # remove: remove the container and the network (if nothing else uses it).
@@ -174,6 +176,7 @@ cmd_ensure() {
 	    die "no image $IMAGE on $SOCK (make image)"
 	ensure_network
 	spec=$(spec_hash "$img")
+	keep=
 	if P container exists "$NAME"; then
 		have=$(P inspect --format '{{index .Config.Labels "io.vivarium.egress-spec"}} {{.State.Status}}' "$NAME")
 		if [ "${have% *}" = "$spec" ]; then
@@ -190,6 +193,9 @@ cmd_ensure() {
 			esac
 		fi
 		say "replacing $NAME (image or configuration changed)"
+		# The networks the supervisor connected it to (each user's, at
+		# a fixed address), to connect the new one the same way.
+		keep=$(P inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.IPAddress}}{{println}}{{end}}' "$NAME")
 		P rm -f -t 5 "$NAME" >/dev/null
 	fi
 	# One option a line: values may hold spaces, never newlines.
@@ -204,6 +210,14 @@ cmd_ensure() {
 	P start "$NAME" >/dev/null
 	wait_listening 0
 	say "$NAME is running ($IMAGE, port $PORT, network $NET)"
+	printf '%s\n' "${keep:-}" | while read -r knet kip; do
+		[ -n "$knet" ] && [ "$knet" != "$NET" ] || continue
+		if P network connect ${kip:+--ip "$kip"} "$knet" "$NAME" >/dev/null 2>&1; then
+			say "reconnected $NAME to $knet${kip:+ at $kip}"
+		else
+			say "could not reconnect $NAME to $knet (the supervisor does at the next sandbox start)"
+		fi
+	done
 }
 
 cmd_remove() {
