@@ -134,6 +134,12 @@ pool_adopt(void)
 				sb->state = SB_READY;
 			else
 				sb->state = SB_STOPPED;
+			/*
+			 * Generation 0 means "none" to pool_acquire: an adopted
+			 * sandbox that died would never be looked at again.
+			 */
+			if (sb->gen == 0)
+				sb->gen = 1;
 			sb->last_used = mono_now();
 			adopted++;
 		}
