@@ -35,10 +35,14 @@ test-egress:
 		build/san/t/egress_conf
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
 
-# egress-proxy/container.sh (the proxy as a container, as `make run` starts
-# it) against the tests' private Podman and the sandbox image.
+# egress-proxy/container.sh (the proxy as a container) against the tests'
+# private Podman and the sandbox image, then supervisor/run.sh (`make run`)
+# on that service: a user's sandbox reaches an origin through the proxy.
 test-egress-container: image-for-tests
-	@tests/egress/container.sh
+	@scripts/deps build podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
+	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    tests/egress/container.sh
 
 # The request parser under libFuzzer, clang and Debian's libclang-rt.
 $(FUZZ_EGRESS): tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c \

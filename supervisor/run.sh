@@ -9,13 +9,22 @@
 #      and file events: no systemd needed) and stops it again on exit.
 #   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else /var/lib/vivarium/token
 #      (made once with 32 random bytes, mode 0600).
-#   3. Config: $VIVARIUM_SUPERVISOR_CONFIG, else /etc/vivarium/supervisor.yaml
-#      when present, else built-in defaults (127.0.0.1:8787, auto provisioning).
-#   4. Runs bin/vivarium-supervisor until Ctrl-C / SIGTERM.
+#   3. Egress, unless VIVARIUM_EGRESS=0: egress-proxy/container.sh makes
+#      sure the proxy container ($VIVARIUM_EGRESS_CONTAINER, vivarium-egress,
+#      from the sandbox image) runs on that service, configured by
+#      $VIVARIUM_EGRESS_CONFIG, else /etc/vivarium/egress.yaml when present,
+#      and the VIVARIUM_EGRESS_* variables (docs/egress.md).  It is left
+#      running on exit: sandboxes that outlive this run keep their way out.
+#   4. Config: $VIVARIUM_SUPERVISOR_CONFIG, else /etc/vivarium/supervisor.yaml
+#      when present, else built-in defaults (127.0.0.1:8787, auto
+#      provisioning) plus an egress section naming the proxy (written to
+#      $RUNDIR/supervisor.yaml).  A config file of yours needs its own
+#      egress section (a warning says so when it has none).
+#   5. Runs bin/vivarium-supervisor until Ctrl-C / SIGTERM.
 # The image is built by the Makefile before this runs (make image).
 set -eu
 BIN=${BIN:-bin}
-RUNDIR=/run/vivarium
+RUNDIR=${VIVARIUM_RUN_DIR:-/run/vivarium}
 mkdir -p "$RUNDIR" /var/lib/vivarium
 
 ping_sock() {
@@ -71,7 +80,41 @@ if [ -z "${VIVARIUM_SUPERVISOR_TOKEN:-}" ]; then
 	echo "run: token for LibreChat's Authorization header is in $tok" >&2
 fi
 
+egress=${VIVARIUM_EGRESS:-1}
+case "$egress" in
+0|1) ;;
+*) echo "run: VIVARIUM_EGRESS=\"$egress\": expected 0 or 1" >&2; exit 2 ;;
+esac
+if [ "$egress" = 1 ]; then
+	VIVARIUM_EGRESS_CONTAINER=${VIVARIUM_EGRESS_CONTAINER:-vivarium-egress}
+	VIVARIUM_EGRESS_PORT=${VIVARIUM_EGRESS_PORT:-3128}
+	export VIVARIUM_EGRESS_CONTAINER VIVARIUM_EGRESS_PORT
+	if [ -z "${VIVARIUM_EGRESS_CONFIG:-}" ] && [ -f /etc/vivarium/egress.yaml ]; then
+		export VIVARIUM_EGRESS_CONFIG=/etc/vivarium/egress.yaml
+	fi
+	"$(dirname "$0")/../egress-proxy/container.sh" ensure
+else
+	echo "run: VIVARIUM_EGRESS=0: no egress proxy; sandboxes have no network" >&2
+fi
+
 conf=${VIVARIUM_SUPERVISOR_CONFIG:-/etc/vivarium/supervisor.yaml}
+if [ ! -f "$conf" ] && [ "$egress" = 1 ]; then
+	# The supervisor has no environment override for its egress section:
+	# the built-in defaults plus that section, in a file of our own.
+	conf=$RUNDIR/supervisor.yaml
+	cat >"$conf.tmp" <<EOF
+# Written by supervisor/run.sh (make run) at every start: the built-in
+# defaults and the egress proxy that egress-proxy/container.sh runs.
+# /etc/vivarium/supervisor.yaml, when present, is used instead.
+egress:
+  container: $VIVARIUM_EGRESS_CONTAINER
+  port: $VIVARIUM_EGRESS_PORT
+EOF
+	mv -f "$conf.tmp" "$conf"
+elif [ -f "$conf" ] && [ "$egress" = 1 ] && ! grep -q '^egress:' "$conf"; then
+	echo "run: $conf has no egress section: its sandboxes have no way out." >&2
+	echo "run: add   egress: {container: $VIVARIUM_EGRESS_CONTAINER, port: $VIVARIUM_EGRESS_PORT}" >&2
+fi
 if [ -f "$conf" ]; then
 	"$BIN/vivarium-supervisor" -f "$conf" &
 else

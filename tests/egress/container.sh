@@ -214,6 +214,77 @@ check "an image change replaces it ($img)" \
     sh -c 'test "$1" != "$2" && test "$3" = "$4" && test "$5" = running' - \
     "$id2" "$id3" "$img" "$ALT_IMAGE" "$(eg_state)"
 
+# ---------------------------------------------------------------- make run
+# supervisor/run.sh as `make run` runs it, on this private service: it
+# starts the proxy (a new one: another name), tells the supervisor about it,
+# and a user's sandbox fetches from the origin through it.
+if [ -n "${VIVARIUM_SUPERVISOR_BIN:-}" ]; then
+	run=$VP_SVC_DIR/run
+	mkdir -p "$run/state"
+	u=egt$tag
+	port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000))
+	tok=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	(
+	export VIVARIUM_RUN_DIR=$run VIVARIUM_STATE_DIR=$run/state \
+	    VIVARIUM_SUPERVISOR_CONFIG=$run/none.yaml \
+	    VIVARIUM_SUPERVISOR_TOKEN=$tok \
+	    VIVARIUM_SUPERVISOR_LISTEN=127.0.0.1:$port VIVARIUM_SANDBOX_IMAGE=$IMAGE \
+	    VIVARIUM_EGRESS_CONTAINER=vivtest-egress-run-$tag \
+	    VIVARIUM_EGRESS_NETWORK=vivtest-egress-run-$tag VIVARIUM_EGRESS_BRIDGE=vtr$tag \
+	    VIVARIUM_EGRESS_ALLOW_CIDRS=$origin_subnet
+	unset VIVARIUM_EGRESS_IMAGE
+	BIN=$(dirname "$VIVARIUM_SUPERVISOR_BIN") supervisor/run.sh >"$run/run.log" 2>&1 &
+	echo $! >"$run/pid"
+	)
+	vp_on_exit "VIVARIUM_EGRESS_CONTAINER=vivtest-egress-run-$tag VIVARIUM_EGRESS_NETWORK=vivtest-egress-run-$tag egress-proxy/container.sh remove"
+	vp_on_exit "vpodman volume rm -f vivarium-$u-workspace"
+	vp_on_exit "vpodman network rm -f vivarium-$u"
+	vp_on_exit "vpodman rm -f -t 0 vivarium-$u"
+	vp_on_exit "kill -TERM $(cat "$run/pid"); sleep 1"
+	i=0
+	until curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 150 ] || ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+			sed 's/^/# /' "$run/run.log"
+			break
+		fi
+		sleep 0.2
+	done
+	check "run.sh started the proxy" \
+	    test "$(vpodman inspect --format '{{.State.Status}}' vivtest-egress-run-$tag 2>/dev/null)" = running
+	check "... and gave the supervisor an egress section naming it" \
+	    grep -q "container: vivtest-egress-run-$tag" "$run/supervisor.yaml"
+	mcp() {
+		curl -sS --max-time 120 -D "$run/h" -H "Authorization: Bearer $tok" \
+		    -H "X-User-ID: $u" -H 'Content-Type: application/json' \
+		    -H 'Accept: application/json, text/event-stream' \
+		    ${sid:+-H "Mcp-Session-Id: $sid"} --data-binary "$1" \
+		    "http://127.0.0.1:$port/mcp" 2>&1 || :
+	}
+	sid=
+	mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"test-egress-container","version":"1"}}}' >/dev/null
+	sid=$(sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: *\([^\r]*\).*/\1/p' "$run/h")
+	mcp '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
+	code="import urllib.request as u
+print('fetched', u.urlopen('http://$origin_ip:8000/hello.txt', timeout=10).read().decode().strip())
+try:
+    u.urlopen('http://127.0.0.1:8000/', timeout=10)
+except Exception as e:
+    print('loopback', e)"
+	code=$(printf '%s' "$code" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk '{printf "%s\\n", $0}')
+	out=$(mcp "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_python\",\"arguments\":{\"code\":\"$code\"}}}")
+	check "a sandbox of make run fetches from the origin through the proxy" \
+	    sh -c 'echo "$1" | grep -q "fetched hello-$2"' - "$out" "$tag"
+	check "... and gets 403 for loopback" \
+	    sh -c 'echo "$1" | grep -q "loopback HTTP Error 403"' - "$out"
+	if [ "$fails" -ne 0 ]; then
+		echo "# $out" | head -c 2000; echo
+		sed 's/^/# /' "$run/run.log"
+	fi
+else
+	echo "# VIVARIUM_SUPERVISOR_BIN not set: run.sh not tested"
+fi
+
 if [ "$fails" -ne 0 ]; then
 	echo "test-egress-container: $fails failed"
 	exit 1
