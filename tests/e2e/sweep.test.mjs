@@ -40,7 +40,7 @@ async function startIsolated({ env = {}, asInit = false } = {}) {
       VIVARIUM_WORKDIR: ws, VIVARIUM_HOST: '127.0.0.1', VIVARIUM_PORT: '0',
       VIVARIUM_SWEEP: '1', VIVARIUM_MAX_TIMEOUT: '30', TMPDIR: '/tmp', ...env,
     },
-  });
+  }).catch((e) => { rmSync(dir, { recursive: true, force: true }); throw e; });
   const clients = [];
   return {
     srv, ws,
@@ -196,7 +196,9 @@ describe('VIVARIUM_SWEEP=1 is refused', () => {
   });
 
   test('as PID 1', { skip }, async () => {
-    await assert.rejects(startIsolated({ asInit: true }),
+    let started = null;
+    await assert.rejects(async () => { started = await startIsolated({ asInit: true }); },
       /exited 1 before listening:[\s\S]*VIVARIUM_SWEEP=1[\s\S]*PID 1/);
+    await started?.stop();
   });
 });
