@@ -99,15 +99,21 @@ sleep_ms(long ms)
 }
 
 /*
- * Whether /proc/<pid> is a live process we may signal: 1, or 0 when it is
- * gone, a zombie (already dead, waiting to be reaped) or not ours to kill
- * (kill(2): our real or effective uid is its real or saved uid).
+ * Whether /proc/<pid> is a live leftover we may signal: 1, or 0 when it is
+ * gone, a zombie (already dead, waiting to be reaped), not ours to kill
+ * (kill(2): our real or effective uid is its real or saved uid), or a child
+ * of `keep`.  The zygote's children are its waiters: they never run the
+ * user's code (a run closes the zygote's sockets before it starts, and
+ * orphans go to PID 1, never to the zygote) and exit by themselves once
+ * the agent has reaped their run; waiting for that would cost every warm
+ * run a few milliseconds.
  */
 static int
-stray_alive(const char *pid)
+stray_alive(const char *pid, pid_t keep)
 {
 	char		 path[64], text[2048], *p;
 	unsigned long	 ruid, euid, suid;
+	long		 ppid;
 	ssize_t		 n;
 	int		 fd, state = 0;
 
@@ -122,6 +128,9 @@ stray_alive(const char *pid)
 	if ((p = strstr(text, "\nState:\t")) != NULL)
 		state = p[8];
 	if (state == 'Z' || state == 'X' || state == 'x')
+		return 0;
+	if (keep > 0 && (p = strstr(text, "\nPPid:\t")) != NULL &&
+	    sscanf(p + 7, "%ld", &ppid) == 1 && ppid == (long)keep)
 		return 0;
 	if ((p = strstr(text, "\nUid:\t")) == NULL ||
 	    sscanf(p + 6, "%lu %lu %lu", &ruid, &euid, &suid) != 3)
@@ -152,7 +161,7 @@ strays_count(pid_t keep)
 		pid = strtol(de->d_name, NULL, 10);
 		if (pid == 1 || pid == (long)getpid() || pid == (long)keep)
 			continue;
-		if (stray_alive(de->d_name))
+		if (stray_alive(de->d_name, keep))
 			n++;
 	}
 	closedir(d);

@@ -24,7 +24,7 @@ static int	 kills, kill_sig, kill_pid, killed_calls;
 static int	 dies_on_kill = 1;
 
 static void
-put_proc(long pid, char state, unsigned long uid)
+put_proc_child(long pid, char state, unsigned long uid, long ppid)
 {
 	char	 path[256];
 	FILE	*f;
@@ -35,9 +35,15 @@ put_proc(long pid, char state, unsigned long uid)
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f, "Name:\tx\nUmask:\t0022\nState:\t%c (x)\nTgid:\t%ld\n"
-	    "Pid:\t%ld\nPPid:\t1\nUid:\t%lu\t%lu\t%lu\t%lu\nGid:\t0\t0\t0\t0\n",
-	    state, pid, pid, uid, uid, uid, uid);
+	    "Pid:\t%ld\nPPid:\t%ld\nUid:\t%lu\t%lu\t%lu\t%lu\nGid:\t0\t0\t0\t0\n",
+	    state, pid, pid, ppid, uid, uid, uid, uid);
 	fclose(f);
+}
+
+static void
+put_proc(long pid, char state, unsigned long uid)
+{
+	put_proc_child(pid, state, uid, 1);
 }
 
 static void
@@ -168,6 +174,24 @@ test_waits_for_last_run(void **state)
 	assert_int_equal(kills, 1);
 }
 
+/* The zygote's children (its waiters) end by themselves: not leftovers. */
+static void
+test_waiters_spared(void **state)
+{
+	put_proc(4242, 'S', getuid());
+	put_proc_child(4300, 'S', getuid(), 4242);
+	sweep_run_begin();
+	assert_int_equal(sweep_run_end(), 0);
+	assert_int_equal(kills, 0);
+	/* With a leftover beside it, the kill takes both, and both count
+	 * from the next round on (here the fake kill leaves them all). */
+	dies_on_kill = 0;
+	put_proc(4301, 'S', getuid());
+	sweep_run_begin();
+	assert_int_equal(sweep_run_end(), 1 + 3 * (SWEEP_ROUNDS - 1));
+	assert_int_equal(killed_calls, 1);
+}
+
 /* Off (the default): the count is kept but nothing is scanned or killed. */
 static void
 test_off(void **state)
@@ -239,6 +263,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_leftovers_without_zygote,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waits_for_last_run, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_waiters_spared, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded_rounds, setup,
