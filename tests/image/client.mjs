@@ -247,6 +247,7 @@ const tests = {
 		// The agent (VIVARIUM_SWEEP=1 in the image) stops the escaped
 		// processes once the run is over, and says so.
 		check(/stray background process/.test(res.text), "no word on the stray processes stopped", res);
+		console.log(`#   ${(res.text.match(/\d+ stray background process[^.]*/) || [""])[0]}`);
 		await new Promise((r) => setTimeout(r, 2000));
 		let next;
 		try {
