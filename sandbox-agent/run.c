@@ -783,8 +783,8 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	}
 	if (sp.lingered)
 		note_add(res, "A process started by the code left the run's "
-		    "process group and still holds its output; it was not "
-		    "stopped, and what it prints from now on is not shown.");
+		    "process group and kept its output open; what it prints "
+		    "after the run is not shown.");
 
 	if (images)
 		images_collect(lim, rq, &before, res);
