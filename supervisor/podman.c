@@ -239,19 +239,29 @@ podman_isolate_value(const struct podman *p)
 
 /* ---------------------------------------------------------------- objects */
 
-/* pre + escaped name + post: no caller-built format strings. */
+/*
+ * pre + escaped name + post: no caller-built format strings.  0, or -1 with
+ * the reason in e.
+ */
 static int
 path_fmt(char *dst, size_t len, const char *pre, const char *name,
-    const char *post)
+    const char *post, struct perr *e)
 {
 	char	*esc;
 	int	 n;
 
 	if ((esc = curl_easy_escape(NULL, name, 0)) == NULL)
+		n = -1;
+	else {
+		n = snprintf(dst, len, "%s%s%s", pre, esc, post);
+		curl_free(esc);
+	}
+	if (n < 0 || (size_t)n >= len) {
+		memset(e, 0, sizeof(*e));
+		snprintf(e->msg, sizeof(e->msg), "name too long");
 		return -1;
-	n = snprintf(dst, len, "%s%s%s", pre, esc, post);
-	curl_free(esc);
-	return n < 0 || (size_t)n >= len ? -1 : 0;
+	}
+	return 0;
 }
 
 static int
@@ -261,11 +271,8 @@ exists(struct podman *p, const char *pre, const char *name, const char *post,
 	char	 path[512];
 	long	 status;
 
-	if (path_fmt(path, sizeof(path), pre, name, post) == -1) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "name too long");
+	if (path_fmt(path, sizeof(path), pre, name, post, e) == -1)
 		return -1;
-	}
 	if (podman_call(p, "GET", path, NULL, NULL, &status, e) == 0)
 		return 1;
 	return e->status == 404 ? 0 : -1;
@@ -277,11 +284,8 @@ simple(struct podman *p, const char *method, const char *pre,
 {
 	char	 path[512];
 
-	if (path_fmt(path, sizeof(path), pre, name, post) == -1) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "name too long");
+	if (path_fmt(path, sizeof(path), pre, name, post, e) == -1)
 		return -1;
-	}
 	return podman_call(p, method, path, body, NULL, NULL, e);
 }
 
@@ -352,22 +356,26 @@ podman_network_disconnect(struct podman *p, const char *network,
 	return r;
 }
 
-int
-podman_network_inspect(struct podman *p, const char *name, json_t **out,
+/* GET pre/name/json into *out; a missing object is 0 with *out NULL. */
+static int
+inspect(struct podman *p, const char *pre, const char *name, json_t **out,
     struct perr *e)
 {
 	char	 path[512];
 
 	*out = NULL;
-	if (path_fmt(path, sizeof(path), PODMAN_API "/networks/", name,
-	    "/json") == -1) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "name too long");
+	if (path_fmt(path, sizeof(path), pre, name, "/json", e) == -1)
 		return -1;
-	}
 	if (podman_call(p, "GET", path, NULL, out, NULL, e) == 0)
 		return 0;
 	return e->status == 404 ? 0 : -1;
+}
+
+int
+podman_network_inspect(struct podman *p, const char *name, json_t **out,
+    struct perr *e)
+{
+	return inspect(p, PODMAN_API "/networks/", name, out, e);
 }
 
 int
@@ -425,18 +433,7 @@ int
 podman_container_inspect(struct podman *p, const char *name, json_t **out,
     struct perr *e)
 {
-	char	 path[512];
-
-	*out = NULL;
-	if (path_fmt(path, sizeof(path), PODMAN_API "/containers/", name,
-	    "/json") == -1) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "name too long");
-		return -1;
-	}
-	if (podman_call(p, "GET", path, NULL, out, NULL, e) == 0)
-		return 0;
-	return e->status == 404 ? 0 : -1;
+	return inspect(p, PODMAN_API "/containers/", name, out, e);
 }
 
 enum ctr_state
@@ -533,11 +530,8 @@ podman_container_memory(struct podman *p, const char *name,
 
 	if (path_fmt(path, sizeof(path),
 	    PODMAN_API "/containers/stats?stream=false&containers=", name,
-	    "") == -1) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "name too long");
+	    "", e) == -1)
 		return -1;
-	}
 	if (podman_call(p, "GET", path, NULL, &r, NULL, e) == -1)
 		return -1;
 	st = json_array_get(json_object_get(r, "Stats"), 0);
