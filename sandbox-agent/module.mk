@@ -10,6 +10,14 @@ $(BIN)/vivarium-agent: $(AGENT_OBJS) $(COMMON_OBJS)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) \
 		$(call PC_libs,$(PKGS_sandbox-agent) $(COMMON_PKGS)) -lm -lpthread
 
+# The pinned MCP SDK client for tests/e2e (node's test runner).  Defined
+# before the fragments below, whose suites depend on it too.
+E2E_NODE_MODULES := tests/e2e/node_modules/.package-lock.json
+
+$(E2E_NODE_MODULES): tests/e2e/package.json tests/e2e/package-lock.json
+	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 # The run/spawn/PNG half keeps its tests in its own fragment.
 -include sandbox-agent/run.mk
 
@@ -24,11 +32,6 @@ $(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbo
 # The MCP SDK client tests (tests/e2e, node's test runner) against the real
 # agent on TCP and on a unix socket.  Other suites may depend on
 # $(E2E_NODE_MODULES) to get the pinned client installed.
-E2E_NODE_MODULES := tests/e2e/node_modules/.package-lock.json
-
-$(E2E_NODE_MODULES): tests/e2e/package.json tests/e2e/package-lock.json
-	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
-	@touch $@
 
 .PHONY: test-agent
 TEST_SUITES += test-agent

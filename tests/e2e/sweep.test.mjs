@@ -7,12 +7,12 @@
 // model is told, and the next run (warm again later) works.  Needs root.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, chownSync, chmodSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, chownSync, chmodSync, rmSync, readFileSync, cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServer, agentBin, textOf } from './harness.mjs';
+import { startServer, agentBin, repoRoot, textOf } from './harness.mjs';
 
 const NOBODY = 65534;
 const CATATONIT = ['/usr/bin/catatonit', '/usr/libexec/podman/catatonit']
@@ -28,8 +28,15 @@ async function startIsolated({ env = {}, asInit = false } = {}) {
   const ws = join(dir, 'ws');
   mkdirSync(ws);
   chownSync(ws, NOBODY, NOBODY);
+  // nobody may not be able to reach the checkout (a 0700 parent, say): give
+  // it its own copies of the agent and the runner.
+  const bin = join(dir, 'vivarium-agent');
+  cpSync(agentBin, bin);
+  chmodSync(bin, 0o755);
+  const pythonpath = join(dir, 'python');
+  cpSync(process.env.VIVARIUM_PYTHONPATH || join(repoRoot, 'python'), pythonpath, { recursive: true });
   const priv = ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups',
-    '--inh-caps=-all', agentBin];
+    '--inh-caps=-all', bin];
   // No PID cgroup here: RLIMIT_NPROC bounds a bomb the sweep would miss.
   const lim = ['prlimit', '--nproc=300:300', '--'];
   const args = ['--pid', '--fork', '--mount-proc', '--kill-child',
@@ -38,7 +45,8 @@ async function startIsolated({ env = {}, asInit = false } = {}) {
     args,
     env: {
       VIVARIUM_WORKDIR: ws, VIVARIUM_HOST: '127.0.0.1', VIVARIUM_PORT: '0',
-      VIVARIUM_SWEEP: '1', VIVARIUM_MAX_TIMEOUT: '30', TMPDIR: '/tmp', ...env,
+      VIVARIUM_SWEEP: '1', VIVARIUM_MAX_TIMEOUT: '30', TMPDIR: '/tmp',
+      VIVARIUM_PYTHONPATH: pythonpath, ...env,
     },
   }).catch((e) => { rmSync(dir, { recursive: true, force: true }); throw e; });
   const clients = [];
