@@ -335,11 +335,15 @@ cmd_list(int argc, char **argv)
 	return EX_OK;
 }
 
+/*
+ * What start and stop begin with: one argument, a valid id, and something
+ * in Podman for that user.  Returns EX_OK to go on, else the exit status.
+ */
 static int
-cmd_start(int argc, char **argv)
+known_user(int argc, char **argv)
 {
 	struct perr	 e;
-	int		 created, r;
+	int		 r;
 
 	if (argc != 1) {
 		usage(stderr);
@@ -354,6 +358,17 @@ cmd_start(int argc, char **argv)
 		    "first)\n", argv[0]);
 		return EX_NOUSER;
 	}
+	return EX_OK;
+}
+
+static int
+cmd_start(int argc, char **argv)
+{
+	struct perr	 e;
+	int		 created, r;
+
+	if ((r = known_user(argc, argv)) != EX_OK)
+		return r;
 	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
 		return fail(&e, argv[0]);
 	if (json_out)
@@ -370,18 +385,8 @@ cmd_stop(int argc, char **argv)
 	struct perr	 e;
 	int		 r;
 
-	if (argc != 1) {
-		usage(stderr);
-		return EX_USAGE;
-	}
-	if (check_user(argv[0]) == -1)
-		return EX_USAGE;
-	if ((r = user_exists(argv[0], &e)) == -1)
-		return fail(&e, argv[0]);
-	if (r == 0) {
-		fprintf(stderr, "vivariumctl: %s: no such user\n", argv[0]);
-		return EX_NOUSER;
-	}
+	if ((r = known_user(argc, argv)) != EX_OK)
+		return r;
 	if (sandbox_stop(&conf, podman, argv[0], &e) == -1)
 		return fail(&e, argv[0]);
 	if (json_out)
