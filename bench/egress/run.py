@@ -30,6 +30,17 @@ out of the proxy's way (the method is printed with the figures):
   - each target has its own origin process (same code, same core), so the
     TIME_WAIT sockets one proxy leaves behind do not slow another's
     connect(2) to the same address and port.
+  - as root the whole run happens in a network namespace of its own with
+    only loopback in it (BENCH_NETNS=0 turns that off): the host's
+    firewall rules and connection tracking, which come and go with the
+    containers Podman runs, and other programs' sockets stay out of the
+    figures.  Every target pays the same kernel path.
+  - a reference relay runs beside them when Debian's haproxy is installed:
+    haproxy in plain TCP mode (one thread, splice, no logging) relaying to
+    its own origin.  It does less per tunnel than either proxy (no CONNECT
+    to parse, no 200 to send, no policy, no log line), so its figures show
+    what the best relay we know of reaches on this machine: a bound the
+    targets can be read against.
 
 Measured, each against its origin on 127.0.0.1:
   - CONNECT tunnels set up per second with CLIENTS concurrent clients (one
@@ -240,10 +251,65 @@ def spread(xs, fmt="%.0f"):
     return (fmt + "-" + fmt) % (min(xs), max(xs))
 
 
+def isolate():
+    """Re-runs this script in a network namespace of its own, loopback up.
+    Returns whether the run is isolated."""
+    if os.environ.get("_EGRESS_BENCH_NETNS") == "1":
+        return True
+    if (os.environ.get("BENCH_NETNS", "1") == "0" or os.geteuid() != 0 or
+            shutil.which("unshare") is None or shutil.which("ip") is None):
+        return False
+    os.environ["_EGRESS_BENCH_NETNS"] = "1"
+    argv = ["unshare", "--net", "--", "sh", "-c",
+            'ip link set lo up && exec "$@"', "sh",
+            sys.executable] + sys.argv
+    sys.stdout.flush()
+    os.execvp(argv[0], argv)
+
+
+def haproxy_start(echo, source, nofile):
+    """haproxy as a plain TCP relay to one origin: two frontends, one to
+    its echo port and one to its source port.  (proc, echo, source) or
+    None when haproxy is not installed."""
+    exe = shutil.which("haproxy") or (
+        "/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
+    if exe is None:
+        return None
+    fe, fs = free_port(), free_port()
+    conf = os.path.join(TMP, "haproxy.cfg")
+    with open(conf, "w") as f:
+        f.write("global\n    nbthread 1\n    maxconn %d\n"
+                "    tune.pipesize %d\n"
+                "defaults\n    mode tcp\n    timeout connect 10s\n"
+                "    timeout client 600s\n    timeout server 600s\n"
+                "    option splice-request\n    option splice-response\n"
+                "listen echo\n    bind 127.0.0.1:%d\n"
+                "    server o 127.0.0.1:%d\n"
+                "listen source\n    bind 127.0.0.1:%d\n"
+                "    server o 127.0.0.1:%d\n"
+                % (2 * IDLE_N + 4 * CLIENTS + 256, 1 << 20, fe, echo, fs,
+                   source))
+    p = subprocess.Popen(pin(PROXY_CPU) + ["prlimit", nofile, exe, "-db",
+                                           "-f", conf],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(fe, p, "haproxy")
+    return p, fe, fs
+
+
+def haproxy_version():
+    try:
+        out = subprocess.run(["haproxy", "-v"], capture_output=True,
+                             text=True, timeout=10).stdout.split()
+        return out[2]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return "?"
+
+
 def main():
+    isolated = isolate()
     load_before = loadavg()
     origins = []
-    for _ in range(4 if BASELINE else 3):
+    for _ in range(5 if BASELINE else 4):
         echo, source = free_port(), free_port()
         o = subprocess.Popen(pin(LOAD_CPU) + [LOAD, "origin", str(echo),
                                                str(source)],
@@ -291,25 +357,37 @@ def main():
     if BASELINE:
         bport = free_port()
         benv = dict(env, VIVARIUM_EGRESS_LISTEN="127.0.0.1:%d" % bport,
-                    VIVARIUM_EGRESS_PORTS="%d,%d" % origins[3][:2])
+                    VIVARIUM_EGRESS_PORTS="%d,%d" % origins[4][:2])
         blog = open(os.path.join(TMP, "baseline.log"), "w")
         base = subprocess.Popen(pin(PROXY_CPU) + ["prlimit", nofile,
                                                   os.path.abspath(BASELINE)],
                                 env=benv, stdout=blog, stderr=blog)
         wait_port(bport, base, "baseline vivarium-egress")
 
+    # The reference relay: its own origin, reached through its frontends,
+    # so the generator dials it like a direct connection (port 0).
+    hap = haproxy_start(origins[3][0], origins[3][1], nofile)
+
     d = Target("direct", 0, None)
     v = Target("vivarium-egress", vport, viv)
     t = Target("tinyproxy", tport, tiny)
     all_t = [d, v, t]
+    for x, (echo, source, o) in zip(all_t, origins):
+        x.echo, x.source, x.origin = echo, source, o
+    h = None
+    if hap:
+        h = Target("haproxy (TCP)", 0, hap[0])
+        h.echo, h.source, h.origin = hap[1], hap[2], origins[3][2]
+        all_t.append(h)
     if base:
-        all_t.append(Target("baseline", bport, base))
+        b = Target("baseline", bport, base)
+        b.echo, b.source, b.origin = origins[4]
+        all_t.append(b)
     try:
-        for x, (echo, source, o) in zip(all_t, origins):
-            x.echo, x.source, x.origin = echo, source, o
         measure(all_t)
     finally:
-        procs = [viv, tiny] + ([base] if base else []) + [o for _, _, o in origins]
+        procs = ([viv, tiny] + ([hap[0]] if hap else []) +
+                 ([base] if base else []) + [o for _, _, o in origins])
         for p in procs:
             p.terminate()
         for p in procs:
@@ -324,16 +402,25 @@ def main():
 
     print("\nbench/egress on loopback, %d CPUs, load average %.1f before, "
           "%.1f after" % (NCPU, load_before, loadavg()))
-    print("method: nice %d; proxy under test pinned to CPU %s, load generator and origin "
+    print("method: %s; nice %d; proxy under test pinned to CPU %s, load generator and origin "
           "to CPU %s (direct: same), each target its own origin; one epoll "
           "generator thread, %d concurrent "
           "clients; %d interleaved rounds (order rotated) of %.0f s rate + "
           "%d MiB bulk per target; median [min-max] over rounds; "
           "vivarium-egress: 1 event loop; tinyproxy %s: thread per client, "
           "LogLevel %s; logs in %s: %d lines / %d tunnels (ours), %d / %d (tinyproxy)"
-          % (NICE, PROXY_CPU or "any", LOAD_CPU or "any", CLIENTS, ROUNDS, RATE_SECS,
+          % ("own network namespace, loopback only" if isolated else
+             "host network namespace (BENCH_NETNS=0 or not root)",
+             NICE, PROXY_CPU or "any", LOAD_CPU or "any", CLIENTS, ROUNDS, RATE_SECS,
              BULK_BYTES >> 20, tinyproxy_version(), TINY_LOGLEVEL, TMP, vlines, v.tunnels + IDLE_N,
              tlines, t.tunnels + IDLE_N))
+    if h:
+        print("reference: haproxy %s as a plain TCP relay (1 thread, splice, "
+              "no log), its own origin: no CONNECT, no 200, no policy, so "
+              "less work per tunnel than either proxy" % haproxy_version())
+    else:
+        print("reference: haproxy not installed (apt-get install haproxy), "
+              "no reference row")
     print("  proxy% = the proxy's own CPU time / wall time; load% = generator + "
           "origin CPU / wall; Pcore% / Lcore% = how busy the proxy's / the load's "
           "core was (/proc/stat: every process plus softirq, where loopback\n"
@@ -380,6 +467,14 @@ def main():
           % (v.idle[1], "ok" if v.idle[1] <= 64 else "MISSED"))
     print("(tinyproxy: %.0f%% of direct throughput, %.1f KB per idle tunnel)"
           % (100 * med(t.bulk) / max(med(d.bulk), 1), t.idle[1]))
+    if h:
+        print("reference haproxy (TCP): %.2fx tinyproxy's rate, %.0f%% of "
+              "direct throughput; vivarium-egress: %.0f%% of its rate, "
+              "%.0f%% of its throughput"
+              % (med(h.rate) / max(med(t.rate), 1),
+                 100 * med(h.bulk) / max(med(d.bulk), 1),
+                 100 * med(v.rate) / max(med(h.rate), 1),
+                 100 * med(v.bulk) / max(med(h.bulk), 1)))
     shutil.rmtree(TMP, ignore_errors=True)
 
 
