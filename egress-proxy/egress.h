@@ -135,13 +135,23 @@ struct http_resp {
 	int		 status;
 	long long	 content_length;
 	int		 chunked;
-	int		 close;
-	size_t		 head_len;
+	int		 close;			/* the upstream wants no reuse */
+	size_t		 head_len;		/* bytes up to and with the empty line */
+	int		 nfields;
+	struct http_field fields[HTTP_MAX_HEADERS];	/* spans into the head */
 };
 
-/* head_request: the request was HEAD (no body follows). */
+/* Parses a response head at the start of buf.  max bounds the head size. */
 int	http_parse_response(const char *buf, size_t len, size_t max,
 	    struct http_resp *);
+/* Appends the head to send the client: the status line and end-to-end
+ * fields byte for byte and in order, hop-by-hop and Proxy-* fields dropped
+ * (Transfer-Encoding and Content-Length kept: the body passes unchanged),
+ * and "Connection: close" when close is set.  buf and resp are what
+ * http_parse_response accepted.  0, or -1 with part of the head maybe
+ * appended (out full, or resp not an accepted head). */
+int	http_rewrite_response(const char *buf, const struct http_resp *,
+	    int close, struct buf *out);
 
 /* Message body framing, fed the bytes as they pass. */
 enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };

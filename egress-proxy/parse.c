@@ -404,12 +404,19 @@ http_parse_request(const char *buf, size_t len, size_t max,
 
 /* ------------------------------------------------------------ rewriting */
 
+/*
+ * Is the field called name hop-by-hop, for a message whose fields are
+ * fields[0..nfields)?  Shared by requests and responses (RFC 9110 7.6.1):
+ * the fixed list, every Proxy-* field (our policy: credentials for this
+ * proxy go no further), and whatever a Connection field names.
+ */
 static int
-hop_by_hop(const char *buf, const struct http_req *r, struct http_span name)
+hop_by_hop(const char *buf, const struct http_field *fields, int nfields,
+    struct http_span name)
 {
 	static const char *const drop[] = {
-		"host", "connection", "keep-alive", "te", "trailer",
-		"upgrade", "proxy-connection",
+		"connection", "keep-alive", "te", "trailer", "upgrade",
+		"proxy-connection",
 	};
 	size_t	 i;
 	int	 k;
@@ -419,12 +426,13 @@ hop_by_hop(const char *buf, const struct http_req *r, struct http_span name)
 			return 1;
 	if (name.len >= 6 && strncasecmp(buf + name.off, "proxy-", 6) == 0)
 		return 1;
-	/* Framing fields stay even when Connection names them. */
+	/* Framing fields stay even when Connection names them: the body is
+	 * passed on as framed, so its framing has to go with it. */
 	if (span_eq(buf, name, "content-length") ||
 	    span_eq(buf, name, "transfer-encoding"))
 		return 0;
-	for (k = 0; k < r->nfields; k++) {
-		const struct http_field *f = &r->fields[k];
+	for (k = 0; k < nfields; k++) {
+		const struct http_field *f = &fields[k];
 
 		if (span_eq(buf, f->name, "connection") &&
 		    list_has(buf + f->value.off, f->value.len,
@@ -457,7 +465,9 @@ http_rewrite_request(const char *buf, const struct http_req *r,
 	for (k = 0; k < r->nfields; k++) {
 		const struct http_field *f = &r->fields[k];
 
-		if (hop_by_hop(buf, r, f->name))
+		/* Host is replaced by the target's authority, above. */
+		if (span_eq(buf, f->name, "host") ||
+		    hop_by_hop(buf, r->fields, r->nfields, f->name))
 			continue;
 		if (buf_append(out, buf + f->name.off, f->name.len) == -1 ||
 		    buf_appends(out, ": ") == -1 ||
@@ -511,6 +521,9 @@ http_parse_response(const char *buf, size_t len, size_t max,
 	    &chunked, &cclose, &ckeep) == HTTP_ERROR)
 		return HTTP_ERROR;
 	resp->content_length = r->content_length;
+	resp->nfields = r->nfields;
+	memcpy(resp->fields, r->fields, sizeof(r->fields[0]) *
+	    (size_t)r->nfields);
 	resp->chunked = nte && chunked;
 	/* Content-Length beside Transfer-Encoding is a smuggling vector:
 	 * frame by the encoding and do not reuse the connection. */
@@ -519,6 +532,37 @@ http_parse_response(const char *buf, size_t len, size_t max,
 	if (nte)
 		resp->content_length = -1;
 	return HTTP_DONE;
+}
+
+int
+http_rewrite_response(const char *buf, const struct http_resp *resp,
+    int close, struct buf *out)
+{
+	const char	*eol;
+	int		 k;
+
+	/* Only a head the parser accepted: its spans are trusted below. */
+	if (resp->head_len < 4)
+		return -1;
+	/* The status line and each kept field go out as the upstream wrote
+	 * them: nothing the client might compare is normalised. */
+	eol = memchr(buf, '\r', resp->head_len);
+	if (buf_append(out, buf, (size_t)(eol - buf) + 2) == -1)
+		return -1;
+	for (k = 0; k < resp->nfields; k++) {
+		const struct http_field *f = &resp->fields[k];
+		size_t	 vend = f->value.off + f->value.len;
+
+		if (hop_by_hop(buf, resp->fields, resp->nfields, f->name))
+			continue;
+		eol = memchr(buf + vend, '\r', resp->head_len - vend);
+		if (buf_append(out, buf + f->name.off,
+		    (size_t)(eol - buf) + 2 - f->name.off) == -1)
+			return -1;
+	}
+	if (close && buf_appends(out, "Connection: close\r\n") == -1)
+		return -1;
+	return buf_appends(out, "\r\n");
 }
 
 /* ------------------------------------------------------------ bodies */

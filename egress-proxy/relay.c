@@ -840,10 +840,39 @@ feed_response(struct conn *c, const char *p, size_t n)
 	}
 }
 
+/*
+ * Forwards the response head at the start of uin with its hop-by-hop
+ * fields dropped, saying "Connection: close" when close is set.  0, or -1
+ * when the connection was failed or freed.
+ */
+static int
+send_head(struct conn *c, const struct http_resp *resp, int close)
+{
+	/* The head was at most RESP_HEAD_MAX and only loses fields, but for
+	 * the one Connection line the proxy may add. */
+	struct buf	 out = BUF_INIT(RESP_HEAD_MAX + 64);
+
+	if (http_rewrite_response(c->uin.data, resp, close, &out) == -1) {
+		buf_release(&out);
+		conn_fail(c, 502, "malformed response from upstream");
+		return -1;
+	}
+	if (put(c, 0, out.data, out.len) == -1) {
+		buf_release(&out);
+		conn_free(c);
+		return -1;
+	}
+	buf_release(&out);
+	buf_consume(&c->uin, resp->head_len);
+	return 0;
+}
+
 static void
 response_head(struct conn *c)
 {
 	struct http_resp resp;
+	struct body	 probe;
+	long		 k;
 	int		 rc;
 
 	for (;;) {
@@ -855,14 +884,11 @@ response_head(struct conn *c)
 			conn_fail(c, 502, "malformed response from upstream");
 			return;
 		}
-		if (put(c, 0, c->uin.data, resp.head_len) == -1) {
-			conn_free(c);
-			return;
-		}
-		buf_consume(&c->uin, resp.head_len);
 		if (resp.status >= 200)
 			break;
 		/* 1xx: forwarded, the final response follows. */
+		if (send_head(c, &resp, 0) == -1)
+			return;
 	}
 	c->resp_head_done = 1;
 	if (c->head_request || resp.status == 204 || resp.status == 304)
@@ -877,14 +903,23 @@ response_head(struct conn *c)
 	}
 	if (resp.close)
 		c->want_close = 1;
+	/* A response that comes before the request is all sent ends the
+	 * connection (the rest of the request cannot be told from a next
+	 * one), and so do bytes beyond the response already here.  Both are
+	 * known now, so the head can tell the client. */
+	if (!c->req_done)
+		c->want_close = 1;
+	probe = c->respbody;
+	k = body_feed(&probe, c->uin.data + resp.head_len,
+	    c->uin.len - resp.head_len);
+	if (k >= 0 && (size_t)k < c->uin.len - resp.head_len)
+		c->want_close = 1;
+	if (send_head(c, &resp, c->want_close) == -1)
+		return;
 	if (c->respbody.done) {
-		if (c->uin.len > 0) {
-			c->want_close = 1;
+		if (c->uin.len > 0)
 			close_upstream(c);
-		}
 		c->resp_done = 1;
-		if (!c->req_done)
-			c->want_close = 1;
 		finish_exchange(c);
 		return;
 	}

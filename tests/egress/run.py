@@ -121,6 +121,70 @@ def serve(srv):
     return srv
 
 
+class Scripted:
+    """An origin whose behaviour each test scripts: script(conn, n) runs
+    for every connection accepted since the last reset(), n counting them
+    from 1, so a test can tell a fresh upstream connection from a reused
+    one."""
+
+    def __init__(self, port):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(16)
+        self.lock = threading.Lock()
+        self.script = None
+        self.count = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def reset(self, script):
+        with self.lock:
+            self.script = script
+            self.count = 0
+
+    def connections(self):
+        with self.lock:
+            return self.count
+
+    def _accept(self):
+        while True:
+            c, _ = self.sock.accept()
+            with self.lock:
+                self.count += 1
+                args = (self.script, c, self.count)
+            threading.Thread(target=self._run, args=args, daemon=True).start()
+
+    @staticmethod
+    def _run(script, c, n):
+        try:
+            if script is not None:
+                script(c, n)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+
+def origin_read(f):
+    """One request from a scripted origin's connection (a makefile("rb")):
+    (request line, header lines, body), or None at EOF."""
+    line = f.readline(65536)
+    if not line:
+        return None
+    fields, length = [], 0
+    while True:
+        h = f.readline(65536)
+        if h in (b"\r\n", b""):
+            break
+        fields.append(h.decode("latin-1").rstrip("\r\n"))
+        k, _, v = fields[-1].partition(":")
+        if k.strip().lower() == "content-length":
+            length = int(v)
+    body = f.read(length) if length else b""
+    return line.decode("latin-1").rstrip("\r\n"), fields, body
+
+
+
 # ------------------------------------------------------------ the proxy
 
 class Proxy:
@@ -396,6 +460,88 @@ def t_headers_stripped(px, **_):
     for h in (b"proxy-", b"keep-alive", b"x-hop", b"\nte:"):
         assert h not in low, (h, body)
     assert b"X-Kept: yes" in body and b"Connection: close" in body, body
+
+
+def t_response_hop_by_hop_stripped(px, **_):
+    """The hop-by-hop fields of a response stop at the proxy; the status
+    line and the end-to-end fields pass byte for byte, in order, and so
+    does a chunked body with its framing.  The proxy says Connection: close
+    exactly when it closes after the response."""
+    def script(c, n):
+        f = c.makefile("rb")
+        while True:
+            req = origin_read(f)
+            if req is None:
+                return
+            target = req[0].split(" ")[1]
+            if target == "/hop":
+                c.sendall(b"HTTP/1.1 200 Fine\r\n"
+                          b"Connection: X-Secret, keep-alive\r\n"
+                          b"X-Secret: 1\r\nKeep-Alive: timeout=5\r\n"
+                          b"Proxy-Foo: 1\r\nTrailer: x\r\n"
+                          b"X-End:  to end \r\nCache-Control: no-cache\r\n"
+                          b"Content-Length: 2\r\n\r\nok")
+            elif target == "/chunked":
+                c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                          b"Trailer: X-T\r\nUpgrade: h2c\r\n"
+                          b"Connection: Upgrade, Transfer-Encoding\r\n\r\n"
+                          b"2\r\nab\r\n0\r\nX-T: 1\r\n\r\n")
+            else:   # the body ends at EOF: the proxy must close after it
+                c.sendall(b"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\n"
+                          b"X-Eof: 1\r\n\r\nto the end")
+                return
+
+    SCRIPTED_ORIGIN.reset(script)
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/hop HTTP/1.1\r\nHost: x\r\n\r\n"
+              % SCRIPTED)
+    st, head, body = read_response(s)
+    assert st == 200 and body == b"ok", (st, head, body)
+    assert head == "HTTP/1.1 200 Fine\r\nX-End:  to end \r\n" \
+        "Cache-Control: no-cache\r\nContent-Length: 2", repr(head)
+    # kept alive, and said nothing about it
+    s.sendall(b"GET http://127.0.0.1:%d/chunked HTTP/1.1\r\nHost: x\r\n\r\n"
+              % SCRIPTED)
+    head, body = read_head(s)
+    assert head == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked", repr(head)
+    want = b"2\r\nab\r\n0\r\nX-T: 1\r\n\r\n"
+    body += recv_exact(s, len(want) - len(body))
+    assert body == want, body
+    s.sendall(b"GET http://127.0.0.1:%d/eof HTTP/1.1\r\nHost: x\r\n\r\n"
+              % SCRIPTED)
+    head, rest = read_head(s)
+    assert head == "HTTP/1.1 200 OK\r\nX-Eof: 1\r\nConnection: close", \
+        repr(head)
+    s.settimeout(5)
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        rest += d
+    s.close()
+    assert rest == b"to the end", rest
+    assert SCRIPTED_ORIGIN.connections() == 1
+
+
+def t_response_close_announced(px, **_):
+    """A client that asked for close hears the proxy will close, whatever
+    the upstream said about its own connection."""
+    def script(c, n):
+        f = c.makefile("rb")
+        if origin_read(f) is not None:
+            c.sendall(b"HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n"
+                      b"X-A: 1\r\n\r\n")
+            origin_read(f)
+
+    SCRIPTED_ORIGIN.reset(script)
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n"
+              b"Connection: close\r\n\r\n" % SCRIPTED)
+    head, rest = read_head(s)
+    assert head == "HTTP/1.1 204 No Content\r\nX-A: 1\r\nConnection: close", \
+        repr(head)
+    assert rest == b"" and expect_eof(s, 3)
+    s.close()
 
 
 def t_post_body_and_chunked_response(px, **_):
@@ -702,9 +848,12 @@ class Skip(Exception):
 
 TARPIT = free_port()
 RESETPORT = free_port()
+SCRIPTED = free_port()
+SCRIPTED_ORIGIN = None
 
 
 def main():
+    global SCRIPTED_ORIGIN
     with open(HOSTS, "w") as f:
         f.write("127.0.0.1 localhost\n127.0.0.1 private.test\n"
                 "169.254.169.254 metadata.test\n"
@@ -712,11 +861,12 @@ def main():
     serve(Origin("127.0.0.1", O1, "o1"))
     serve(Origin("127.0.0.2", O2, "o2"))
     serve(Echo("127.0.0.1", E1, "e1"))
+    SCRIPTED_ORIGIN = Scripted(SCRIPTED)
     try:
         serve(Echo("::1", E1, "e6"))
     except OSError as e:
         print("note: no ::1 echo server (%s)" % e)
-    ports = [80, 443, O1, O2, E1, CLOSED, TARPIT, RESETPORT]
+    ports = [80, 443, O1, O2, E1, CLOSED, TARPIT, RESETPORT, SCRIPTED]
     px = Proxy(allow="127.0.0.0/8", ports=ports, hosts=HAVE_UNSHARE)
     denyproxy = Proxy(ports=ports, hosts=HAVE_UNSHARE)
     tests = [(n, f) for n, f in globals().items() if n.startswith("t_")]

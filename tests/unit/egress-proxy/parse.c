@@ -1,7 +1,7 @@
 /*
  * Unit tests for egress-proxy/parse.c: requests the proxy must accept, the
  * hostile ones it must refuse (with the right status), the head it sends
- * upstream, and body framing.
+ * upstream, the response head it sends the client, and body framing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -369,6 +369,135 @@ test_response(void **state)
 	    HTTP_NEED_MORE);
 }
 
+/* Parses s as a response head and returns its rewrite (static storage). */
+static const char *
+rewrite_response(const char *s, int close)
+{
+	static struct buf out = BUF_INIT(4096);
+	static struct http_resp resp;
+
+	buf_reset(&out);
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_DONE);
+	assert_int_equal(http_rewrite_response(s, &resp, close, &out), 0);
+	return buf_str(&out);
+}
+
+static void
+test_rewrite_response(void **state)
+{
+	const char	*s;
+
+	/* Every hop-by-hop field goes, whatever its case; the status line
+	 * and the end-to-end fields stay byte for byte (their own spacing
+	 * included), in order; the framing fields stay. */
+	s = "HTTP/1.1 200  Fine Thanks\r\n"
+	    "Date: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+	    "connection: X-Secret ,\tkeep-alive, X-Other\r\n"
+	    "Keep-Alive: timeout=5\r\n"
+	    "X-Secret: 1\r\n"
+	    "Proxy-Authenticate: Basic\r\n"
+	    "PROXY-Foo: 1\r\n"
+	    "Proxy-Connection: keep-alive\r\n"
+	    "TE: trailers\r\n"
+	    "Trailer: X-T\r\n"
+	    "Upgrade: h2c\r\n"
+	    "x-other:2\r\n"
+	    "X-Kept:  spaced  value \t\r\n"
+	    "Transfer-Encoding: chunked\r\n"
+	    "X-Secret-Not: 3\r\n"
+	    "Set-Cookie: a=1\r\n"
+	    "Set-Cookie: b=2\r\n\r\n";
+	assert_string_equal(rewrite_response(s, 0),
+	    "HTTP/1.1 200  Fine Thanks\r\n"
+	    "Date: Mon, 01 Jan 2024 00:00:00 GMT\r\n"
+	    "X-Kept:  spaced  value \t\r\n"
+	    "Transfer-Encoding: chunked\r\n"
+	    "X-Secret-Not: 3\r\n"
+	    "Set-Cookie: a=1\r\n"
+	    "Set-Cookie: b=2\r\n\r\n");
+
+	/* Connection may name the framing fields: they stay all the same,
+	 * or the client could not find the end of the body. */
+	s = "HTTP/1.1 200 OK\r\nConnection: Content-Length, close\r\n"
+	    "Content-Length: 3\r\nClose: x\r\n\r\n";
+	assert_string_equal(rewrite_response(s, 0),
+	    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n");
+	s = "HTTP/1.1 200 OK\r\nConnection: transfer-encoding\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n";
+	assert_string_equal(rewrite_response(s, 0),
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+
+	/* Asked to, the proxy says it will close; the upstream's own
+	 * Connection never passes, so there is one such field. */
+	s = "HTTP/1.1 404 Not Found\r\nConnection: close\r\n"
+	    "Content-Length: 0\r\n\r\n";
+	assert_string_equal(rewrite_response(s, 1),
+	    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+	    "Connection: close\r\n\r\n");
+	assert_string_equal(rewrite_response("HTTP/1.0 200 OK\r\n\r\n", 1),
+	    "HTTP/1.0 200 OK\r\nConnection: close\r\n\r\n");
+	assert_string_equal(rewrite_response("HTTP/1.1 204\r\n\r\n", 0),
+	    "HTTP/1.1 204\r\n\r\n");
+
+	/* 1xx heads are rewritten the same way. */
+	s = "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n"
+	    "Keep-Alive: 1\r\n\r\n";
+	assert_string_equal(rewrite_response(s, 0),
+	    "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+
+	/* Only the head is rewritten: what follows it is not looked at. */
+	s = "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n"
+	    "Connection: x\r\n\r\n";
+	assert_string_equal(rewrite_response(s, 0),
+	    "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n");
+}
+
+static void
+test_rewrite_response_refused(void **state)
+{
+	static const char *const heads[] = {
+		"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX : a\r\n\r\n",
+		"HTTP/1.1 200 OK\nConnection: close\n\n",
+		"HTTP/1.1 200 OK\r\nX: a\rConnection: close\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX: \x01\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n: x\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+		"HTTP/1.1 2000 OK\r\n\r\n",
+		"HTTP/2 200\r\n\r\n",
+	};
+	static const char nul[] = "HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n";
+	struct http_resp resp;
+	struct buf	 out = BUF_INIT(4096), small = BUF_INIT(20);
+	const char	*s;
+	size_t		 i;
+
+	/* Malformed heads never reach the rewrite. */
+	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
+		if (http_parse_response(heads[i], strlen(heads[i]), MAX,
+		    &resp) != HTTP_ERROR)
+			fail_msg("accepted: %s", heads[i]);
+	assert_int_equal(http_parse_response(nul, sizeof(nul) - 1, MAX,
+	    &resp), HTTP_ERROR);
+
+	/* A head that was not accepted is not rewritten. */
+	s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_NEED_MORE);
+	assert_int_equal(http_rewrite_response(s, &resp, 0, &out), -1);
+	assert_int_equal(out.len, 0);
+
+	/* The output is bounded like every buffer: too small, refused. */
+	s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n";
+	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
+	    HTTP_DONE);
+	assert_int_equal(http_rewrite_response(s, &resp, 1, &small), -1);
+	buf_release(&out);
+	buf_release(&small);
+}
+
 static void
 test_chunked(void **state)
 {
@@ -431,6 +560,8 @@ main(void)
 		cmocka_unit_test(test_too_large),
 		cmocka_unit_test(test_rewrite),
 		cmocka_unit_test(test_response),
+		cmocka_unit_test(test_rewrite_response),
+		cmocka_unit_test(test_rewrite_response_refused),
 		cmocka_unit_test(test_chunked),
 	};
 
