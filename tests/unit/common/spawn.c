@@ -22,15 +22,7 @@
 #include <cmocka.h>
 
 #include "spawn.h"
-
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "proc.h"
 
 static char	 tmpdir[] = "/tmp/vivarium-spawn-test-XXXXXX";
 
@@ -68,39 +60,6 @@ out_str(struct spawn_stream *s)
 	size_t	 n;
 
 	return (const char *)spawn_stream_take(s, &n);
-}
-
-/* Is pid gone (or a zombie nobody reaped yet)? */
-static int
-pid_dead(pid_t pid)
-{
-	char	 path[64], buf[512], *p;
-	FILE	*f;
-	size_t	 n;
-
-	if (kill(pid, 0) == -1 && errno == ESRCH)
-		return 1;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return 1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p != NULL && (p[2] == 'Z' || p[2] == 'X');
-}
-
-static int
-wait_dead(pid_t pid, double secs)
-{
-	double	 end = mono_now() + secs;
-
-	while (mono_now() < end) {
-		if (pid_dead(pid))
-			return 1;
-		usleep(10000);
-	}
-	return pid_dead(pid);
 }
 
 static pid_t

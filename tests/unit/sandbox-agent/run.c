@@ -22,57 +22,34 @@
 #include <cmocka.h>
 
 #include "../../../sandbox-agent/run.c"
+#include "proc.h"
 
-#define PYTHON		"/usr/bin/python3"
+#include "runfix.h"
 
-static char	 pythonpath[PATH_MAX];
 static char	 fixtures[PATH_MAX];
-static char	 ws[64];
 
 static int
 setup(void **state)
 {
-	if (realpath("python", pythonpath) == NULL ||
-	    realpath("tests/data/png", fixtures) == NULL) {
+	if (runfix_setup("run-test") == -1)
+		return -1;
+	if (realpath("tests/data/png", fixtures) == NULL) {
 		fprintf(stderr, "run from the top of the tree\n");
 		return -1;
 	}
-	if (access(PYTHON, X_OK) == -1) {
-		fprintf(stderr, "%s is needed (scripts/deps test)\n", PYTHON);
-		return -1;
-	}
-	log_init("run-test", 0);
 	return 0;
-}
-
-static int
-ws_new(void **state)
-{
-	snprintf(ws, sizeof(ws), "/tmp/vivarium-run-test-XXXXXX");
-	return mkdtemp(ws) == NULL ? -1 : 0;
 }
 
 static int
 ws_del(void **state)
 {
-	char	 cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ws);
-	return system(cmd) == 0 ? 0 : -1;
+	return ws_rm();
 }
 
 static void
 limits(struct run_limits *lim)
 {
-	memset(lim, 0, sizeof(*lim));
-	lim->python = PYTHON;
-	lim->pythonpath = pythonpath;
-	lim->output_limit = 20000;
-	lim->max_images = 4;
-	lim->max_image_side = 1280;
-	lim->persist_namespace = 1;
-	lim->namespace_max_bytes = 256ULL << 20;
-	lim->state_summary = 1;
+	runfix_limits(lim);
 	/* As the agent: warm unless VIVARIUM_WARM=0 (tests run both ways). */
 	lim->warm = getenv("VIVARIUM_WARM") == NULL ||
 	    strcmp(getenv("VIVARIUM_WARM"), "0") != 0;
@@ -85,17 +62,10 @@ static int
 run(const struct run_limits *lim, const char *code, long timeout,
     struct run_result *res)
 {
-	struct run_request rq;
 	char		 err[512];
 	int		 rc;
 
-	memset(&rq, 0, sizeof(rq));
-	rq.code = code;
-	rq.code_len = strlen(code);
-	rq.timeout_s = timeout;
-	rq.workspace = ws;
-	rc = run_python(lim, &rq, res, err, sizeof(err));
-	if (rc == -1)
+	if ((rc = runfix_run(lim, code, timeout, res, err, sizeof(err))) == -1)
 		print_error("run_python: %s\n", err);
 	return rc;
 }
@@ -245,36 +215,6 @@ test_interpreter_missing(void **state)
 	run_result_release(&res);
 }
 
-/* Is pid gone (or a zombie nobody reaped yet)? */
-static int
-pid_dead(pid_t pid)
-{
-	char	 path[64], buf[512], *p;
-	FILE	*f;
-	size_t	 n;
-
-	if (kill(pid, 0) == -1 && errno == ESRCH)
-		return 1;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return 1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p != NULL && (p[2] == 'Z' || p[2] == 'X');
-}
-
-static int
-wait_dead(pid_t pid)
-{
-	int	 i;
-
-	for (i = 0; i < 200 && !pid_dead(pid); i++)
-		usleep(10000);
-	return pid_dead(pid);
-}
-
 /* Children the code leaves behind die with the run; one that escapes the
  * group with setsid cannot hold the call. */
 static void
@@ -291,7 +231,7 @@ test_children_outliving_the_run(void **state)
 	assert_int_equal(res.exit_code, 0);
 	bg = atoi(res.out);
 	assert_true(bg > 0);
-	assert_true(wait_dead(bg));
+	assert_true(wait_dead(bg, 2));
 	assert_string_equal(res.note, "");
 	run_result_release(&res);
 

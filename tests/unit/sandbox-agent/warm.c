@@ -26,24 +26,12 @@
 #include "../../../sandbox-agent/run.c"
 #include "../../../sandbox-agent/warm.c"
 
-#define PYTHON		"/usr/bin/python3"
-
-static char	 pythonpath[PATH_MAX];
-static char	 ws[64];
+#include "runfix.h"
 
 static int
 setup(void **state)
 {
-	if (realpath("python", pythonpath) == NULL) {
-		fprintf(stderr, "run from the top of the tree\n");
-		return -1;
-	}
-	if (access(PYTHON, X_OK) == -1) {
-		fprintf(stderr, "%s is needed (scripts/deps test)\n", PYTHON);
-		return -1;
-	}
-	log_init("warm-test", 0);
-	return 0;
+	return runfix_setup("warm-test");
 }
 
 static int
@@ -54,34 +42,16 @@ teardown(void **state)
 }
 
 static int
-ws_new(void **state)
-{
-	snprintf(ws, sizeof(ws), "/tmp/vivarium-warm-test-XXXXXX");
-	return mkdtemp(ws) == NULL ? -1 : 0;
-}
-
-static int
 ws_del(void **state)
 {
-	char	 cmd[128];
-
 	warm_reply_timeout = WARM_REPLY_TIMEOUT;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ws);
-	return system(cmd) == 0 ? 0 : -1;
+	return ws_rm();
 }
 
 static void
 limits(struct run_limits *lim, int warm)
 {
-	memset(lim, 0, sizeof(*lim));
-	lim->python = PYTHON;
-	lim->pythonpath = pythonpath;
-	lim->output_limit = 20000;
-	lim->max_images = 4;
-	lim->max_image_side = 1280;
-	lim->persist_namespace = 1;
-	lim->namespace_max_bytes = 256ULL << 20;
-	lim->state_summary = 1;
+	runfix_limits(lim);
 	lim->warm = warm;
 	lim->warm_imports = "numpy,pandas,matplotlib,matplotlib.pyplot";
 }
@@ -90,15 +60,9 @@ static void
 run(const struct run_limits *lim, const char *code, long timeout,
     struct run_result *res)
 {
-	struct run_request rq;
 	char		 err[512];
 
-	memset(&rq, 0, sizeof(rq));
-	rq.code = code;
-	rq.code_len = strlen(code);
-	rq.timeout_s = timeout;
-	rq.workspace = ws;
-	if (run_python(lim, &rq, res, err, sizeof(err)) == -1)
+	if (runfix_run(lim, code, timeout, res, err, sizeof(err)) == -1)
 		fail_msg("run_python: %s", err);
 }
 
