@@ -26,7 +26,7 @@ AGENT_TEST_PKGS := libmicrohttpd jansson
 $(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,$(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
 
 # ---------------------------------------------------------------- e2e
 # The MCP SDK client tests (tests/e2e, node's test runner) against the real

@@ -188,36 +188,6 @@ fail:
 	return -1;
 }
 
-/* ---------------------------------------------------------------- notes */
-
-static void
-note_add(struct run_result *res, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Appends a sentence to res->note, cutting at a character boundary. */
-static void
-note_add(struct run_result *res, const char *fmt, ...)
-{
-	char		 line[512];
-	size_t		 used = strlen(res->note), room, n;
-	va_list		 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (used > 0 && used + 1 < sizeof(res->note))
-		res->note[used++] = ' ';
-	room = sizeof(res->note) - 1 - used;
-	n = strlen(line);
-	if (n > room) {
-		n = room;
-		while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(res->note + used, line, n);
-	res->note[used + n] = '\0';
-}
-
 /* ---------------------------------------------------------------- run dir */
 
 /* Removes dir/name and everything under it; returns -1 if some remains. */
@@ -598,7 +568,7 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 		tries++;
 		if (img_thumb_file(rq->workspace, ch[i]->path,
 		    lim->max_image_side, &t, err, sizeof(err)) == -1) {
-			note_add(res, "%s could not be shown: %s.", ch[i]->path,
+			run_result_note(res, "%s could not be shown: %s.", ch[i]->path,
 			    err);
 			continue;
 		}
@@ -625,14 +595,6 @@ done:
 }
 
 /* ---------------------------------------------------------------- the run */
-
-static void
-run_result_init(struct run_result *res)
-{
-	memset(res, 0, sizeof(*res));
-	res->exit_code = -1;
-	res->report = RUN_REPORT_MISSING;
-}
 
 /* Turns a stream's kept bytes into the result's text. */
 static int
@@ -726,9 +688,9 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		}
 		res->spawn_failed = 1;
 		if (sp.chdir_failed)
-			note_add(res, "Cannot enter the workspace: %s.", serr);
+			run_result_note(res, "Cannot enter the workspace: %s.", serr);
 		else
-			note_add(res, "%s. VIVARIUM_PYTHON names the interpreter "
+			run_result_note(res, "%s. VIVARIUM_PYTHON names the interpreter "
 			    "(\"%s\" now%s).", serr, argv[0],
 			    strchr(argv[0], '/') == NULL ?
 			    ", looked up in PATH" : "");
@@ -752,37 +714,37 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 
 	if (sp.timed_out) {
 		res->report = RUN_REPORT_MISSING;
-		note_add(res, "Python buffers output written to a pipe, so "
+		run_result_note(res, "Python buffers output written to a pipe, so "
 		    "lines printed shortly before the kill may be missing; "
 		    "print(..., flush=True) shows progress as it happens.");
 	} else if (sp.signaled) {
 		res->report = RUN_REPORT_MISSING;
 		if (sp.signal == SIGKILL)
-			note_add(res, "The agent did not send that SIGKILL; it "
+			run_result_note(res, "The agent did not send that SIGKILL; it "
 			    "usually comes from the kernel's out-of-memory "
 			    "killer, meaning the code needed more memory than "
 			    "the sandbox allows. Work on less data at a time.");
 		else
-			note_add(res, "The Python process died of signal %d "
+			run_result_note(res, "The Python process died of signal %d "
 			    "(SIG%s).", sp.signal, sig_name(sp.signal));
 	} else {
 		rs = report_read(rundir, sp.exit_code, &res->footer, why,
 		    sizeof(why));
 		res->report = rs;
 		if (rs == RUN_REPORT_MISSING)
-			note_add(res, "No state summary: the process ended "
+			run_result_note(res, "No state summary: the process ended "
 			    "(exit code %d) before the runner wrote its report, "
 			    "for example through os._exit() or because the "
 			    "runner could not start (see stderr).", sp.exit_code);
 		else if (rs == RUN_REPORT_MALFORMED) {
 			log_warnx("report.json: %s", why);
-			note_add(res, "No state summary: the runner's report "
+			run_result_note(res, "No state summary: the runner's report "
 			    "was unusable (%s).", why);
 		} else if (rs == RUN_REPORT_VERSION)
 			log_warnx("report.json: %s; ignored", why);
 	}
 	if (sp.lingered)
-		note_add(res, "A process started by the code left the run's "
+		run_result_note(res, "A process started by the code left the run's "
 		    "process group and kept its output open; what it prints "
 		    "after the run is not shown.");
 
@@ -809,20 +771,4 @@ run_warm_wait(const struct run_limits *lim, double seconds)
 		    lim->python : "python3", zenv.v, seconds);
 	env_free(&zenv);
 	return rc;
-}
-
-void
-run_result_release(struct run_result *res)
-{
-	size_t	 i;
-
-	free(res->out);
-	free(res->err);
-	free(res->footer);
-	for (i = 0; i < res->nimages; i++) {
-		free(res->images[i].name);
-		free(res->images[i].png);
-	}
-	free(res->images);
-	run_result_init(res);
 }

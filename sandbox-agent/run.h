@@ -86,7 +86,12 @@ struct run_result {
  */
 int	run_python(const struct run_limits *, const struct run_request *,
 	    struct run_result *res, char *errbuf, size_t errlen);
-void	run_result_release(struct run_result *);
+void	run_result_init(struct run_result *);	/* empty; exit_code -1 */
+void	run_result_release(struct run_result *);	/* frees; leaves it empty */
+/* Adds a sentence to res->note, space-separated, cut at a character
+ * boundary when the note is full. */
+void	run_result_note(struct run_result *, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
 /*
  * With lim->warm: starts the zygote if needed and waits at most `seconds`
  * until it is ready (runs do not wait: they run cold until then).  0 when

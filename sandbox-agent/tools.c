@@ -347,18 +347,6 @@ utf8_chars(const char *s, size_t len)
 	return n;
 }
 
-/* Tells the model that a sweep (sweep.c) stopped what runs left behind. */
-static void
-note_swept(struct run_result *res, int n)
-{
-	size_t	 used = strlen(res->note);
-
-	snprintf(res->note + used, sizeof(res->note) - used, "%s%d stray "
-	    "background process%s left running in the sandbox %s stopped "
-	    "after the run; nothing a run starts outlives it.",
-	    used > 0 ? " " : "", n, n == 1 ? "" : "es", n == 1 ? "was" : "were");
-}
-
 /* ------------------------------------------------------------ tools */
 
 static json_t *
@@ -425,7 +413,10 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	swept = sweep_run_end();
 	wslock_release(lock);
 	if (rc == 0 && swept > 0)
-		note_swept(&res, swept);
+		run_result_note(&res, "%d stray background process%s left "
+		    "running in the sandbox %s stopped after the run; nothing "
+		    "a run starts outlives it.", swept, swept == 1 ? "" : "es",
+		    swept == 1 ? "was" : "were");
 
 	if (rc == -1) {
 		log_warnx("run_python: %s: could not run: %s", ctx->label, ebuf);

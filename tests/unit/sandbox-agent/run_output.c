@@ -227,14 +227,14 @@ test_note_is_bounded(void **state)
 	size_t		 i;
 
 	run_result_init(&res);
-	note_add(&res, "First.");
-	note_add(&res, "Second.");
+	run_result_note(&res, "First.");
+	run_result_note(&res, "Second.");
 	assert_string_equal(res.note, "First. Second.");
 	/* Three-byte characters that do not fit are dropped whole. */
 	for (i = 0; i + 3 < sizeof(big); i += 3)
 		memcpy(big + i, "\xe2\x82\xac", 3);
 	big[i] = '\0';
-	note_add(&res, "%s", big);
+	run_result_note(&res, "%s", big);
 	assert_true(strlen(res.note) < sizeof(res.note));
 	assert_true(valid_utf8(res.note, strlen(res.note)));
 	run_result_release(&res);

@@ -56,22 +56,6 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	return 0;
 }
 
-void
-run_result_release(struct run_result *res)
-{
-	size_t i;
-
-	free(res->out);
-	free(res->err);
-	free(res->footer);
-	for (i = 0; i < res->nimages; i++) {
-		free(res->images[i].name);
-		free(res->images[i].png);
-	}
-	free(res->images);
-	memset(res, 0, sizeof(*res));
-}
-
 static struct agent_config	cfg;
 static struct agent_ctx		ctx = { &cfg, "/tmp", "test" };
 
