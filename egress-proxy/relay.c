@@ -1080,6 +1080,12 @@ upstream_readable(struct conn *c)
 	if ((n = xrecv(c->uev.fd, scratch, sizeof(scratch))) == -1) {
 		if (errno == EAGAIN)
 			return;
+		if (c->state == ST_HEAD) {
+			/* A kept-alive upstream reset between requests: the
+			 * client loses nothing but that upstream. */
+			close_upstream(c);
+			return;
+		}
 		if (c->state == ST_HTTP && c->resp_sent == 0)
 			conn_fail(c, 502, "upstream connection failed");
 		else {

@@ -184,6 +184,11 @@ def origin_read(f):
     return line.decode("latin-1").rstrip("\r\n"), fields, body
 
 
+def reset_close(c):
+    """Closes with a reset rather than a FIN."""
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+
 
 # ------------------------------------------------------------ the proxy
 
@@ -541,6 +546,30 @@ def t_response_close_announced(px, **_):
     assert head == "HTTP/1.1 204 No Content\r\nX-A: 1\r\nConnection: close", \
         repr(head)
     assert rest == b"" and expect_eof(s, 3)
+    s.close()
+
+
+def t_idle_upstream_reset(px, **_):
+    """A kept-alive upstream that resets while the client is between
+    requests costs the client nothing: the next request gets a fresh
+    upstream."""
+    def script(c, n):
+        f = c.makefile("rb")
+        if origin_read(f) is not None:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\nconn=%d"
+                      % (len(b"conn=%d" % n), n))
+            if n == 1:
+                f.close()
+                reset_close(c)
+    SCRIPTED_ORIGIN.reset(script)
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/1 HTTP/1.1\r\nHost: x\r\n\r\n" % SCRIPTED)
+    st, _, body = read_response(s)
+    assert st == 200 and body == b"conn=1", (st, body)
+    time.sleep(0.3)
+    s.sendall(b"GET http://127.0.0.1:%d/2 HTTP/1.1\r\nHost: x\r\n\r\n" % SCRIPTED)
+    st, _, body = read_response(s)
+    assert st == 200 and body == b"conn=2", (st, body)
     s.close()
 
 
