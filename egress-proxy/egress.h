@@ -266,6 +266,11 @@ struct conn {
 	int			 req_done, resp_head_done, resp_done;
 	int			 head_request;
 	int			 want_close;
+	/* A request sent on a reused upstream that it may be sent again on
+	 * a fresh one (see retry_stale), kept until its response starts;
+	 * empty otherwise. */
+	struct buf		 resend;
+	int			 retries;	/* requests sent again (logged) */
 
 	uint64_t		 started;
 	uint64_t		 deadline;	/* of the current phase; 0 = none */

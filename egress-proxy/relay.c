@@ -353,6 +353,7 @@ conn_new(const struct egress_conf *conf, int fd,
 	buf_init(&c->uin, RESP_HEAD_MAX);
 	buf_init(&c->to_up, QUEUE_MAX);
 	buf_init(&c->to_client, QUEUE_MAX);
+	buf_init(&c->resend, QUEUE_MAX);
 	port = peer->ss_family == AF_INET6 ?
 	    ntohs(((const struct sockaddr_in6 *)peer)->sin6_port) :
 	    ntohs(((const struct sockaddr_in *)peer)->sin_port);
@@ -380,16 +381,20 @@ conn_new(const struct egress_conf *conf, int fd,
 void
 conn_free(struct conn *c)
 {
-	char		 line[1024];
+	char		 line[1024], retries[32] = "";
 	int		 n;
 
 	if (c->state == ST_DEAD)
 		return;
+	/* Only the rare connection that retried a request says so: every
+	 * other line keeps its usual fields. */
+	if (c->retries > 0)
+		snprintf(retries, sizeof(retries), " retries=%d", c->retries);
 	n = snprintf(line, sizeof(line), "vivarium-egress: client=%s "
 	    "target=%s addr=%s verdict=%s reason=\"%s\" requests=%d up=%llu "
-	    "down=%llu ms=%llu\n", c->client, c->target, c->addr, c->verdict,
+	    "down=%llu ms=%llu%s\n", c->client, c->target, c->addr, c->verdict,
 	    c->reason, c->nreq, c->bytes_up, c->bytes_down,
-	    (unsigned long long)(now_ms() - c->started));
+	    (unsigned long long)(now_ms() - c->started), retries);
 	if (n >= (int)sizeof(line)) {
 		n = sizeof(line) - 1;
 		line[n - 1] = '\n';
@@ -410,6 +415,7 @@ conn_free(struct conn *c)
 	ev_close(&c->cev);
 	buf_release(&c->in);
 	buf_release(&c->to_client);
+	buf_release(&c->resend);
 	if (c->cc != NULL)
 		clientcount_release(c->cc);
 	c->cc = NULL;
@@ -705,6 +711,59 @@ begin_upstream(struct conn *c, const char *host, uint16_t port)
 	update_masks(c);
 }
 
+/*
+ * A kept-alive upstream may close just as a request reaches it (its idle
+ * timer fired while the request was on its way), and a client can't tell
+ * that from a failure of the request itself.  Such a request goes once
+ * more, on a fresh connection, when try_parse kept it in resend: it was
+ * sent on a reused upstream, it is safe to send twice, and it is held
+ * whole.  The fresh connection goes to the address that served the last
+ * exchange (then the rest of the same list), all of them checked by the
+ * policy when the name was resolved: nothing is resolved again, nothing
+ * unchecked is dialled.  err is 0 for an EOF, else the errno of the failed
+ * read or write.  Returns 0 when the request is on its way again, -1 when
+ * the caller must fail as before.
+ */
+static int
+retry_stale(struct conn *c, int err)
+{
+	char		 host[sizeof(c->cur_host)];
+	uint16_t	 port = c->cur_port;
+
+	if (c->resend.len == 0 || c->nexti == 0 ||
+	    (err != 0 && err != EPIPE && err != ECONNRESET))
+		return -1;
+	memcpy(host, c->cur_host, sizeof(host));
+	close_upstream(c);
+	memcpy(c->cur_host, host, sizeof(host));
+	c->cur_port = port;
+	/* The request moves to the new upstream's queue; resend is left
+	 * empty, so a second failure is final. */
+	c->to_up = c->resend;
+	buf_init(&c->resend, QUEUE_MAX);
+	c->retries++;
+	c->nexti--;
+	c->deadline = now_ms() + (uint64_t)c->conf->connect_timeout * 1000;
+	dial_next(c, 0);
+	return 0;
+}
+
+/*
+ * Methods whose request the proxy sends twice: GET, HEAD and OPTIONS, safe
+ * (RFC 9110 9.2.1) and so idempotent (9.2.2); try_parse adds "without a
+ * body".  PUT and DELETE are idempotent as well, but they change the
+ * origin's state and the proxy cannot know whether the first copy was acted
+ * on: that choice stays with the client, which gets the 502.  TRACE is
+ * left out as nothing depends on it.
+ */
+static int
+method_retryable(const char *m, size_t n)
+{
+	return (n == 3 && memcmp(m, "GET", 3) == 0) ||
+	    (n == 4 && memcmp(m, "HEAD", 4) == 0) ||
+	    (n == 7 && memcmp(m, "OPTIONS", 7) == 0);
+}
+
 /* ------------------------------------------------------------ requests */
 
 static void
@@ -714,7 +773,7 @@ try_parse(struct conn *c)
 	char		 msg[96];
 	size_t		 rest;
 	long		 k;
-	int		 rc, reuse;
+	int		 rc, reuse, sent, err;
 
 	rc = http_parse_request(c->in.data ? c->in.data : "", c->in.len,
 	    (size_t)c->conf->max_header_bytes, &req);
@@ -774,15 +833,34 @@ try_parse(struct conn *c)
 		conn_fail(c, 400, "malformed chunked body");
 		return;
 	}
-	if (buf_append(&head, c->in.data + req.head_len, (size_t)k) == -1 ||
-	    put(c, 1, head.data, head.len) == -1) {
+	if (buf_append(&head, c->in.data + req.head_len, (size_t)k) == -1) {
 		buf_release(&head);
 		conn_fail(c, 502, "upstream write failed");
 		return;
 	}
+	sent = put(c, 1, head.data, head.len);
+	err = errno;
+	/* Kept for retry_stale: only what a reused upstream carries, and
+	 * only a request with no body, so all of it is in hand. */
+	buf_release(&c->resend);
+	if (reuse && c->reqbody.mode == BODY_NONE &&
+	    method_retryable(c->in.data + req.method.off, req.method.len)) {
+		c->resend = head;
+		buf_init(&head, QUEUE_MAX);
+	}
 	buf_release(&head);
 	buf_consume(&c->in, req.head_len + (size_t)k);
 	c->req_done = c->reqbody.done;
+	if (sent == -1) {
+		/* A stale upstream refused the write: it reports its end
+		 * next (epoll says HUP on a reset socket), and the retry is
+		 * made from upstream_readable, on the old socket's own
+		 * event rather than in the middle of the client's. */
+		if (c->resend.len == 0 || (err != EPIPE && err != ECONNRESET)) {
+			conn_fail(c, 502, "upstream write failed");
+			return;
+		}
+	}
 	if (reuse) {
 		c->state = ST_HTTP;
 		c->deadline = 0;
@@ -1086,6 +1164,8 @@ upstream_readable(struct conn *c)
 			close_upstream(c);
 			return;
 		}
+		if (c->state == ST_HTTP && retry_stale(c, errno) == 0)
+			return;
 		if (c->state == ST_HTTP && c->resp_sent == 0)
 			conn_fail(c, 502, "upstream connection failed");
 		else {
@@ -1115,7 +1195,9 @@ upstream_readable(struct conn *c)
 				c->resp_done = 1;
 				c->want_close = 1;
 				finish_exchange(c);
-			} else if (c->resp_sent == 0)
+			} else if (retry_stale(c, 0) == 0)
+				return;
+			else if (c->resp_sent == 0)
 				conn_fail(c, 502,
 				    "upstream closed without a complete response");
 			else {
@@ -1124,6 +1206,8 @@ upstream_readable(struct conn *c)
 			}
 			return;
 		}
+		/* The response has begun: the request is not sent again. */
+		buf_release(&c->resend);
 		if (c->resp_head_done) {
 			feed_response(c, scratch, (size_t)n);
 			return;
@@ -1198,6 +1282,8 @@ conn_event(struct conn *c, struct ev *ev, uint32_t events)
 		}
 		if ((events & EPOLLOUT) && (flush(c, 1) == -1 ||
 		    splice_flush(c, 1) == -1)) {
+			if (c->state == ST_HTTP && retry_stale(c, errno) == 0)
+				return;
 			if (c->state == ST_HTTP && c->resp_sent == 0)
 				conn_fail(c, 502, "upstream write failed");
 			else

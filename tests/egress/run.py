@@ -549,6 +549,51 @@ def t_response_close_announced(px, **_):
     s.close()
 
 
+def keepalive_then(second):
+    """A script: the first connection answers one GET and keeps the
+    connection, then meets the next request with second(c) (a close, say:
+    its keep-alive timer fired as the request crossed it); later
+    connections answer every request."""
+    def script(c, n):
+        f = c.makefile("rb")
+        served = 0
+        while True:
+            req = origin_read(f)
+            if req is None:
+                return
+            if n == 1 and served == 1:
+                f.close()       # else the socket outlives close()
+                second(c)
+                return
+            body = b"conn=%d %s" % (n, req[0].encode())
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                      % (len(body), body))
+            served += 1
+    return script
+
+
+def t_stale_keepalive_retried(px, **_):
+    """A kept-alive upstream that closes as the next GET reaches it: the
+    GET is sent again on a fresh connection to the address already
+    checked, and the client never sees the failure."""
+    for how, close in (("fin", lambda c: c.close()), ("rst", reset_close)):
+        SCRIPTED_ORIGIN.reset(keepalive_then(close))
+        s = px.connect()
+        for path, conn in ((b"/1", 1), (b"/2", 2), (b"/3", 2)):
+            s.sendall(b"GET http://127.0.0.1:%d%s HTTP/1.1\r\nHost: x\r\n\r\n"
+                      % (SCRIPTED, path))
+            st, _, body = read_response(s)
+            assert st == 200 and body.startswith(b"conn=%d GET %s " %
+                                                 (conn, path)), (how, st, body)
+        s.close()
+        assert SCRIPTED_ORIGIN.connections() == 2, how
+    time.sleep(0.3)
+    lines = [ln for ln in px.logtext().splitlines()
+             if "target=127.0.0.1:%d " % SCRIPTED in ln and "requests=3 " in ln]
+    assert len(lines) >= 2 and all(ln.endswith(" retries=1") for ln in lines[-2:]), \
+        lines
+
+
 def t_idle_upstream_reset(px, **_):
     """A kept-alive upstream that resets while the client is between
     requests costs the client nothing: the next request gets a fresh
@@ -571,6 +616,88 @@ def t_idle_upstream_reset(px, **_):
     st, _, body = read_response(s)
     assert st == 200 and body == b"conn=2", (st, body)
     s.close()
+
+
+def t_stale_keepalive_race(px, **_):
+    """The origin resets each kept-alive connection right after its first
+    response, and the client's next GET races the reset: whether the proxy
+    sees the reset first (fresh upstream), its write fails, or its read
+    does (a retry), the client gets its 200 every time."""
+    def script(c, n):
+        f = c.makefile("rb")
+        while True:
+            req = origin_read(f)
+            if req is None:
+                return
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            if req[0].split(" ")[1] == "/1":
+                f.close()
+                reset_close(c)
+                return
+    SCRIPTED_ORIGIN.reset(script)
+    for i in range(40):
+        s = px.connect()
+        for path in (b"/1", b"/2"):
+            s.sendall(b"GET http://127.0.0.1:%d%s HTTP/1.1\r\nHost: x\r\n\r\n"
+                      % (SCRIPTED, path))
+            st, _, body = read_response(s)
+            assert st == 200 and body == b"ok", (i, path, st, body)
+        s.close()
+
+
+def t_stale_keepalive_post_not_retried(px, **_):
+    """A request with a body is not sent twice: the stale upstream's
+    failure is the client's 502."""
+    SCRIPTED_ORIGIN.reset(keepalive_then(lambda c: c.close()))
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/1 HTTP/1.1\r\nHost: x\r\n\r\n" % SCRIPTED)
+    st, _, body = read_response(s)
+    assert st == 200 and body.startswith(b"conn=1 "), (st, body)
+    s.sendall(b"POST http://127.0.0.1:%d/2 HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Length: 5\r\n\r\nhello" % SCRIPTED)
+    st, _, body = read_response(s)
+    assert st == 502 and b"upstream closed without a complete response" in body, \
+        (st, body)
+    s.close()
+    time.sleep(0.3)
+    assert SCRIPTED_ORIGIN.connections() == 1
+
+
+def t_fresh_upstream_close_not_retried(px, **_):
+    """Only a reused connection is retried: a fresh one that closes
+    without answering is a 502 after one attempt."""
+    def script(c, n):
+        origin_read(c.makefile("rb"))
+    SCRIPTED_ORIGIN.reset(script)
+    st, _, body = request(px, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n\r\n"
+                          % SCRIPTED)
+    assert st == 502 and b"upstream closed without a complete response" in body, \
+        (st, body)
+    time.sleep(0.3)
+    assert SCRIPTED_ORIGIN.connections() == 1
+
+
+def t_stale_keepalive_retried_once(px, **_):
+    """The retry is made once: when the fresh connection fails as well,
+    the 502 stands."""
+    def script(c, n):
+        f = c.makefile("rb")
+        req = origin_read(f)
+        if req is not None and n == 1:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            origin_read(f)      # the next request, left unanswered
+
+    SCRIPTED_ORIGIN.reset(script)
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/1 HTTP/1.1\r\nHost: x\r\n\r\n" % SCRIPTED)
+    st, _, body = read_response(s)
+    assert st == 200 and body == b"ok", (st, body)
+    s.sendall(b"GET http://127.0.0.1:%d/2 HTTP/1.1\r\nHost: x\r\n\r\n" % SCRIPTED)
+    st, _, body = read_response(s)
+    assert st == 502, (st, body)
+    s.close()
+    time.sleep(0.3)
+    assert SCRIPTED_ORIGIN.connections() == 2
 
 
 def t_post_body_and_chunked_response(px, **_):
