@@ -52,12 +52,13 @@ FUZZ_AGENT	:= build/fuzz/agent-mcp
 
 $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h \
-		sandbox-agent/sweep.c
+		sandbox-agent/sweep.c sandbox-agent/result.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
 		-Icommon -Isandbox-agent \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/workspace.c \
+		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
+		sandbox-agent/workspace.c \
 		sandbox-agent/sweep.c common/buf.c common/log.c -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent

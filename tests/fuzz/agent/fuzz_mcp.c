@@ -27,19 +27,12 @@ int
 run_python(const struct run_limits *lim, const struct run_request *rq,
     struct run_result *res, char *errbuf, size_t errlen)
 {
-	memset(res, 0, sizeof(*res));
+	run_result_init(res);
 	res->out = strdup("ok\n");
 	res->out_len = res->out ? 3 : 0;
 	res->exit_code = rq->code_len % 3 == 0 ? 0 : 1;
 	res->timed_out = rq->timeout_s == 7;
 	return 0;
-}
-
-void
-run_result_release(struct run_result *res)
-{
-	free(res->out);
-	memset(res, 0, sizeof(*res));
 }
 
 static char		 dir[] = "/tmp/viv-fuzz-agent-XXXXXX";
