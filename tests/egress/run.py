@@ -317,6 +317,17 @@ def recv_exact(s, n):
     return out
 
 
+def read_to_eof(s, got=b"", within=5):
+    """Everything the peer sends until it closes, after got."""
+    out = bytearray(got)
+    s.settimeout(within)
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return bytes(out)
+        out += d
+
+
 def expect_eof(s, within):
     s.settimeout(within)
     try:
@@ -412,15 +423,9 @@ def t_early_bytes_then_half_close_while_resolving(px, **_):
     s.shutdown(socket.SHUT_WR)
     head, rest = read_head(s)
     assert head.startswith("HTTP/1.1 200"), head
-    got = bytearray(rest)
-    s.settimeout(5)
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        got += d
+    got = read_to_eof(s, rest)
     s.close()
-    assert bytes(got) == b"[e1]early one,early two", bytes(got)
+    assert got == b"[e1]early one,early two", got
 
 
 def t_client_reset_resets_upstream(px, **_):
@@ -517,12 +522,7 @@ def t_response_hop_by_hop_stripped(px, **_):
     head, rest = read_head(s)
     assert head == "HTTP/1.1 200 OK\r\nX-Eof: 1\r\nConnection: close", \
         repr(head)
-    s.settimeout(5)
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        rest += d
+    rest = read_to_eof(s, rest)
     s.close()
     assert rest == b"to the end", rest
     assert SCRIPTED_ORIGIN.connections() == 1
