@@ -26,6 +26,9 @@
 #                         timestamp (e.g. 20251115T000000Z); the lock records it
 #                         and the build then installs from that snapshot
 #   PIP_EXTRAS            1 to add the hash-pinned pip layer (docs/image.md)
+#   LOCK_STRICT           1 to fail the build when the mirror no longer has a
+#                         locked version (default 0: that package comes at the
+#                         mirror's current version, with a warning)
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -171,6 +174,7 @@ cmd_build() {
 	P build --layers $ULIMITS ${NET:+--network "$NET"} -f Containerfile \
 	    --build-arg BASE="$BASE" --build-arg DEBIAN_MIRROR="$MIRROR" \
 	    --build-arg PIP_EXTRAS="$PIP_EXTRAS" \
+	    --build-arg LOCK_STRICT="${LOCK_STRICT:-0}" \
 	    --label io.vivarium.inputs="$key" \
 	    --label org.opencontainers.image.version="$VERSION" \
 	    -t "$IMAGE:$VERSION" -t "$IMAGE:latest" "$tmp"

@@ -86,6 +86,37 @@ else
 	notok "pip-extras: the off path left $(ls -A "$tmp/pip3")"
 fi
 
+# A lock line the mirror no longer has (Debian keeps only the newest
+# version): by default that package comes at the mirror's version with a
+# warning and every other line is still exact; LOCK_STRICT=1 refuses.
+base=${VIVARIUM_BASE:-localhost/vivarium-base:trixie}
+lk=$tmp/lock
+mkdir -p "$lk"
+cp image/apt-sources.sh image/apt-locked.sh "$lk/"
+have=$(vpodman run --rm "$base" dpkg-query -W -f '${Version}' base-files)
+printf '# test lock\nbase-files=%s\nhostname=0.0-vivarium-gone\n' "$have" >"$lk/test.lock"
+locked() {
+	vpodman run --rm --ulimit nofile=4096:4096 --ulimit nproc=4096:4096 \
+	    -e LOCK_STRICT="$1" \
+	    -v "$lk:/lock:ro,Z" "$base" sh /lock/apt-locked.sh /lock/test.lock
+}
+if ! locked 0 >"$tmp/out" 2>&1; then
+	notok "apt-locked: a version gone from the mirror failed the build: $(tail -5 "$tmp/out")"
+elif grep -q "no longer has these versions" "$tmp/out" &&
+    grep -q "apt-locked:   hostname=0.0-vivarium-gone" "$tmp/out" &&
+    grep -q "2 packages, 1 of them at exactly the locked version" "$tmp/out"; then
+	ok "apt-locked: a version gone from the mirror comes at the mirror's version, named in a warning"
+else
+	notok "apt-locked: no clear warning for a gone version: $(cat "$tmp/out")"
+fi
+if locked 1 >"$tmp/out" 2>&1; then
+	notok "apt-locked: LOCK_STRICT=1 installed a lock the mirror can't serve"
+elif grep -q "cannot install /lock/test.lock exactly" "$tmp/out"; then
+	ok "apt-locked: LOCK_STRICT=1 refuses a version gone from the mirror"
+else
+	notok "apt-locked: unclear failure with LOCK_STRICT=1: $(cat "$tmp/out")"
+fi
+
 # The image key: the same for the same inputs, moved by any one of them.
 kt=$tmp/keytree
 mkdir -p "$kt"
