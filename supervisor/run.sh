@@ -52,8 +52,11 @@ else
 	if ! ping_sock "$sock"; then
 		rm -f "$sock"
 		echo "run: starting a Podman service on $sock (log: $RUNDIR/podman.log)" >&2
-		podman --runtime runc --cgroup-manager cgroupfs --events-backend file \
-		    system service --time 0 "unix://$sock" >"$RUNDIR/podman.log" 2>&1 &
+		# From $RUNDIR: conmon writes a file "oom" into the directory
+		# it starts in whenever a sandbox is OOM-killed (cgroup v1).
+		env -C "$RUNDIR" podman --runtime runc --cgroup-manager cgroupfs \
+		    --events-backend file system service --time 0 \
+		    "unix://$sock" >"$RUNDIR/podman.log" 2>&1 &
 		svc_pid=$!
 		i=0
 		until ping_sock "$sock"; do

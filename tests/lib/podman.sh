@@ -141,7 +141,16 @@ EOF
 }
 
 vpodman() {
-	${_vp_exec:-} env CONTAINERS_CONF="$VP_ROOT/containers.conf" \
+	# conmon, which podman starts beside each container, creates a file
+	# "oom" in its working directory when the kernel OOM-kills in the
+	# container (cgroup v1).  Commands that start containers run from
+	# $VP_RUN so that it never lands in the tree; the others stay where
+	# they are, as they may name files relative to it (build -f ...).
+	case "${1:-}" in
+	run|start|restart|system) _vp_cwd=$VP_RUN ;;
+	*) _vp_cwd=. ;;
+	esac
+	${_vp_exec:-} env -C "$_vp_cwd" CONTAINERS_CONF="$VP_ROOT/containers.conf" \
 	CONTAINERS_STORAGE_CONF="$VP_ROOT/storage.conf" \
 	podman --root "$VP_ROOT/storage" --runroot "$VP_RUN/runroot" \
 	    --tmpdir "$VP_RUN/libpod" --storage-driver overlay \
