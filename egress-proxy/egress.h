@@ -207,6 +207,7 @@ struct ev {
 	int		 fd;
 	int		 reg;		/* added to the epoll set */
 	uint32_t	 mask;		/* registered epoll events */
+	uint64_t	 added;		/* loop turn of its EPOLL_CTL_ADD */
 	void		*ptr;
 };
 

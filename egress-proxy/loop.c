@@ -48,6 +48,9 @@ static _Thread_local int epfd = -1;
 static _Thread_local struct ev listeners[EGRESS_MAX_LISTEN];
 static _Thread_local int reserve_fd = -1;
 static _Thread_local uint64_t paused_until;
+/* Counts epoll_wait returns: an ev added during a turn can have no event of
+ * its own in that turn's batch (see the dispatch in worker_main). */
+static _Thread_local uint64_t turn;
 
 struct clientcount {
 	struct clientcount *next;
@@ -82,6 +85,8 @@ ev_set(struct ev *ev, uint32_t mask)
 		log_warn("epoll_ctl fd %d", ev->fd);
 		return;
 	}
+	if (!ev->reg)
+		ev->added = turn;
 	ev->reg = 1;
 	ev->mask = mask;
 }
@@ -410,9 +415,18 @@ worker_main(void *arg)
 			log_warn("epoll_wait");
 			break;
 		}
+		turn++;
 		for (i = 0; i < n; i++) {
 			struct ev *ev = evs[i].data.ptr;
 
+			/* A connection that replaced its upstream socket during
+			 * this batch (a kept-alive client asking for another
+			 * target, a retry) reuses the same ev: an event still
+			 * in the batch for it was the closed socket's, and the
+			 * new one, possibly on the same fd number, did not
+			 * exist when epoll_wait returned. */
+			if (ev->reg && ev->added == turn)
+				continue;
 			switch (ev->kind) {
 			case EV_LISTEN:
 				accept_some(conf, ev);

@@ -645,6 +645,31 @@ def t_stale_keepalive_race(px, **_):
         s.close()
 
 
+def t_keepalive_switch_race(px, **_):
+    """The origin resets its connection right after answering, and the
+    client's next request, for another target, races the reset: the new
+    upstream is never taken for the old one, the second answer is o2's
+    every time."""
+    def script(c, n):
+        f = c.makefile("rb")
+        if origin_read(f) is not None:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        f.close()
+        reset_close(c)
+    SCRIPTED_ORIGIN.reset(script)
+    for i in range(60):
+        s = px.connect()
+        s.sendall(b"GET http://127.0.0.1:%d/1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  % SCRIPTED)
+        st, _, body = read_response(s)
+        assert st == 200 and body == b"ok", (i, st, body)
+        s.sendall(b"GET http://127.0.0.2:%d/2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  % O2)
+        st, _, body = read_response(s)
+        assert st == 200 and b"origin=o2" in body, (i, st, body)
+        s.close()
+
+
 def t_stale_keepalive_post_not_retried(px, **_):
     """A request with a body is not sent twice: the stale upstream's
     failure is the client's 502."""
@@ -1026,6 +1051,10 @@ def main():
     px = Proxy(allow="127.0.0.0/8", ports=ports, hosts=HAVE_UNSHARE)
     denyproxy = Proxy(ports=ports, hosts=HAVE_UNSHARE)
     tests = [(n, f) for n, f in globals().items() if n.startswith("t_")]
+    # EGRESS_TESTS=t_a,t_b runs just those (while working on one).
+    if os.environ.get("EGRESS_TESTS"):
+        only = os.environ["EGRESS_TESTS"].split(",")
+        tests = [(n, f) for n, f in tests if n in only]
     failed = skipped = 0
     for name, fn in tests:
         try:
