@@ -41,45 +41,28 @@ def free_port(host="127.0.0.1"):
 
 # ------------------------------------------------------------ test origins
 
-class Origin(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    """HTTP/1.1 keep-alive origin.  The body names the server and lists the
-    header fields it received, one per line."""
+class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """A test server named name on host:port (IPv6 when host has a colon),
+    a thread per connection running the class's handler."""
     daemon_threads = True
     allow_reuse_address = True
+    handler = None
 
     def __init__(self, host, port, name):
         self.name = name
         if ":" in host:
             self.address_family = socket.AF_INET6
-        super().__init__((host, port), OriginHandler)
+        super().__init__((host, port), self.handler)
 
 
 class OriginHandler(socketserver.StreamRequestHandler):
     def handle(self):
         while True:
-            line = self.rfile.readline(65536)
-            if not line:
+            req = origin_read(self.rfile)
+            if req is None:
                 return
-            fields = []
-            length = 0
-            while True:
-                h = self.rfile.readline(65536)
-                if h in (b"\r\n", b"\n", b""):
-                    break
-                fields.append(h.decode("latin-1").rstrip("\r\n"))
-                k, _, v = fields[-1].partition(":")
-                if k.strip().lower() == "content-length":
-                    length = int(v.strip())
-            body_in = self.rfile.read(length) if length else b""
-            if any(f.lower().replace(" ", "") == "transfer-encoding:chunked"
-                   for f in fields):
-                while True:
-                    size = int(self.rfile.readline(100).split(b";")[0], 16)
-                    body_in += self.rfile.read(size)
-                    self.rfile.readline(10)
-                    if size == 0:
-                        break
-            method, target, _ = line.decode("latin-1").split(" ", 2)
+            line, fields, body_in = req
+            method, target, _ = line.split(" ", 2)
             if target.startswith("/slow"):
                 time.sleep(30)
             body = ("origin=%s\nmethod=%s\ntarget=%s\nbody=%s\n%s\n" % (
@@ -94,18 +77,6 @@ class OriginHandler(socketserver.StreamRequestHandler):
             self.wfile.flush()
 
 
-class Echo(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    """Echoes every byte back, after a prefix naming the server."""
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, host, port, name):
-        self.name = name
-        if ":" in host:
-            self.address_family = socket.AF_INET6
-        super().__init__((host, port), EchoHandler)
-
-
 class EchoHandler(socketserver.BaseRequestHandler):
     def handle(self):
         self.request.sendall(("[%s]" % self.server.name).encode())
@@ -114,6 +85,17 @@ class EchoHandler(socketserver.BaseRequestHandler):
             if not d:
                 return
             self.request.sendall(d)
+
+
+class Origin(Server):
+    """HTTP/1.1 keep-alive origin.  The body names the server and lists the
+    header fields it received, one per line."""
+    handler = OriginHandler
+
+
+class Echo(Server):
+    """Echoes every byte back, after a prefix naming the server."""
+    handler = EchoHandler
 
 
 def serve(srv):
@@ -166,21 +148,30 @@ class Scripted:
 
 
 def origin_read(f):
-    """One request from a scripted origin's connection (a makefile("rb")):
-    (request line, header lines, body), or None at EOF."""
+    """One request from an origin's connection (a file reading it):
+    (request line, header lines, body with any chunked framing taken off),
+    or None at EOF."""
     line = f.readline(65536)
     if not line:
         return None
     fields, length = [], 0
     while True:
         h = f.readline(65536)
-        if h in (b"\r\n", b""):
+        if h in (b"\r\n", b"\n", b""):
             break
         fields.append(h.decode("latin-1").rstrip("\r\n"))
         k, _, v = fields[-1].partition(":")
         if k.strip().lower() == "content-length":
             length = int(v)
     body = f.read(length) if length else b""
+    if any(h.lower().replace(" ", "") == "transfer-encoding:chunked"
+           for h in fields):
+        while True:
+            size = int(f.readline(100).split(b";")[0], 16)
+            body += f.read(size)
+            f.readline(10)
+            if size == 0:
+                break
     return line.decode("latin-1").rstrip("\r\n"), fields, body
 
 
