@@ -56,10 +56,31 @@ origin_is_loopback(const char *origin)
 	return *h == '\0';
 }
 
+/* The next item of a comma-separated list at *pp, spaces trimmed: 1 with
+ * *item and *n set (n may be 0 for an empty item), 0 at the end. */
+static int
+list_next(const char **pp, const char **item, size_t *n)
+{
+	const char	*p = *pp, *e;
+
+	if (*p == '\0')
+		return 0;
+	if ((e = strchr(p, ',')) == NULL)
+		e = p + strlen(p);
+	*pp = *e != '\0' ? e + 1 : e;
+	while (p < e && isspace((unsigned char)*p))
+		p++;
+	*n = (size_t)(e - p);
+	while (*n > 0 && isspace((unsigned char)p[*n - 1]))
+		(*n)--;
+	*item = p;
+	return 1;
+}
+
 int
 http_origin_allowed(const char *list, const char *origin)
 {
-	const char	*p, *e;
+	const char	*it;
 	size_t		 n, olen;
 
 	if (origin == NULL)
@@ -72,20 +93,12 @@ http_origin_allowed(const char *list, const char *origin)
 	/* A trailing slash is not part of an origin, but be forgiving. */
 	if (olen > 0 && origin[olen - 1] == '/')
 		olen--;
-	for (p = list; *p != '\0'; p = *e ? e + 1 : e) {
-		e = strchr(p, ',');
-		if (e == NULL)
-			e = p + strlen(p);
-		while (p < e && isspace((unsigned char)*p))
-			p++;
-		n = (size_t)(e - p);
-		while (n > 0 && isspace((unsigned char)p[n - 1]))
+	while (list_next(&list, &it, &n)) {
+		if (n > 0 && it[n - 1] == '/')
 			n--;
-		if (n > 0 && p[n - 1] == '/')
-			n--;
-		if (n == 1 && *p == '*')
+		if (n == 1 && *it == '*')
 			return 1;
-		if (n == olen && n > 0 && strncasecmp(p, origin, n) == 0)
+		if (n == olen && n > 0 && strncasecmp(it, origin, n) == 0)
 			return 1;
 	}
 	return 0;
@@ -94,20 +107,12 @@ http_origin_allowed(const char *list, const char *origin)
 int
 http_origins_check(const char *list, char *err, size_t errlen)
 {
-	const char	*p, *e, *rest;
+	const char	*p, *rest;
 	size_t		 n;
 
 	if (list == NULL)
 		return 0;
-	for (p = list; *p != '\0'; p = *e ? e + 1 : e) {
-		e = strchr(p, ',');
-		if (e == NULL)
-			e = p + strlen(p);
-		while (p < e && isspace((unsigned char)*p))
-			p++;
-		n = (size_t)(e - p);
-		while (n > 0 && isspace((unsigned char)p[n - 1]))
-			n--;
+	while (list_next(&list, &p, &n)) {
 		if (n == 0 || (n == 1 && *p == '*'))
 			continue;
 		if (n > 7 && strncasecmp(p, "http://", 7) == 0)
