@@ -84,6 +84,9 @@ TINY_LOGLEVEL = os.environ.get("TINY_LOGLEVEL", "Connect")
 # the same way, for a before/after comparison under the same conditions.
 BASELINE = os.environ.get("BASELINE")
 HZ = os.sysconf("SC_CLK_TCK")
+# The reference relay, when installed (/usr/sbin may be off a user's PATH).
+HAPROXY = shutil.which("haproxy") or (
+    "/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
 
 
 def pin(cpu):
@@ -271,9 +274,7 @@ def haproxy_start(echo, source, nofile):
     """haproxy as a plain TCP relay to one origin: two frontends, one to
     its echo port and one to its source port.  (proc, echo, source) or
     None when haproxy is not installed."""
-    exe = shutil.which("haproxy") or (
-        "/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
-    if exe is None:
+    if HAPROXY is None:
         return None
     fe, fs = free_port(), free_port()
     conf = os.path.join(TMP, "haproxy.cfg")
@@ -289,18 +290,18 @@ def haproxy_start(echo, source, nofile):
                 "    server o 127.0.0.1:%d\n"
                 % (2 * IDLE_N + 4 * CLIENTS + 256, 1 << 20, fe, echo, fs,
                    source))
-    p = subprocess.Popen(pin(PROXY_CPU) + ["prlimit", nofile, exe, "-db",
+    p = subprocess.Popen(pin(PROXY_CPU) + ["prlimit", nofile, HAPROXY, "-db",
                                            "-f", conf],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(fe, p, "haproxy")
     return p, fe, fs
 
 
-def haproxy_version():
+def version(exe, word):
+    """Word number `word` of what `exe -v` prints, or "?"."""
     try:
-        out = subprocess.run(["haproxy", "-v"], capture_output=True,
-                             text=True, timeout=10).stdout.split()
-        return out[2]
+        return subprocess.run([exe, "-v"], capture_output=True, text=True,
+                              timeout=10).stdout.split()[word]
     except (OSError, IndexError, subprocess.SubprocessError):
         return "?"
 
@@ -412,12 +413,12 @@ def main():
           % ("own network namespace, loopback only" if isolated else
              "host network namespace (BENCH_NETNS=0 or not root)",
              NICE, PROXY_CPU or "any", LOAD_CPU or "any", CLIENTS, ROUNDS, RATE_SECS,
-             BULK_BYTES >> 20, tinyproxy_version(), TINY_LOGLEVEL, TMP, vlines, v.tunnels + IDLE_N,
+             BULK_BYTES >> 20, version("tinyproxy", -1), TINY_LOGLEVEL, TMP, vlines, v.tunnels + IDLE_N,
              tlines, t.tunnels + IDLE_N))
     if h:
         print("reference: haproxy %s as a plain TCP relay (1 thread, splice, "
               "no log), its own origin: no CONNECT, no 200, no policy, so "
-              "less work per tunnel than either proxy" % haproxy_version())
+              "less work per tunnel than either proxy" % version(HAPROXY, 2))
     else:
         print("reference: haproxy not installed (apt-get install haproxy), "
               "no reference row")
@@ -476,14 +477,6 @@ def main():
                  100 * med(v.rate) / max(med(h.rate), 1),
                  100 * med(v.bulk) / max(med(h.bulk), 1)))
     shutil.rmtree(TMP, ignore_errors=True)
-
-
-def tinyproxy_version():
-    try:
-        return subprocess.run(["tinyproxy", "-v"], capture_output=True,
-                              text=True, timeout=10).stdout.split()[-1]
-    except (OSError, IndexError, subprocess.SubprocessError):
-        return "?"
 
 
 if __name__ == "__main__":
