@@ -204,6 +204,48 @@ config_env_size(struct confdiag *d, const char *name, unsigned long long def,
 	return 0;
 }
 
+int
+config_parse_duration(const char *s, long max, long *out)
+{
+	char		 num[32];
+	size_t		 n = strlen(s);
+	long		 mul = 1, v;
+
+	if (n == 0 || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	switch (num[n - 1]) {
+	case 's': mul = 1; num[n - 1] = '\0'; break;
+	case 'm': mul = 60; num[n - 1] = '\0'; break;
+	case 'h': mul = 3600; num[n - 1] = '\0'; break;
+	case 'd': mul = 86400; num[n - 1] = '\0'; break;
+	default: break;
+	}
+	if (config_parse_long(num, 0, max / mul, &v) == -1)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+int
+config_env_duration(struct confdiag *d, const char *name, long def, long min,
+    long max, long *out)
+{
+	const char	*v = config_env_str(name, NULL);
+
+	*out = def;
+	if (v == NULL)
+		return 0;
+	if (config_parse_duration(v, max, out) == -1 || *out < min) {
+		*out = def;
+		confdiag_add(d, 0, "%s=\"%s\": expected a duration from %lds to "
+		    "%lds: seconds, or a number with s, m, h or d (e.g. 15m, "
+		    "24h)", name, v, min, max);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---------------------------------------------------------------- YAML tree */
 
 const char *

@@ -37,6 +37,9 @@ int	config_parse_bool(const char *, int *out);
 int	config_parse_size(const char *, unsigned long long max,
 	    unsigned long long *out);
 
+/* "15m", "30s", "2h", "7d", or plain seconds, at most max seconds. */
+int	config_parse_duration(const char *, long max, long *out);
+
 /*
  * Environment variables.  Unset or empty means the default.  A bad value
  * adds a diagnostic naming the variable and what it accepts, and leaves *out
@@ -48,6 +51,8 @@ int	config_env_bool(struct confdiag *, const char *name, int def, int *out);
 int	config_env_size(struct confdiag *, const char *name,
 	    unsigned long long def, unsigned long long max,
 	    unsigned long long *out);
+int	config_env_duration(struct confdiag *, const char *name, long def,
+	    long min, long max, long *out);
 /* Returns the value, or def when unset or empty (borrowed either way). */
 const char *config_env_str(const char *name, const char *def);
 

@@ -4,3 +4,4 @@ $(eval $(call unit_test,common_config,tests/unit/common/config.c,,))
 # common/http.c (MHD + JSON helpers) is linked into every program.
 COMMON_PKGS += libmicrohttpd jansson
 $(eval $(call unit_test,common_http,tests/unit/common/http.c,,))
+$(eval $(call unit_test,common_link,tests/unit/common/link.c,,))

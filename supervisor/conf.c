@@ -38,29 +38,6 @@ set_str(char **dst, const char *v)
 	*dst = xstrdup(v);
 }
 
-int
-conf_parse_duration(const char *s, long max, long *out)
-{
-	char		 num[32];
-	size_t		 n = strlen(s);
-	long		 mul = 1, v;
-
-	if (n == 0 || n >= sizeof(num))
-		return -1;
-	memcpy(num, s, n + 1);
-	switch (num[n - 1]) {
-	case 's': mul = 1; num[n - 1] = '\0'; break;
-	case 'm': mul = 60; num[n - 1] = '\0'; break;
-	case 'h': mul = 3600; num[n - 1] = '\0'; break;
-	case 'd': mul = 86400; num[n - 1] = '\0'; break;
-	default: break;
-	}
-	if (config_parse_long(num, 0, max / mul, &v) == -1)
-		return -1;
-	*out = v * mul;
-	return 0;
-}
-
 /* "2", "1.5", "0.25": CPUs as thousandths. */
 static int
 parse_cpus(const char *s, long *milli)
@@ -266,7 +243,7 @@ y_duration(struct confdiag *d, const struct ynode *n, long min, long max,
 
 	if ((v = scalar(d, n)) == NULL)
 		return;
-	if (conf_parse_duration(v, max, &x) == -1 || x < min)
+	if (config_parse_duration(v, max, &x) == -1 || x < min)
 		confdiag_add(d, n->line, "%s: \"%s\" is not a duration from %lds "
 		    "to %lds (write e.g. 30s, 15m, 2h, or plain seconds)", n->key,
 		    v, min, max);
@@ -627,7 +604,7 @@ conf_env(struct conf *c, struct confdiag *d)
 		confdiag_add(d, 0, "VIVARIUM_PROVISIONING=\"%s\": expected auto, "
 		    "allowlist or manual", v);
 	if ((v = config_env_str("VIVARIUM_IDLE_STOP_AFTER", NULL)) != NULL) {
-		if (conf_parse_duration(v, 365L * 86400, &x) == -1)
+		if (config_parse_duration(v, 365L * 86400, &x) == -1)
 			confdiag_add(d, 0, "VIVARIUM_IDLE_STOP_AFTER=\"%s\": "
 			    "expected a duration (30s, 15m, 2h)", v);
 		else

@@ -82,8 +82,6 @@ const struct limits *conf_limits(const struct conf *, const char *user);
 /* Listed under users: (the allowlist). */
 int	conf_user_listed(const struct conf *, const char *user);
 const char *conf_provisioning_name(enum provisioning);
-/* "15m", "30s", "2h", or plain seconds. */
-int	conf_parse_duration(const char *, long max, long *out);
 
 /* ---------------------------------------------------------------- route.c */
 

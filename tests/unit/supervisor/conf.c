@@ -219,18 +219,18 @@ test_durations(void **state)
 {
 	long	 v;
 
-	assert_int_equal(conf_parse_duration("15m", 86400, &v), 0);
+	assert_int_equal(config_parse_duration("15m", 86400, &v), 0);
 	assert_int_equal(v, 900);
-	assert_int_equal(conf_parse_duration("2h", 86400, &v), 0);
+	assert_int_equal(config_parse_duration("2h", 86400, &v), 0);
 	assert_int_equal(v, 7200);
-	assert_int_equal(conf_parse_duration("30", 86400, &v), 0);
+	assert_int_equal(config_parse_duration("30", 86400, &v), 0);
 	assert_int_equal(v, 30);
-	assert_int_equal(conf_parse_duration("0", 86400, &v), 0);
-	assert_int_equal(conf_parse_duration("", 86400, &v), -1);
-	assert_int_equal(conf_parse_duration("m", 86400, &v), -1);
-	assert_int_equal(conf_parse_duration("1.5m", 86400, &v), -1);
-	assert_int_equal(conf_parse_duration("2d", 86400, &v), -1);
-	assert_int_equal(conf_parse_duration("-1s", 86400, &v), -1);
+	assert_int_equal(config_parse_duration("0", 86400, &v), 0);
+	assert_int_equal(config_parse_duration("", 86400, &v), -1);
+	assert_int_equal(config_parse_duration("m", 86400, &v), -1);
+	assert_int_equal(config_parse_duration("1.5m", 86400, &v), -1);
+	assert_int_equal(config_parse_duration("2d", 86400, &v), -1);
+	assert_int_equal(config_parse_duration("-1s", 86400, &v), -1);
 }
 
 static void
