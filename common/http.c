@@ -150,6 +150,20 @@ http_request_new(void)
 	return req;
 }
 
+struct http_request *
+http_request_attach(void **con_cls, void *state,
+    void (*release)(void *, enum MHD_RequestTerminationCode))
+{
+	struct http_request *req;
+
+	if ((req = http_request_new()) == NULL)
+		return NULL;
+	req->state = state;
+	req->release = release;
+	*con_cls = req;
+	return req;
+}
+
 enum http_collect
 http_collect(struct MHD_Connection *conn, void **con_cls,
     const char *upload_data, size_t *upload_data_size, size_t max,
@@ -222,6 +236,8 @@ http_request_completed(void *cls, struct MHD_Connection *conn,
 
 	if (req == NULL)
 		return;
+	if (req->release != NULL)
+		req->release(req->state, why);
 	buf_release(&req->body);
 	free(req);
 	*con_cls = NULL;

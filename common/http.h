@@ -60,7 +60,19 @@ struct http_request {
 	int		 too_big;	/* over the cap: the rest is discarded */
 	unsigned long long seen;	/* body bytes received */
 	enum MHD_Result	 ret;		/* with HTTP_COLLECT_ANSWERED */
+	/* A handler's own state instead of a body (http_request_attach). */
+	void		*state;
+	void		(*release)(void *state, enum MHD_RequestTerminationCode);
 };
+
+/*
+ * Hangs a handler's own per-request state on *con_cls (which must be
+ * NULL), for handlers that stream a body instead of collecting it:
+ * http_request_completed calls release(state, why) at the end.  NULL when
+ * out of memory (state is not released then).
+ */
+struct http_request *http_request_attach(void **con_cls, void *state,
+	    void (*release)(void *, enum MHD_RequestTerminationCode));
 
 enum http_collect {
 	HTTP_COLLECT_MORE,		/* return MHD_YES and wait for more */

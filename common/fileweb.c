@@ -1,0 +1,990 @@
+/*
+ * fileweb.c: file links in the browser (fileweb.h).
+ *
+ * Every answer carries the same guard headers: nosniff, no referrer (the
+ * token is in the URL), no caching, no framing.  Files are always sent as
+ * attachments under a CSP sandbox, so an HTML or SVG file a model wrote is
+ * downloaded, never rendered in our origin; the only inline files are the
+ * workspace page's image previews, and only for raster image types.  Pages
+ * run one inline script, allowed by a per-response nonce.
+ */
+#include <sys/random.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "fileweb.h"
+#include "http.h"
+#include "log.h"
+#include "banned.h"
+
+#define PAGE_MAX	(4u << 20)
+#define LIST_SHOWN	2000
+#define PP_BUFFER	(64 * 1024)
+
+enum route_kind {
+	RK_NONE,
+	RK_DOWNLOAD,		/* /f/<token>[/<name>] */
+	RK_UPLOAD,		/* /up/<token> */
+	RK_WORKSPACE,		/* /ws/<token> */
+	RK_WS_FILE,		/* /ws/<token>/file/<path> */
+	RK_WS_VIEW,		/* /ws/<token>/view/<path> */
+};
+
+struct route {
+	enum route_kind	 kind;
+	const char	*token;
+	size_t		 toklen;
+	const char	*path;		/* RK_WS_FILE, RK_WS_VIEW */
+};
+
+static int
+route_parse(const char *url, struct route *r)
+{
+	const char	*p, *slash;
+
+	memset(r, 0, sizeof(*r));
+	if (strncmp(url, "/f/", 3) == 0) {
+		r->kind = RK_DOWNLOAD;
+		p = url + 3;
+	} else if (strncmp(url, "/up/", 4) == 0) {
+		r->kind = RK_UPLOAD;
+		p = url + 4;
+	} else if (strncmp(url, "/ws/", 4) == 0) {
+		r->kind = RK_WORKSPACE;
+		p = url + 4;
+	} else
+		return -1;
+	r->token = p;
+	slash = strchr(p, '/');
+	r->toklen = slash ? (size_t)(slash - p) : strlen(p);
+	if (slash == NULL || slash[1] == '\0')
+		return 0;
+	switch (r->kind) {
+	case RK_DOWNLOAD:
+		return 0;		/* the name after the token is cosmetic */
+	case RK_WORKSPACE:
+		if (strncmp(slash, "/file/", 6) == 0) {
+			r->kind = RK_WS_FILE;
+			r->path = slash + 6;
+			return 0;
+		}
+		if (strncmp(slash, "/view/", 6) == 0) {
+			r->kind = RK_WS_VIEW;
+			r->path = slash + 6;
+			return 0;
+		}
+		return -1;
+	default:
+		return -1;
+	}
+}
+
+int
+fileweb_match(const char *url)
+{
+	return strncmp(url, "/f/", 3) == 0 || strncmp(url, "/up/", 4) == 0 ||
+	    strncmp(url, "/ws/", 4) == 0;
+}
+
+/* ------------------------------------------------------------ names */
+
+static const struct {
+	const char	*ext;
+	const char	*type;
+} types[] = {
+	{ "csv", "text/csv" },
+	{ "tsv", "text/tab-separated-values" },
+	{ "txt", "text/plain" },
+	{ "log", "text/plain" },
+	{ "md", "text/markdown" },
+	{ "json", "application/json" },
+	{ "xml", "application/xml" },
+	{ "html", "text/html" },
+	{ "htm", "text/html" },
+	{ "py", "text/x-python" },
+	{ "ipynb", "application/x-ipynb+json" },
+	{ "pdf", "application/pdf" },
+	{ "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" },
+	{ "xls", "application/vnd.ms-excel" },
+	{ "docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document" },
+	{ "pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation" },
+	{ "ods", "application/vnd.oasis.opendocument.spreadsheet" },
+	{ "odt", "application/vnd.oasis.opendocument.text" },
+	{ "parquet", "application/vnd.apache.parquet" },
+	{ "zip", "application/zip" },
+	{ "gz", "application/gzip" },
+	{ "tar", "application/x-tar" },
+	{ "png", "image/png" },
+	{ "jpg", "image/jpeg" },
+	{ "jpeg", "image/jpeg" },
+	{ "gif", "image/gif" },
+	{ "webp", "image/webp" },
+	{ "svg", "image/svg+xml" },
+	{ "mp3", "audio/mpeg" },
+	{ "wav", "audio/wav" },
+	{ "mp4", "video/mp4" },
+};
+
+static const char *
+ext_of(const char *name)
+{
+	const char *slash = strrchr(name, '/'), *dot = strrchr(name, '.');
+
+	if (dot == NULL || (slash != NULL && dot < slash) || dot == name)
+		return "";
+	return dot + 1;
+}
+
+const char *
+fw_content_type(const char *name)
+{
+	const char	*ext = ext_of(name);
+	size_t		 i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcasecmp(ext, types[i].ext) == 0)
+			return types[i].type;
+	return "application/octet-stream";
+}
+
+int
+fw_previewable(const char *name)
+{
+	const char *t = fw_content_type(name);
+
+	/* Raster formats only: SVG can carry script. */
+	return strcmp(t, "image/png") == 0 || strcmp(t, "image/jpeg") == 0 ||
+	    strcmp(t, "image/gif") == 0 || strcmp(t, "image/webp") == 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 when invalid. */
+static size_t
+utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned int	 c = p[0], need, i, cp, min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 1; cp = c & 0x1f; min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 2; cp = c & 0x0f; min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 3; cp = c & 0x07; min = 0x10000;
+	} else
+		return 0;
+	if (n <= need)
+		return 0;
+	for (i = 1; i <= need; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return need + 1;
+}
+
+#define NAME_KEEP	200
+
+void
+fw_clean_name(const char *in, char *out, size_t outlen)
+{
+	char		 tmp[1024];
+	const char	*p, *base = in, *ext;
+	size_t		 n = 0, k, len, extlen, cut;
+
+	for (p = in; *p != '\0'; p++)
+		if (*p == '/' || *p == '\\')
+			base = p + 1;
+	len = strlen(base);
+	for (p = base; (size_t)(p - base) < len && n + 4 < sizeof(tmp);) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c < 0x20 || c == 0x7f) {
+			p++;
+			continue;
+		}
+		k = utf8_len((const unsigned char *)p, len - (size_t)(p - base));
+		if (k == 0) {
+			tmp[n++] = '_';
+			p++;
+			continue;
+		}
+		memcpy(tmp + n, p, k);
+		n += k;
+		p += k;
+	}
+	tmp[n] = '\0';
+	/* No hidden files (".vivarium" above all), no "..", no blank ends. */
+	p = tmp;
+	while (*p == '.' || *p == ' ')
+		p++;
+	len = strlen(p);
+	while (len > 0 && (p[len - 1] == '.' || p[len - 1] == ' '))
+		len--;
+	if (len > NAME_KEEP) {
+		/* Keep the extension; cut the stem on a character boundary. */
+		ext = strrchr(p, '.');
+		extlen = ext != NULL && (size_t)(p + len - ext) <= 16 ?
+		    (size_t)(p + len - ext) : 0;
+		cut = NAME_KEEP - extlen;
+		while (cut > 0 && ((unsigned char)p[cut] & 0xc0) == 0x80)
+			cut--;
+		memmove(tmp, p, cut);
+		memmove(tmp + cut, p + len - extlen, extlen);
+		len = cut + extlen;
+		p = tmp;
+	}
+	if (len == 0) {
+		snprintf(out, outlen, "upload");
+		return;
+	}
+	if (len >= outlen)
+		len = outlen - 1;
+	while (len > 0 && ((unsigned char)p[len] & 0xc0) == 0x80 &&
+	    len < strlen(p))
+		len--;
+	memmove(out, p, len);
+	out[len] = '\0';
+}
+
+/* ------------------------------------------------------------ pages */
+
+static int
+html_escape(struct buf *b, const char *s)
+{
+	const char	*p;
+	int		 r = 0;
+
+	for (p = s; *p != '\0' && r == 0; p++) {
+		switch (*p) {
+		case '&': r = buf_appends(b, "&amp;"); break;
+		case '<': r = buf_appends(b, "&lt;"); break;
+		case '>': r = buf_appends(b, "&gt;"); break;
+		case '"': r = buf_appends(b, "&quot;"); break;
+		case '\'': r = buf_appends(b, "&#39;"); break;
+		default: r = buf_append(b, p, 1); break;
+		}
+	}
+	return r;
+}
+
+static void
+nonce_make(char out[25])
+{
+	unsigned char	 r[16];
+	struct buf	 b = BUF_INIT(64);
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		memset(r, 0, sizeof(r));	/* no script runs, that is all */
+	b64url_encode(r, sizeof(r), &b);
+	snprintf(out, 25, "%s", buf_str(&b));
+	buf_release(&b);
+}
+
+static void
+guard_headers(struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(resp, "Cache-Control", "private, no-store");
+	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+}
+
+static void
+time_utc(time_t t, char *out, size_t len)
+{
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL || strftime(out, len,
+	    "%Y-%m-%d %H:%M UTC", &tm) == 0)
+		snprintf(out, len, "%lld", (long long)t);
+}
+
+static const char page_style[] =
+    "body{font:16px/1.45 system-ui,sans-serif;max-width:60em;margin:2em auto;"
+    "padding:0 1em;color:#1d1d1f}h1{font-size:1.4em}"
+    "table{border-collapse:collapse;width:100%}"
+    "td,th{padding:.35em .6em;border-bottom:1px solid #ddd;text-align:left;"
+    "vertical-align:middle}td.n{text-align:right;white-space:nowrap}"
+    "img.p{max-width:160px;max-height:90px;display:block}"
+    ".drop{border:2px dashed #999;border-radius:8px;padding:1.5em;"
+    "text-align:center;margin:1em 0}.drop.over{background:#eef}"
+    "progress{width:100%;display:none}.err{color:#a00}.ok{color:#060}"
+    "a.b{display:inline-block;padding:.2em .7em;border:1px solid #888;"
+    "border-radius:4px;text-decoration:none}";
+
+/*
+ * The upload script: a progress bar, drop onto the page, and the answer
+ * shown in place.  Without it the form still works: a plain POST, and the
+ * answer is a page of its own.
+ */
+static const char upload_script[] =
+    "(function(){var f=document.getElementById('up');if(!f)return;"
+    "var i=f.querySelector('input[type=file]'),p=document.getElementById('pr'),"
+    "o=document.getElementById('out'),d=document.getElementById('drop');"
+    "function send(){if(!i.files.length)return;var x=new XMLHttpRequest();"
+    "x.open('POST',f.getAttribute('action'));"
+    "x.setRequestHeader('Accept','application/json');"
+    "p.style.display='block';p.value=0;"
+    "x.upload.onprogress=function(e){if(e.lengthComputable)p.value=e.loaded/e.total;};"
+    "x.onload=function(){p.style.display='none';var r;try{r=JSON.parse(x.responseText);}"
+    "catch(e){r={error:'the server answered '+x.status};}show(r);};"
+    "x.onerror=function(){p.style.display='none';show({error:'the upload did not "
+    "reach the server (connection lost)'});};"
+    "x.send(new FormData(f));}"
+    "function show(r){var u=document.createElement('ul');"
+    "(r.files||[]).forEach(function(e){var l=document.createElement('li');"
+    "l.className='ok';l.textContent=e.name+' \\u2192 '+e.path+' ('+e.size+' bytes)'"
+    "+(e.renamed?' (a file of that name existed, so this one got a new name)':'');"
+    "u.appendChild(l);});if(r.error){var l=document.createElement('li');"
+    "l.className='err';l.textContent=r.error;u.appendChild(l);}"
+    "o.appendChild(u);i.value='';}"
+    "f.addEventListener('submit',function(e){e.preventDefault();send();});"
+    "d.addEventListener('dragover',function(e){e.preventDefault();d.className='drop over';});"
+    "d.addEventListener('dragleave',function(){d.className='drop';});"
+    "d.addEventListener('drop',function(e){e.preventDefault();d.className='drop';"
+    "i.files=e.dataTransfer.files;send();});"
+    "i.addEventListener('change',function(){send();});})();";
+
+static void
+page_begin(struct buf *b, const char *title, const char *nonce)
+{
+	buf_appends(b, "<!doctype html>\n<html lang=\"en\"><head>"
+	    "<meta charset=\"utf-8\"><meta name=\"viewport\" "
+	    "content=\"width=device-width,initial-scale=1\"><title>");
+	html_escape(b, title);
+	buf_appendf(b, "</title><style nonce=\"%s\">%s</style></head><body>"
+	    "<h1>", nonce, page_style);
+	html_escape(b, title);
+	buf_appends(b, "</h1>\n");
+}
+
+static enum MHD_Result
+page_send(struct MHD_Connection *conn, unsigned int status, struct buf *b,
+    const char *nonce)
+{
+	struct MHD_Response	*resp;
+	char			 csp[512], *s;
+	size_t			 len;
+
+	buf_appends(b, "</body></html>\n");
+	if ((s = buf_detach(b, &len)) == NULL)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(s);
+		return MHD_NO;
+	}
+	snprintf(csp, sizeof(csp), "default-src 'none'; img-src 'self'; "
+	    "style-src 'nonce-%s'; script-src 'nonce-%s'; connect-src 'self'; "
+	    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+	    nonce, nonce);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "text/html; charset=utf-8");
+	MHD_add_response_header(resp, "Content-Security-Policy", csp);
+	guard_headers(resp);
+	return http_queue(conn, status, resp);
+}
+
+/* A page with one message: refusals, errors, missing files. */
+static enum MHD_Result
+page_message(struct MHD_Connection *conn, unsigned int status,
+    const char *title, const char *msg)
+{
+	struct buf	 b = BUF_INIT(PAGE_MAX);
+	char		 nonce[25];
+
+	nonce_make(nonce);
+	page_begin(&b, title, nonce);
+	buf_appends(&b, "<p>");
+	html_escape(&b, msg);
+	buf_appends(&b, "</p>\n");
+	return page_send(conn, status, &b, nonce);
+}
+
+static enum MHD_Result
+refuse_link(struct MHD_Connection *conn, enum link_check c,
+    const struct link *l)
+{
+	char	 when[64], msg[512];
+
+	switch (c) {
+	case LINK_EXPIRED:
+		time_utc(l->expires, when, sizeof(when));
+		snprintf(msg, sizeof(msg), "This link expired on %s. Links "
+		    "last a limited time; ask the assistant for a new one.",
+		    when);
+		return page_message(conn, 403, "Link expired", msg);
+	case LINK_TOO_LONG:
+		return page_message(conn, 403, "Link not valid", "This link is "
+		    "not valid: it claims to last longer than this server "
+		    "allows any link to. Ask the assistant for a new one.");
+	case LINK_MALFORMED:
+		return page_message(conn, 403, "Link not valid", "This link is "
+		    "not valid: it is incomplete or damaged. Check that the "
+		    "whole link was copied, or ask the assistant for a new one.");
+	default:
+		return page_message(conn, 403, "Link not valid", "This link is "
+		    "not valid: this server did not make it, or its link key "
+		    "has been replaced since (which cancels every earlier "
+		    "link). Ask the assistant for a new one.");
+	}
+}
+
+static enum MHD_Result
+refuse_purpose(struct MHD_Connection *conn, const struct link *l,
+    enum route_kind want)
+{
+	char	 msg[512];
+
+	snprintf(msg, sizeof(msg), "This is a %s link, not %s link, so it "
+	    "cannot be used here. Use the link as it was given.",
+	    link_purpose_name(l->purpose),
+	    want == RK_DOWNLOAD ? "a download" : want == RK_UPLOAD ?
+	    "an upload" : "a workspace");
+	return page_message(conn, 403, "Wrong kind of link", msg);
+}
+
+static enum MHD_Result
+error_page(struct MHD_Connection *conn, const struct fw_error *e)
+{
+	unsigned int st = e->status >= 400 && e->status <= 599 ? e->status : 500;
+
+	return page_message(conn, st, st == 404 ? "File not found" :
+	    st == 413 ? "Too large" : st == 507 ? "Workspace full" :
+	    st == 503 || st == 502 ? "Sandbox not available" :
+	    "Something went wrong", e->msg[0] ? e->msg : "unknown error");
+}
+
+/* ------------------------------------------------------------ files */
+
+struct reader_state {
+	struct fw_reader	 r;
+};
+
+static ssize_t
+reader_cb(void *cls, uint64_t pos, char *dst, size_t max)
+{
+	struct reader_state	*s = cls;
+	ssize_t			 n;
+
+	n = s->r.read(s->r.cookie, dst, max);
+	if (n == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return n;
+}
+
+static void
+reader_free(void *cls)
+{
+	struct reader_state *s = cls;
+
+	if (s->r.close != NULL)
+		s->r.close(s->r.cookie);
+	free(s);
+}
+
+/* RFC 6266: an ASCII fallback, and the real name in filename*. */
+static void
+disposition(const char *kind, const char *path, struct buf *b)
+{
+	const char	*base = strrchr(path, '/');
+	const char	*p;
+
+	base = base ? base + 1 : path;
+	buf_appendf(b, "%s; filename=\"", kind);
+	for (p = base; *p != '\0'; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '%')
+			buf_append(b, "_", 1);
+		else
+			buf_append(b, p, 1);
+	}
+	buf_appends(b, "\"; filename*=UTF-8''");
+	url_escape(base, 0, b);
+}
+
+static enum MHD_Result
+send_file(const struct fileweb *fw, struct MHD_Connection *conn,
+    const char *user, const char *path, int inline_ok)
+{
+	struct fw_reader	 r;
+	struct fw_error		 e;
+	struct reader_state	*s;
+	struct MHD_Response	*resp;
+	struct buf		 cd = BUF_INIT(4096);
+	enum MHD_Result		 ret;
+
+	if (inline_ok && !fw_previewable(path)) {
+		snprintf(e.msg, sizeof(e.msg), "Only PNG, JPEG, GIF and WebP "
+		    "images are shown here; download the file instead.");
+		e.status = 403;
+		return error_page(conn, &e);
+	}
+	memset(&r, 0, sizeof(r));
+	r.fd = -1;
+	memset(&e, 0, sizeof(e));
+	if (fw->be->open(fw->be->arg, user, path, &r, &e) == -1)
+		return error_page(conn, &e);
+	if (r.fd >= 0)
+		resp = MHD_create_response_from_fd64(r.size, r.fd);
+	else {
+		if ((s = calloc(1, sizeof(*s))) == NULL) {
+			if (r.close != NULL)
+				r.close(r.cookie);
+			return MHD_NO;
+		}
+		s->r = r;
+		resp = MHD_create_response_from_callback(r.size, 64 * 1024,
+		    reader_cb, s, reader_free);
+		if (resp == NULL)
+			reader_free(s);
+	}
+	if (resp == NULL) {
+		if (r.fd >= 0)
+			close(r.fd);
+		return MHD_NO;
+	}
+	disposition(inline_ok ? "inline" : "attachment", path, &cd);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    fw_content_type(path));
+	MHD_add_response_header(resp, "Content-Disposition", buf_str(&cd));
+	MHD_add_response_header(resp, "Content-Security-Policy",
+	    "default-src 'none'; sandbox");
+	guard_headers(resp);
+	buf_release(&cd);
+	log_info("file link: %s of %s for user %s (%llu bytes)",
+	    inline_ok ? "preview" : "download", path, user,
+	    (unsigned long long)r.size);
+	ret = http_queue(conn, 200, resp);
+	return ret;
+}
+
+/* ------------------------------------------------------------ pages */
+
+static void
+human(unsigned long long n, char *out, size_t len)
+{
+	if (n < 1024)
+		snprintf(out, len, "%llu B", n);
+	else if (n < 1024ULL * 1024)
+		snprintf(out, len, "%.1f KB", (double)n / 1024);
+	else if (n < 1024ULL * 1024 * 1024)
+		snprintf(out, len, "%.1f MB", (double)n / (1024.0 * 1024));
+	else
+		snprintf(out, len, "%.1f GB", (double)n / (1024.0 * 1024 * 1024));
+}
+
+static void
+upload_form(const struct fileweb *fw, struct buf *b, const char *action)
+{
+	char	 cap[32];
+
+	human(fw->upload_max, cap, sizeof(cap));
+	buf_appends(b, "<form id=\"up\" method=\"post\" enctype=\"multipart/"
+	    "form-data\" action=\"");
+	html_escape(b, action);
+	buf_appends(b, "\"><div class=\"drop\" id=\"drop\"><p>Drop files here, "
+	    "or choose them:</p><input type=\"file\" name=\"file\" multiple> "
+	    "<button type=\"submit\">Upload</button>");
+	buf_appendf(b, "<p><small>Up to %s per upload. Files go to the top of "
+	    "the workspace; a file of the same name is kept, and the new one "
+	    "gets a new name.</small></p></div>"
+	    "<progress id=\"pr\" max=\"1\" value=\"0\"></progress>"
+	    "<div id=\"out\"></div></form>\n", cap);
+}
+
+static enum MHD_Result
+upload_page(const struct fileweb *fw, struct MHD_Connection *conn,
+    const struct link *l, const char *url)
+{
+	struct buf	 b = BUF_INIT(PAGE_MAX);
+	char		 nonce[25], when[64];
+
+	nonce_make(nonce);
+	time_utc(l->expires, when, sizeof(when));
+	page_begin(&b, "Upload files to your workspace", nonce);
+	buf_appends(&b, "<p>Files you upload here are in the workspace of the "
+	    "assistant's Python sandbox at once: tell it their names, or just "
+	    "ask it to look.</p>\n");
+	upload_form(fw, &b, url);
+	buf_appendf(&b, "<p><small>This link works until %s.</small></p>"
+	    "<script nonce=\"%s\">%s</script>\n", when, nonce, upload_script);
+	return page_send(conn, 200, &b, nonce);
+}
+
+static enum MHD_Result
+workspace_page(const struct fileweb *fw, struct MHD_Connection *conn,
+    const struct link *l, const struct route *rt)
+{
+	struct buf	 b = BUF_INIT(PAGE_MAX), base = BUF_INIT(1024),
+			 href = BUF_INIT(LINK_PATH_MAX * 3 + 1024);
+	struct fw_error	 e;
+	json_t		*list, *files, *f;
+	size_t		 i;
+	char		 nonce[25], when[64], size[32];
+	const char	*path;
+	json_int_t	 mtime;
+
+	memset(&e, 0, sizeof(e));
+	if ((list = fw->be->list(fw->be->arg, l->user, &e)) == NULL)
+		return error_page(conn, &e);
+	files = json_object_get(list, "files");
+	nonce_make(nonce);
+	buf_appends(&base, "/ws/");
+	buf_append(&base, rt->token, rt->toklen);
+	page_begin(&b, "Your workspace", nonce);
+	if (!json_is_array(files) || json_array_size(files) == 0)
+		buf_appends(&b, "<p>The workspace is empty.</p>\n");
+	else {
+		buf_appends(&b, "<table><tr><th></th><th>File</th><th>Size</th>"
+		    "<th>Changed</th><th></th></tr>\n");
+		json_array_foreach(files, i, f) {
+			if (i >= LIST_SHOWN)
+				break;
+			path = json_string_value(json_object_get(f, "path"));
+			if (path == NULL)
+				continue;
+			mtime = json_integer_value(json_object_get(f, "mtime"));
+			human((unsigned long long)json_integer_value(
+			    json_object_get(f, "size")), size, sizeof(size));
+			time_utc((time_t)mtime, when, sizeof(when));
+			buf_reset(&href);
+			buf_append(&href, base.data, base.len);
+			buf_appends(&href, "/file/");
+			url_escape(path, 1, &href);
+			buf_appends(&b, "<tr><td>");
+			if (fw_previewable(path)) {
+				buf_appendf(&b, "<img class=\"p\" loading=\"lazy\" "
+				    "alt=\"\" src=\"%.*s/view/", (int)base.len,
+				    base.data);
+				url_escape(path, 1, &b);
+				buf_appends(&b, "\">");
+			}
+			buf_appends(&b, "</td><td>");
+			html_escape(&b, path);
+			buf_appendf(&b, "</td><td class=\"n\">%s</td><td class=\"n\">"
+			    "%s</td><td><a class=\"b\" download href=\"%s\">"
+			    "Download</a></td></tr>\n", size, when,
+			    buf_str(&href));
+		}
+		buf_appends(&b, "</table>\n");
+		if (json_array_size(files) > LIST_SHOWN ||
+		    json_is_true(json_object_get(list, "truncated")))
+			buf_appendf(&b, "<p>Only the first %zu files are shown.</p>",
+			    json_array_size(files) < LIST_SHOWN ?
+			    json_array_size(files) : (size_t)LIST_SHOWN);
+	}
+	buf_appends(&b, "<h2>Add files</h2>\n");
+	upload_form(fw, &b, buf_str(&base));
+	time_utc(l->expires, when, sizeof(when));
+	buf_appendf(&b, "<p><small>Nothing can be deleted from this page. This "
+	    "link works until %s.</small></p><script nonce=\"%s\">%s</script>\n",
+	    when, nonce, upload_script);
+	json_decref(list);
+	buf_release(&base);
+	buf_release(&href);
+	return page_send(conn, 200, &b, nonce);
+}
+
+/* ------------------------------------------------------------ uploads */
+
+struct upload {
+	const struct fileweb	*fw;
+	struct link		 link;
+	struct MHD_PostProcessor *pp;
+	void			*cur;		/* the file being received */
+	char			 cur_name[256];
+	json_t			*done;		/* [{name, path, size, renamed}] */
+	struct fw_error		 err;
+	int			 failed;
+	int			 want_json;
+};
+
+static void
+upload_end_current(struct upload *u)
+{
+	json_t *r;
+
+	if (u->cur == NULL)
+		return;
+	r = u->fw->be->put_end(u->cur, &u->err);
+	u->cur = NULL;
+	if (r == NULL) {
+		u->failed = 1;
+		return;
+	}
+	log_info("file link: upload of %s for user %s", json_string_value(
+	    json_object_get(r, "path")), u->link.user);
+	json_array_append_new(u->done, r);
+}
+
+static void
+upload_abort_current(struct upload *u)
+{
+	if (u->cur != NULL)
+		u->fw->be->put_abort(u->cur);
+	u->cur = NULL;
+}
+
+static enum MHD_Result
+upload_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *filename, const char *content_type,
+    const char *transfer_encoding, const char *data, uint64_t off,
+    size_t size)
+{
+	struct upload	*u = cls;
+
+	if (u->failed)
+		return MHD_NO;
+	if (key == NULL || strcmp(key, "file") != 0 || filename == NULL)
+		return MHD_YES;		/* other fields are ignored */
+	if (off == 0) {
+		/* A new file: the one before it arrived whole. */
+		upload_end_current(u);
+		if (u->failed)
+			return MHD_NO;
+		fw_clean_name(filename, u->cur_name, sizeof(u->cur_name));
+		u->cur = u->fw->be->put_begin(u->fw->be->arg, u->link.user,
+		    u->cur_name, &u->err);
+		if (u->cur == NULL) {
+			u->failed = 1;
+			return MHD_NO;
+		}
+	}
+	if (size > 0 && u->cur != NULL &&
+	    u->fw->be->put_write(u->cur, data, size, &u->err) == -1) {
+		upload_abort_current(u);
+		u->failed = 1;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static void
+upload_release(void *state, enum MHD_RequestTerminationCode why)
+{
+	struct upload *u = state;
+
+	if (u->pp != NULL)
+		MHD_destroy_post_processor(u->pp);
+	if (u->cur != NULL) {
+		log_warnx("file link: an upload for user %s broke off; %s was "
+		    "not saved", u->link.user, u->cur_name);
+		upload_abort_current(u);
+	}
+	json_decref(u->done);
+	free(u);
+}
+
+static enum MHD_Result
+upload_answer(struct MHD_Connection *conn, struct upload *u)
+{
+	struct buf	 b = BUF_INIT(PAGE_MAX);
+	char		 nonce[25], size[32];
+	json_t		*f, *j;
+	size_t		 i;
+	unsigned int	 status = u->failed ? (u->err.status ? u->err.status :
+			    500) : 200;
+
+	if (u->want_json) {
+		enum MHD_Result ret;
+
+		j = json_pack("{s:O}", "files", u->done);
+		if (j != NULL && u->failed)
+			json_object_set_new(j, "error", json_string(u->err.msg));
+		ret = j ? http_reply_json(conn, status, j) : MHD_NO;
+		json_decref(j);
+		return ret;
+	}
+	nonce_make(nonce);
+	page_begin(&b, u->failed ? "Upload failed" : "Upload complete", nonce);
+	if (json_array_size(u->done) > 0) {
+		buf_appends(&b, "<p>These files are now in the workspace:</p><ul>");
+		json_array_foreach(u->done, i, f) {
+			human((unsigned long long)json_integer_value(
+			    json_object_get(f, "size")), size, sizeof(size));
+			buf_appends(&b, "<li>");
+			html_escape(&b, json_string_value(json_object_get(f,
+			    "name")));
+			buf_appends(&b, " &rarr; <code>");
+			html_escape(&b, json_string_value(json_object_get(f,
+			    "path")));
+			buf_appendf(&b, "</code> (%s)%s</li>", size,
+			    json_is_true(json_object_get(f, "renamed")) ?
+			    " &mdash; a file of that name was already there, so "
+			    "this one got a new name" : "");
+		}
+		buf_appends(&b, "</ul>\n");
+	} else if (!u->failed)
+		buf_appends(&b, "<p>No file arrived: choose one or more files "
+		    "and send the form again.</p>\n");
+	if (u->failed) {
+		buf_appends(&b, "<p class=\"err\">");
+		html_escape(&b, u->err.msg);
+		buf_appends(&b, "</p>\n");
+	}
+	buf_appends(&b, "<p>Go back to upload more.</p>\n");
+	return page_send(conn, status, &b, nonce);
+}
+
+static enum MHD_Result
+upload_start(const struct fileweb *fw, struct MHD_Connection *conn,
+    const struct link *l, void **con_cls)
+{
+	struct upload		*u;
+	struct http_request	*req;
+	const char		*ct, *cl, *acc;
+	char			*end, msg[256], cap[32];
+	unsigned long long	 len;
+
+	ct = http_header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (ct == NULL || strncasecmp(ct, "multipart/form-data", 19) != 0)
+		return page_message(conn, 415, "Not an upload", "Uploads are "
+		    "sent as a form (multipart/form-data) with the files in "
+		    "the field \"file\", e.g. curl -F file=@data.csv URL.");
+	cl = http_header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	errno = 0;
+	len = cl ? strtoull(cl, &end, 10) : 0;
+	if (cl == NULL || errno != 0 || *end != '\0' || *cl == '-')
+		return page_message(conn, 411, "Length required", "The upload "
+		    "must say how large it is (Content-Length); browsers and "
+		    "curl -F do.");
+	if (len > fw->upload_max) {
+		human(fw->upload_max, cap, sizeof(cap));
+		snprintf(msg, sizeof(msg), "This upload is %llu bytes; the "
+		    "limit is %s per upload. Nothing was saved.", len, cap);
+		return page_message(conn, 413, "Too large", msg);
+	}
+	if ((u = calloc(1, sizeof(*u))) == NULL ||
+	    (u->done = json_array()) == NULL)
+		goto oom;
+	u->fw = fw;
+	u->link = *l;
+	acc = http_header(conn, MHD_HTTP_HEADER_ACCEPT);
+	u->want_json = acc != NULL && strstr(acc, "application/json") != NULL;
+	if ((u->pp = MHD_create_post_processor(conn, PP_BUFFER, upload_iter,
+	    u)) == NULL) {
+		json_decref(u->done);
+		free(u);
+		return page_message(conn, 400, "Not an upload", "The form could "
+		    "not be read (a multipart/form-data body needs a "
+		    "boundary).");
+	}
+	if ((req = http_request_attach(con_cls, u, upload_release)) == NULL) {
+		upload_release(u, MHD_REQUEST_TERMINATED_WITH_ERROR);
+		return MHD_NO;
+	}
+	return MHD_YES;
+oom:
+	if (u != NULL)
+		json_decref(u->done);
+	free(u);
+	return MHD_NO;
+}
+
+static enum MHD_Result
+upload_more(struct MHD_Connection *conn, struct upload *u,
+    const char *data, size_t *size)
+{
+	int complete;
+
+	if (*size > 0) {
+		if (!u->failed && MHD_post_process(u->pp, data, *size) == MHD_NO
+		    && !u->failed) {
+			u->failed = 1;
+			u->err.status = 400;
+			snprintf(u->err.msg, sizeof(u->err.msg), "The form "
+			    "could not be read: it is not valid "
+			    "multipart/form-data.");
+		}
+		*size = 0;
+		return MHD_YES;
+	}
+	/* The whole body is in: the form must have ended properly. */
+	complete = MHD_destroy_post_processor(u->pp) == MHD_YES;
+	u->pp = NULL;
+	if (complete && !u->failed)
+		upload_end_current(u);
+	else {
+		upload_abort_current(u);
+		if (!u->failed) {
+			u->failed = 1;
+			u->err.status = 400;
+			snprintf(u->err.msg, sizeof(u->err.msg), "The upload "
+			    "ended before its last file was complete; that file "
+			    "was not saved.");
+		}
+	}
+	return upload_answer(conn, u);
+}
+
+/* ------------------------------------------------------------ access */
+
+enum MHD_Result
+fileweb_access(const struct fileweb *fw, struct MHD_Connection *conn,
+    const char *url, const char *method, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	struct http_request	*req = *con_cls;
+	struct route		 rt;
+	struct link		 l;
+	enum link_check		 c;
+	enum route_kind		 want;
+	int			 get;
+
+	if (req != NULL)
+		return upload_more(conn, req->state, upload_data,
+		    upload_data_size);
+	if (route_parse(url, &rt) == -1)
+		return page_message(conn, 404, "Not found", "There is nothing "
+		    "at this address.");
+	get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	if (!get && strcmp(method, "POST") != 0)
+		return page_message(conn, 405, "Method not allowed", "Links "
+		    "are opened (GET) or, for uploads, sent a form (POST).");
+	c = link_verify(fw->keys, rt.token, rt.toklen, time(NULL),
+	    fw->max_lifetime, &l);
+	if (c != LINK_OK)
+		return refuse_link(conn, c, &l);
+	want = rt.kind == RK_DOWNLOAD ? RK_DOWNLOAD : rt.kind == RK_UPLOAD ?
+	    RK_UPLOAD : RK_WORKSPACE;
+	if ((want == RK_DOWNLOAD && l.purpose != LINK_DOWNLOAD) ||
+	    (want == RK_UPLOAD && l.purpose != LINK_UPLOAD) ||
+	    (want == RK_WORKSPACE && l.purpose != LINK_WORKSPACE))
+		return refuse_purpose(conn, &l, want);
+	switch (rt.kind) {
+	case RK_DOWNLOAD:
+		if (!get)
+			break;
+		return send_file(fw, conn, l.user, l.path, 0);
+	case RK_WS_FILE:
+	case RK_WS_VIEW:
+		if (!get)
+			break;
+		return send_file(fw, conn, l.user, rt.path,
+		    rt.kind == RK_WS_VIEW);
+	case RK_UPLOAD:
+	case RK_WORKSPACE:
+		if (get)
+			return rt.kind == RK_UPLOAD ? upload_page(fw, conn, &l,
+			    url) : workspace_page(fw, conn, &l, &rt);
+		return upload_start(fw, conn, &l, con_cls);
+	case RK_NONE:
+		break;
+	}
+	return page_message(conn, 405, "Method not allowed", "This link is "
+	    "only opened (GET); uploads go to an upload link.");
+}

@@ -1,0 +1,95 @@
+/*
+ * fileweb.h: the web side of file links -- what a person's browser sees.
+ *
+ * One implementation serves the links (link.h) wherever they are served:
+ * by the supervisor for per-user sandboxes and by the standalone agent on
+ * its own port.  It checks the link, renders the pages (upload, workspace,
+ * refusals), sets every security header, parses multipart uploads as they
+ * stream in, and leaves the files themselves to a backend: the agent's own
+ * workspace code, or a relay to the agent's unix socket.  The backend
+ * never decides a header or writes a byte of HTML, so an agent the sandbox
+ * has replaced cannot make our origin run a script.
+ *
+ *	GET  /f/<token>/<name>		a download link: one file, attachment
+ *	GET  /up/<token>		an upload page; POST: multipart, field "file"
+ *	GET  /ws/<token>		the workspace page; POST: as /up/
+ *	GET  /ws/<token>/file/<path>	a file from it, attachment
+ *	GET  /ws/<token>/view/<path>	an image from it, inline (PNG, JPEG, GIF, WebP)
+ */
+#ifndef VIVARIUM_FILEWEB_H
+#define VIVARIUM_FILEWEB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "link.h"
+
+/* What went wrong, for the page: an HTTP status and a sentence. */
+struct fw_error {
+	unsigned int	 status;
+	char		 msg[512];
+};
+
+/* A file being read: a local descriptor (MHD sends it), or a reader. */
+struct fw_reader {
+	int		 fd;		/* >= 0: owned, closed by the response */
+	uint64_t	 size;
+	void		*cookie;
+	ssize_t		(*read)(void *cookie, char *dst, size_t max);
+	void		(*close)(void *cookie);
+};
+
+struct fw_backend {
+	/* The workspace file at path (checked as read_text_file checks it). */
+	int	(*open)(void *arg, const char *user, const char *path,
+		    struct fw_reader *, struct fw_error *);
+	/* New {"files": [{"path", "size", "mtime"}...], "truncated": bool}. */
+	json_t	*(*list)(void *arg, const char *user, struct fw_error *);
+	/*
+	 * One uploaded file, name already cleaned (fw_clean_name).  begin
+	 * returns a handle (NULL with the error); end puts the file in place
+	 * and returns new {"name", "path", "size", "renamed"}, or NULL; the
+	 * handle is gone after end or abort.  Nothing is in the workspace
+	 * until end succeeds.
+	 */
+	void	*(*put_begin)(void *arg, const char *user, const char *name,
+		    struct fw_error *);
+	int	(*put_write)(void *h, const char *data, size_t len,
+		    struct fw_error *);
+	json_t	*(*put_end)(void *h, struct fw_error *);
+	void	(*put_abort)(void *h);
+	void	*arg;
+};
+
+struct fileweb {
+	const struct link_keys	*keys;
+	const struct fw_backend	*be;
+	long			 max_lifetime;	/* seconds; longer links refused */
+	unsigned long long	 upload_max;	/* bytes per upload request */
+};
+
+/* 1 when url is one of the routes above (then fileweb_access answers). */
+int	fileweb_match(const char *url);
+/* An MHD access handler for those routes; owns *con_cls through http.h. */
+enum MHD_Result fileweb_access(const struct fileweb *,
+	    struct MHD_Connection *, const char *url, const char *method,
+	    const char *upload_data, size_t *upload_data_size, void **con_cls);
+
+/*
+ * An uploaded file's name made safe for the workspace's top level: the part
+ * after the last / or \, without control characters, invalid UTF-8 (each
+ * bad byte becomes '_'), leading dots and blanks or trailing dots and
+ * blanks; at most 200 bytes (cut on a character boundary, the extension
+ * kept); "upload" when nothing is left.  Unicode letters are kept.
+ */
+void	fw_clean_name(const char *in, char *out, size_t outlen);
+/* The Content-Type for a file name, by its extension. */
+const char *fw_content_type(const char *name);
+/* 1 for the image types shown inline on the workspace page. */
+int	fw_previewable(const char *name);
+
+#endif
