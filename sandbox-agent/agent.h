@@ -7,11 +7,13 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "buf.h"
 #include "config.h"
+#include "link.h"
 
 /* Protocol versions we speak, newest first. */
 #define MCP_LATEST_VERSION	"2025-11-25"
@@ -44,6 +46,15 @@ struct agent_config {
 	int		 warm;			/* VIVARIUM_WARM */
 	const char	*warm_imports;		/* borrowed; VIVARIUM_WARM_IMPORTS */
 	int		 sweep;			/* VIVARIUM_SWEEP */
+	/* File links (files.c, docs/agent.md "Files in and out"). */
+	const char	*public_url;		/* borrowed; NULL: from the listener */
+	int		 links;			/* 1: a key to sign links with */
+	struct link_keys link_keys;
+	const char	*link_user;		/* borrowed; the one user, or NULL */
+	long		 download_lifetime;	/* seconds */
+	long		 upload_lifetime;
+	long		 link_max_lifetime;
+	unsigned long long upload_max;		/* bytes per upload */
 };
 
 /* Fills cfg from the environment; every problem goes to diag. 0 or -1. */
@@ -71,6 +82,15 @@ int	workspace_list(const char *root, struct buf *out, char *err,
  */
 int	workspace_read_text(const char *root, const char *path, long max_chars,
 	    struct buf *out, char *err, size_t errlen);
+
+/*
+ * Opens the regular file at path (relative to root) for reading, by the
+ * read_text_file rules: no absolute path, no "..", no symbolic link
+ * anywhere, not the runner's .vivarium.  A descriptor with *st filled, or
+ * -1 with a plain-words reason in err.
+ */
+int	workspace_open_file(const char *root, const char *path, struct stat *st,
+	    char *err, size_t errlen);
 
 /* Serialises runs per workspace: lock and unlock by the workspace path. */
 struct wslock;
@@ -114,6 +134,7 @@ struct agent_ctx {
 	const struct agent_config *cfg;
 	const char	*workspace;		/* absolute path of this caller's workspace */
 	const char	*label;			/* for logs: "workspace" or "user <id>" */
+	const char	*user;			/* VIVARIUM_USER_HEADER's id, or NULL */
 };
 
 /* New {tools: [...]}. */
@@ -121,6 +142,27 @@ json_t	*tools_list(void);
 /* New CallToolResult, or NULL with err filled (unknown tool, bad arguments). */
 json_t	*tools_call(const struct agent_ctx *, const char *name,
 	    json_t *arguments, struct rpc_error *err);
+
+/* ------------------------------------------------------------ files.c */
+
+struct MHD_Connection;
+
+/* Once, before the listeners start; files_listening gives the TCP address
+ * that makes the default public URL. */
+void	files_init(const struct agent_config *);
+void	files_listening(const char *host, int port);
+/* The link pages on TCP (/f/, /up/, /ws/: common/fileweb.h). */
+int	files_serve_links(struct MHD_Connection *, const char *url,
+	    const char *method, const char *upload_data,
+	    size_t *upload_data_size, void **con_cls);
+/* /_files/raw, /_files/list, /_files/upload: the unix socket only. */
+int	files_internal(struct MHD_Connection *, const char *ws,
+	    const char *url, const char *method, const char *upload_data,
+	    size_t *upload_data_size, void **con_cls);
+/* The link tools' results (CallToolResult, new reference). */
+json_t	*files_tool_share(const struct agent_ctx *, json_t *args);
+json_t	*files_tool_upload(const struct agent_ctx *, json_t *args);
+json_t	*files_tool_workspace(const struct agent_ctx *, json_t *args);
 
 /* ------------------------------------------------------------ mcp.c */
 

@@ -235,6 +235,71 @@ load_warm(struct agent_config *cfg, struct confdiag *d)
 		    "matplotlib.pyplot)", cfg->warm_imports);
 }
 
+/*
+ * File links.  In a sandbox the supervisor hands over one user's key
+ * (VIVARIUM_LINK_KEY, VIVARIUM_LINK_USER) and its own public URL; an agent
+ * that serves its own links on TCP keeps a master key in a file, made on
+ * first start.  With neither, the link tools say links are not set up.
+ */
+static void
+load_links(struct agent_config *cfg, struct confdiag *d)
+{
+	const char	*hex, *file, *url;
+	char		 def[PATH_MAX], err[512];
+
+	config_env_duration(d, "VIVARIUM_DOWNLOAD_LIFETIME", 86400, 60,
+	    365L * 86400, &cfg->download_lifetime);
+	config_env_duration(d, "VIVARIUM_UPLOAD_LIFETIME", 3600, 60,
+	    365L * 86400, &cfg->upload_lifetime);
+	config_env_duration(d, "VIVARIUM_LINK_MAX_LIFETIME", 7 * 86400, 60,
+	    365L * 86400, &cfg->link_max_lifetime);
+	config_env_size(d, "VIVARIUM_UPLOAD_MAX_BYTES", 2ULL << 30, 1ULL << 40,
+	    &cfg->upload_max);
+	if (cfg->download_lifetime > cfg->link_max_lifetime ||
+	    cfg->upload_lifetime > cfg->link_max_lifetime)
+		confdiag_add(d, 0, "VIVARIUM_DOWNLOAD_LIFETIME and "
+		    "VIVARIUM_UPLOAD_LIFETIME may not be longer than "
+		    "VIVARIUM_LINK_MAX_LIFETIME");
+
+	url = config_env_str("VIVARIUM_PUBLIC_URL", NULL);
+	if (url != NULL && strncmp(url, "http://", 7) != 0 &&
+	    strncmp(url, "https://", 8) != 0)
+		confdiag_add(d, 0, "VIVARIUM_PUBLIC_URL=\"%s\": expected the "
+		    "address people's browsers use, http://host[:port] or "
+		    "https://... (a reverse proxy in front)", url);
+	cfg->public_url = url;
+
+	hex = config_env_str("VIVARIUM_LINK_KEY", NULL);
+	cfg->link_user = config_env_str("VIVARIUM_LINK_USER", NULL);
+	if (hex != NULL || cfg->link_user != NULL) {
+		if (hex == NULL || cfg->link_user == NULL)
+			confdiag_add(d, 0, "VIVARIUM_LINK_KEY and "
+			    "VIVARIUM_LINK_USER go together (the supervisor "
+			    "sets both)");
+		else if (link_keys_set_user(&cfg->link_keys, cfg->link_user,
+		    hex, err, sizeof(err)) == -1)
+			confdiag_add(d, 0, "VIVARIUM_LINK_KEY: %s", err);
+		else
+			cfg->links = 1;
+		return;
+	}
+	if (cfg->port < 0 || cfg->workdir == NULL)
+		return;		/* nobody to serve links: none are made */
+	file = config_env_str("VIVARIUM_LINK_KEY_FILE", NULL);
+	if (file == NULL) {
+		/* The state directory the runner keeps; made here when new. */
+		snprintf(def, sizeof(def), "%s/.vivarium", cfg->workdir);
+		(void)mkdir(def, 0700);
+		snprintf(def, sizeof(def), "%s/.vivarium/link.key",
+		    cfg->workdir);
+		file = def;
+	}
+	if (link_keys_load(&cfg->link_keys, file, err, sizeof(err)) == -1)
+		confdiag_add(d, 0, "VIVARIUM_LINK_KEY_FILE: %s", err);
+	else
+		cfg->links = 1;
+}
+
 int
 agent_config_load(struct agent_config *cfg, struct confdiag *d)
 {
@@ -270,6 +335,7 @@ agent_config_load(struct agent_config *cfg, struct confdiag *d)
 
 	load_python(cfg, d);
 	load_warm(cfg, d);
+	load_links(cfg, d);
 
 	config_env_bool(d, "VIVARIUM_SWEEP", 0, &cfg->sweep);
 	if (cfg->sweep && sweep_refused(err, sizeof(err)))
@@ -283,5 +349,6 @@ agent_config_release(struct agent_config *cfg)
 {
 	free(cfg->workdir);
 	free(cfg->pythonpath);
+	/* Wipes the link keys with the rest. */
 	memset(cfg, 0, sizeof(*cfg));
 }

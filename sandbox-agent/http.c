@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "fileweb.h"
 #include "http.h"
 #include "log.h"
 #include "banned.h"
@@ -97,6 +98,7 @@ mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 	json_t			*reply;
 	unsigned int		 status;
 
+	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = conf;
 	ctx.workspace = conf->workdir;
 	ctx.label = "workspace";
@@ -110,6 +112,7 @@ mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 		snprintf(label, sizeof(label), "user %s", id);
 		ctx.workspace = ws;
 		ctx.label = label;
+		ctx.user = id;
 	}
 	status = mcp_handle(&ctx, http_header(conn, "MCP-Protocol-Version"),
 	    buf_str(&req->body), req->body.len, &reply);
@@ -128,12 +131,27 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	struct http_request	*req;
 	enum MHD_Result		 ret;
 	const char		*origin;
+	int			 on_unix = cls != NULL, fresh = *con_cls == NULL;
 
 	if (strcmp(url, "/health") == 0) {
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return http_reply_empty(conn,
 			    MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD");
 		return http_reply_text(conn, 200, "ok");
+	}
+	/*
+	 * File links: their pages on TCP, the raw file endpoints the
+	 * supervisor relays them to on the unix socket only.
+	 */
+	if ((!on_unix && fileweb_match(url)) || (on_unix && conf->user_header
+	    == NULL && strncmp(url, "/_files/", 8) == 0)) {
+		ret = on_unix ? (enum MHD_Result)files_internal(conn,
+		    conf->workdir, url, method, upload_data, upload_data_size,
+		    con_cls) : (enum MHD_Result)files_serve_links(conn, url,
+		    method, upload_data, upload_data_size, con_cls);
+		if (fresh && *con_cls != NULL)
+			__atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
+		return ret;
 	}
 	if (strcmp(url, "/mcp") != 0 && strcmp(url, "/mcp/") != 0)
 		return http_reply_text(conn, 404, "not found: the MCP endpoint "
@@ -247,12 +265,14 @@ listen_tcp(const char *host, long port)
 			inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof(addr));
 			log_info("listening on http://[%s]:%d/mcp", addr,
 			    ntohs(s6->sin6_port));
+			files_listening(addr, ntohs(s6->sin6_port));
 		} else {
 			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 
 			inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof(addr));
 			log_info("listening on http://%s:%d/mcp", addr,
 			    ntohs(s4->sin_port));
+			files_listening(addr, ntohs(s4->sin_port));
 		}
 	}
 	return fd;
@@ -327,13 +347,16 @@ listen_unix(const char *path)
 }
 
 static struct MHD_Daemon *
-daemon_start(int fd)
+daemon_start(int fd, int is_unix)
 {
+	/* The access handler's cls: non-NULL on the unix socket. */
+	static int unix_mark;
+
 	struct MHD_Daemon *d;
 
 	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
 	    MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-	    0, NULL, NULL, agent_access, NULL,
+	    0, NULL, NULL, agent_access, is_unix ? &unix_mark : NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
@@ -355,12 +378,12 @@ agent_http_start(const struct agent_config *cfg)
 	conf = cfg;
 	if (cfg->socket != NULL) {
 		if ((fd = listen_unix(cfg->socket)) == -1 ||
-		    (unix_daemon = daemon_start(fd)) == NULL)
+		    (unix_daemon = daemon_start(fd, 1)) == NULL)
 			goto fail;
 	}
 	if (cfg->port >= 0) {
 		if ((fd = listen_tcp(cfg->host, cfg->port)) == -1 ||
-		    (tcp_daemon = daemon_start(fd)) == NULL)
+		    (tcp_daemon = daemon_start(fd, 0)) == NULL)
 			goto fail;
 	}
 	return 0;

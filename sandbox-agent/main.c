@@ -54,7 +54,19 @@ usage(FILE *f)
 "                              [numpy,pandas,matplotlib,matplotlib.pyplot]\n"
 "  VIVARIUM_SWEEP              containers only: after runs, kill every\n"
 "                              process but the agent, PID 1 and the zygote;\n"
-"                              refused as root or as PID 1 [0]\n");
+"                              refused as root or as PID 1 [0]\n"
+"\n"
+"File links (share_file, upload_link, workspace_link; docs/agent.md):\n"
+"  VIVARIUM_PUBLIC_URL         the address browsers use for this agent\n"
+"                              [http://HOST:PORT of the TCP listener]\n"
+"  VIVARIUM_LINK_KEY_FILE      signing key, made on first start (0600)\n"
+"                              [WORKDIR/.vivarium/link.key]\n"
+"  VIVARIUM_LINK_KEY, VIVARIUM_LINK_USER  one user's key, set by the\n"
+"                              supervisor in its sandboxes\n"
+"  VIVARIUM_DOWNLOAD_LIFETIME  how long share_file links last [24h]\n"
+"  VIVARIUM_UPLOAD_LIFETIME    how long upload links last [1h]\n"
+"  VIVARIUM_LINK_MAX_LIFETIME  no link lasts longer [7d]\n"
+"  VIVARIUM_UPLOAD_MAX_BYTES   largest upload [2g]\n");
 }
 
 static void
@@ -73,6 +85,9 @@ print_config(const struct agent_config *c)
 	printf("output_limit       %ld characters\n", c->output_limit);
 	printf("max_images         %ld\n", c->max_images);
 	printf("max_image_side     %ld px\n", c->max_image_side);
+	printf("file links         %s\n", !c->links ? "off (no key)" :
+	    c->link_user ? "signed for one user (from the supervisor)" :
+	    "served on the TCP listener");
 	printf("persist_namespace  %d\n", c->persist_namespace);
 	printf("namespace_max      %llu bytes\n", c->namespace_max_bytes);
 	printf("state_summary      %d\n", c->state_summary);
@@ -158,6 +173,7 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	sweep_setup(cfg.sweep, warm_zygote_pid, warm_swept);
+	files_init(&cfg);
 	if (agent_http_start(&cfg) == -1) {
 		agent_config_release(&cfg);
 		return 1;

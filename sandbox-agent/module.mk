@@ -26,7 +26,8 @@ AGENT_TEST_PKGS := libmicrohttpd jansson
 $(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,$(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbox-agent/workspace.o,$(AGENT_TEST_PKGS)))
 
 # ---------------------------------------------------------------- e2e
 # The MCP SDK client tests (tests/e2e, node's test runner) against the real
@@ -52,14 +53,16 @@ FUZZ_AGENT	:= build/fuzz/agent-mcp
 
 $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h \
-		sandbox-agent/sweep.c sandbox-agent/result.c
+		sandbox-agent/sweep.c sandbox-agent/result.c sandbox-agent/files.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
 		-Icommon -Isandbox-agent \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
-		sandbox-agent/workspace.c \
-		sandbox-agent/sweep.c common/buf.c common/log.c -ljansson -lm -lpthread
+		sandbox-agent/workspace.c sandbox-agent/files.c \
+		sandbox-agent/sweep.c common/buf.c common/log.c common/link.c \
+		common/sha256.c common/fileweb.c common/http.c \
+		-lmicrohttpd -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent

@@ -19,6 +19,55 @@
 
 /* ------------------------------------------------------------ schemas */
 
+static const char lifetime_doc[] =
+    "How long the link works, in hours (default: the server's, a day for "
+    "downloads and the workspace page, an hour for uploads).";
+
+static json_t *
+link_tool_share(void)
+{
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
+	    "s:f}}, s:[s], s:b}, s:{s:b, s:b}}",
+	    "name", "share_file",
+	    "description",
+	    "Make a download link for one workspace file (CSV, XLSX, PDF, "
+	    "DOCX, ZIP, a chart...) so the user can save it from their "
+	    "browser. Returns a markdown link: put it in your answer to the "
+	    "user as it is. The link serves only that file, read-only, and "
+	    "expires (the text says when).",
+	    "inputSchema", "type", "object", "properties",
+	    "path", "type", "string", "description",
+	    "File path relative to the workspace, e.g. out/report.xlsx.",
+	    "lifetime_hours", "type", "number", "description", lifetime_doc,
+	    "exclusiveMinimum", 0.0,
+	    "required", "path", "additionalProperties", 0,
+	    "annotations", "readOnlyHint", 1, "openWorldHint", 0);
+}
+
+static json_t *
+link_tool_page(const char *name)
+{
+	int upload = strcmp(name, "upload_link") == 0;
+
+	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:f}}, s:b}, "
+	    "s:{s:b, s:b}}",
+	    "name", name,
+	    "description", upload ?
+	    "Make a link to an upload page for the user's own files (\"here is "
+	    "my bank export\"): they open it in their browser, choose or drop "
+	    "files, and the files land in the workspace, where run_python can "
+	    "read them. Put the link in your answer; the next run_python "
+	    "footer lists what arrived." :
+	    "Make a link to a page listing every workspace file, with sizes, "
+	    "dates, download buttons and image previews, that also takes "
+	    "uploads. Put the link in your answer to the user.",
+	    "inputSchema", "type", "object", "properties",
+	    "lifetime_hours", "type", "number", "description", lifetime_doc,
+	    "exclusiveMinimum", 0.0,
+	    "additionalProperties", 0,
+	    "annotations", "readOnlyHint", 1, "openWorldHint", 0);
+}
+
 json_t *
 tools_list(void)
 {
@@ -81,7 +130,9 @@ tools_list(void)
 		json_decref(read);
 		return NULL;
 	}
-	return json_pack("{s:[o, o, o]}", "tools", run, list, read);
+	return json_pack("{s:[o, o, o, o, o, o]}", "tools", run, list, read,
+	    link_tool_share(), link_tool_page("upload_link"),
+	    link_tool_page("workspace_link"));
 }
 
 /* ------------------------------------------------------------ arguments */
@@ -516,6 +567,9 @@ tool_read_text_file(const struct agent_ctx *ctx, json_t *args,
 	return out;
 }
 
+static const char *const share_args[] = { "path", "lifetime_hours", NULL };
+static const char *const page_args[] = { "lifetime_hours", NULL };
+
 json_t *
 tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
     struct rpc_error *err)
@@ -535,9 +589,19 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 		out = tool_list_files(ctx, args, err);
 	else if (strcmp(name, "read_text_file") == 0)
 		out = tool_read_text_file(ctx, args, err);
+	else if (strcmp(name, "share_file") == 0)
+		out = args_known("share_file", args, share_args, err) == -1 ?
+		    NULL : files_tool_share(ctx, args);
+	else if (strcmp(name, "upload_link") == 0)
+		out = args_known("upload_link", args, page_args, err) == -1 ?
+		    NULL : files_tool_upload(ctx, args);
+	else if (strcmp(name, "workspace_link") == 0)
+		out = args_known("workspace_link", args, page_args, err) == -1 ?
+		    NULL : files_tool_workspace(ctx, args);
 	else {
 		rpc_fail(err, "Unknown tool '%.100s' (this server has run_python, "
-		    "list_files and read_text_file)", name);
+		    "list_files, read_text_file, share_file, upload_link and "
+		    "workspace_link)", name);
 		out = NULL;
 	}
 	json_decref(empty);

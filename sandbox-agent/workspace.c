@@ -444,15 +444,10 @@ sys:
 }
 
 int
-workspace_read_text(const char *root, const char *path, long max_chars,
-    struct buf *out, char *err, size_t errlen)
+workspace_open_file(const char *root, const char *path, struct stat *st,
+    char *err, size_t errlen)
 {
-	struct stat	 st;
-	unsigned char	*data = NULL;
-	size_t		 want, got = 0, cut_at;
-	ssize_t		 r;
-	long		 chars;
-	int		 rootfd = -1, fd = -1, ret = -1;
+	int	 rootfd, fd = -1;
 
 	if (*path == '\0') {
 		snprintf(err, errlen, "path is empty");
@@ -477,22 +472,45 @@ workspace_read_text(const char *root, const char *path, long max_chars,
 			    strerror(errno));
 		return -1;
 	}
-	if ((fd = open_beneath(rootfd, path, err, errlen)) == -1)
-		goto fail;
-	if (fstat(fd, &st) == -1) {
+	fd = open_beneath(rootfd, path, err, errlen);
+	close(rootfd);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, st) == -1) {
 		snprintf(err, errlen, "cannot read '%s': %s", path,
 		    strerror(errno));
 		goto fail;
 	}
-	if (S_ISDIR(st.st_mode)) {
+	if (S_ISDIR(st->st_mode)) {
 		snprintf(err, errlen, "'%s' is a directory; list_files shows "
 		    "its contents", path);
 		goto fail;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
 		snprintf(err, errlen, "'%s' is not a regular file", path);
 		goto fail;
 	}
+	/* Opened O_NONBLOCK so a FIFO could not hang us; files read normally. */
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+int
+workspace_read_text(const char *root, const char *path, long max_chars,
+    struct buf *out, char *err, size_t errlen)
+{
+	struct stat	 st;
+	unsigned char	*data = NULL;
+	size_t		 want, got = 0, cut_at;
+	ssize_t		 r;
+	long		 chars;
+	int		 fd = -1, ret = -1;
+
+	if ((fd = workspace_open_file(root, path, &st, err, errlen)) == -1)
+		return -1;
 	/* At most 4 bytes a character, plus one character to see a cut. */
 	want = (size_t)max_chars * 4 + 4;
 	if ((unsigned long long)st.st_size < want)
@@ -536,8 +554,6 @@ fail:
 	free(data);
 	if (fd != -1)
 		close(fd);
-	if (rootfd != -1)
-		close(rootfd);
 	return ret;
 }
 

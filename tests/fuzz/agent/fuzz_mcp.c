@@ -55,6 +55,18 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (system(cmd) != 0)
 		abort();
 	cfg.workdir = ws;
+	/* The link tools sign with one user's key, as in a sandbox. */
+	if (link_keys_set_user(&cfg.link_keys, "fuzz", "00112233445566778899"
+	    "aabbccddeeff00112233445566778899aabbccddeeff", cmd,
+	    sizeof(cmd)) == -1)
+		abort();
+	cfg.links = 1;
+	cfg.link_user = "fuzz";
+	cfg.public_url = "http://fuzz.example";
+	cfg.download_lifetime = 86400;
+	cfg.upload_lifetime = 3600;
+	cfg.link_max_lifetime = 7 * 86400;
+	cfg.upload_max = 1 << 20;
 	cfg.max_timeout = 300;
 	cfg.output_limit = 100;
 	cfg.max_images = 4;
@@ -62,6 +74,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	ctx.cfg = &cfg;
 	ctx.workspace = ws;
 	ctx.label = "fuzz";
+	files_init(&cfg);
 	log_init("fuzz", 0);
 	return 0;
 }

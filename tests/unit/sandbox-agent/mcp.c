@@ -34,7 +34,7 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 	return json_pack("{s:[], s:b}", "content", "isError", 0);
 }
 
-static const struct agent_ctx ctx = { NULL, "/nonexistent", "test" };
+static const struct agent_ctx ctx = { NULL, "/nonexistent", "test", NULL };
 
 /* Handles body; returns the status and leaves the reply in *out. */
 static unsigned int

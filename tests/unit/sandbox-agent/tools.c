@@ -57,7 +57,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 }
 
 static struct agent_config	cfg;
-static struct agent_ctx		ctx = { &cfg, "/tmp", "test" };
+static struct agent_ctx		ctx = { &cfg, "/tmp", "test", NULL };
 
 static int
 reset(void **state)
@@ -100,7 +100,7 @@ test_list_has_schemas(void **state)
 	size_t	 i;
 
 	assert_non_null(l);
-	assert_int_equal(json_array_size(json_object_get(l, "tools")), 3);
+	assert_int_equal(json_array_size(json_object_get(l, "tools")), 6);
 	json_array_foreach(json_object_get(l, "tools"), i, t) {
 		json_t *s = json_object_get(t, "inputSchema");
 

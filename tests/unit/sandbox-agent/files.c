@@ -1,0 +1,299 @@
+/*
+ * Unit tests for sandbox-agent/files.c (receiving, listing, the link
+ * tools) and for the name cleaning of common/fileweb.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../../sandbox-agent/files.c"
+
+static struct agent_config	 cfg;
+static char			 root[] = "/tmp/viv-files-XXXXXX";
+
+static int
+setup(void **state)
+{
+	char cmd[512];
+
+	memset(&cfg, 0, sizeof(cfg));
+	assert_non_null(mkdtemp(root));
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/ws/d %s/out && echo secret > "
+	    "%s/out/s && echo hi > %s/ws/d/t.txt && ln -s ../out/s %s/ws/l && "
+	    "mkdir -p %s/ws/.vivarium && echo x > %s/ws/.vivarium/ns",
+	    root, root, root, root, root, root, root);
+	assert_int_equal(system(cmd), 0);
+	cfg.workdir = root;
+	cfg.upload_max = 100;
+	cfg.link_max_lifetime = 7 * 86400;
+	cfg.download_lifetime = 86400;
+	cfg.upload_lifetime = 3600;
+	files_init(&cfg);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	return system(cmd);
+}
+
+static void
+ws_path(char *out, size_t len)
+{
+	snprintf(out, len, "%s/ws", root);
+}
+
+static void
+test_clean_name(void **state)
+{
+	static const struct { const char *in, *out; } v[] = {
+		{ "report.xlsx", "report.xlsx" },
+		{ "../../etc/passwd", "passwd" },
+		{ "C:\\Users\\me\\bank.csv", "bank.csv" },
+		{ "/etc/shadow", "shadow" },
+		{ ".vivarium", "vivarium" },
+		{ "..", "upload" },
+		{ "", "upload" },
+		{ " . ", "upload" },
+		{ "a\x01\x1f\x7f" "b.txt", "ab.txt" },
+		{ "bad\xff\xfe.csv", "bad__.csv" },
+		{ "Äpfel – Übersicht.csv", "Äpfel – Übersicht.csv" },
+		{ "name. ", "name" },
+	};
+	char	 out[256], longname[600];
+	size_t	 i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		fw_clean_name(v[i].in, out, sizeof(out));
+		assert_string_equal(out, v[i].out);
+	}
+	/* Long names keep their extension and stay valid UTF-8. */
+	memset(longname, 0, sizeof(longname));
+	for (i = 0; i + 2 < 500; i += 2)
+		memcpy(longname + i, "\xc3\xa9", 2);
+	memcpy(longname + strlen(longname), ".parquet", 9);
+	fw_clean_name(longname, out, sizeof(out));
+	assert_true(strlen(out) <= 200);
+	assert_non_null(strstr(out, ".parquet"));
+	{
+		char again[256];
+
+		fw_clean_name(out, again, sizeof(again));
+		assert_string_equal(again, out);	/* valid: unchanged */
+	}
+}
+
+static void
+test_put_never_overwrites(void **state)
+{
+	struct fw_error	 e;
+	char		 ws[300], p[400], buf[16];
+	void		*h;
+	json_t		*r;
+	FILE		*f;
+	int		 i;
+
+	ws_path(ws, sizeof(ws));
+	for (i = 0; i < 3; i++) {
+		memset(&e, 0, sizeof(e));
+		assert_non_null(h = ws_put_begin(ws, "t.txt", &e));
+		assert_int_equal(ws_put_write(h, "new", 3, &e), 0);
+		assert_non_null(r = ws_put_end(h, &e));
+		assert_string_equal(json_string_value(json_object_get(r,
+		    "path")), i == 0 ? "t.txt" : i == 1 ? "t (2).txt" :
+		    "t (3).txt");
+		assert_int_equal(json_is_true(json_object_get(r, "renamed")),
+		    i > 0);
+		json_decref(r);
+	}
+	/* The note for the footer has all three. */
+	snprintf(p, sizeof(p), "%s/.vivarium/uploaded", ws);
+	assert_non_null(f = fopen(p, "r"));
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	assert_string_equal(buf, "t.txt\t3\n");
+	fclose(f);
+}
+
+static int
+count_entries(const char *dir)
+{
+	DIR		*d = opendir(dir);
+	struct dirent	*de;
+	int		 n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void
+test_put_abort_and_cap_leave_nothing(void **state)
+{
+	struct fw_error	 e;
+	char		 ws[300], tmp[400], big[101];
+	void		*h;
+	int		 before;
+
+	ws_path(ws, sizeof(ws));
+	snprintf(tmp, sizeof(tmp), "%s/%s", ws, TMP_DIR);
+	before = count_entries(ws);
+	assert_non_null(h = ws_put_begin(ws, "cut.csv", &e));
+	assert_int_equal(ws_put_write(h, "half", 4, &e), 0);
+	ws_put_abort(h);
+	assert_int_equal(count_entries(ws), before);
+	assert_int_equal(count_entries(tmp), 0);
+	/* Over upload_max: refused with 413, and nothing stays. */
+	memset(big, 'x', sizeof(big));
+	assert_non_null(h = ws_put_begin(ws, "big.bin", &e));
+	assert_int_equal(ws_put_write(h, big, sizeof(big), &e), -1);
+	assert_int_equal(e.status, 413);
+	ws_put_abort(h);
+	assert_int_equal(count_entries(ws), before);
+	assert_int_equal(count_entries(tmp), 0);
+}
+
+static void
+test_list_and_open(void **state)
+{
+	struct fw_error	 e;
+	struct fw_reader r;
+	char		 ws[300];
+	json_t		*l, *f;
+	size_t		 i;
+
+	ws_path(ws, sizeof(ws));
+	memset(&e, 0, sizeof(e));
+	assert_non_null(l = ws_list(ws, &e));
+	json_array_foreach(json_object_get(l, "files"), i, f) {
+		const char *p = json_string_value(json_object_get(f, "path"));
+
+		/* No state dir, no symlink. */
+		assert_null(strstr(p, ".vivarium"));
+		assert_string_not_equal(p, "l");
+	}
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(l, "files"), 0), "path")), "d/t.txt");
+	json_decref(l);
+
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(ws_open(ws, "d/t.txt", &r, &e), 0);
+	assert_int_equal(r.size, 3);
+	close(r.fd);
+	assert_int_equal(ws_open(ws, "l", &r, &e), -1);
+	assert_int_equal(e.status, 403);
+	assert_int_equal(ws_open(ws, "../out/s", &r, &e), -1);
+	assert_int_equal(ws_open(ws, ".vivarium/ns", &r, &e), -1);
+	assert_int_equal(ws_open(ws, "nope", &r, &e), -1);
+	assert_int_equal(e.status, 404);
+}
+
+static const char *
+text_of(json_t *r)
+{
+	return json_string_value(json_object_get(json_array_get(
+	    json_object_get(r, "content"), 0), "text"));
+}
+
+static void
+test_share_tool(void **state)
+{
+	struct agent_ctx ctx;
+	struct link	 l;
+	char		 ws[300];
+	const char	*url, *tok;
+	json_t		*args, *r;
+
+	ws_path(ws, sizeof(ws));
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = &cfg;
+	ctx.workspace = ws;
+
+	/* No key: a plain refusal, no link. */
+	args = json_pack("{s:s}", "path", "d/t.txt");
+	r = files_tool_share(&ctx, args);
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	assert_non_null(strstr(text_of(r), "not set up"));
+	json_decref(r);
+
+	memset(cfg.link_keys.master, 7, sizeof(cfg.link_keys.master));
+	cfg.link_keys.have_master = 1;
+	cfg.links = 1;
+	files_listening("0.0.0.0", 8000);
+	r = files_tool_share(&ctx, args);
+	assert_false(json_is_true(json_object_get(r, "isError")));
+	url = json_string_value(json_object_get(json_object_get(r,
+	    "structuredContent"), "url"));
+	assert_non_null(url);
+	assert_int_equal(strncmp(url, "http://127.0.0.1:8000/f/", 24), 0);
+	assert_non_null(strstr(text_of(r), "[t.txt]("));
+	assert_non_null(strstr(text_of(r), "Give this link to the user"));
+	tok = url + 24;
+	assert_int_equal(link_verify(&cfg.link_keys, tok, (size_t)(strchr(tok,
+	    '/') - tok), time(NULL), cfg.link_max_lifetime, &l), LINK_OK);
+	assert_string_equal(l.path, "d/t.txt");
+	assert_string_equal(l.user, "local");
+	json_decref(r);
+	json_decref(args);
+
+	/* The read_text_file rules, and the lifetime cap. */
+	{
+		static const char *bad[] = { "../out/s", "/etc/passwd", "l",
+		    ".vivarium/ns", "d", "missing.csv" };
+		size_t i;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			args = json_pack("{s:s}", "path", bad[i]);
+			r = files_tool_share(&ctx, args);
+			assert_true(json_is_true(json_object_get(r, "isError")));
+			assert_null(json_object_get(r, "structuredContent"));
+			json_decref(r);
+			json_decref(args);
+		}
+	}
+	args = json_pack("{s:s, s:i}", "path", "d/t.txt", "lifetime_hours",
+	    1000);
+	r = files_tool_share(&ctx, args);
+	assert_true(json_is_true(json_object_get(r, "isError")));
+	assert_non_null(strstr(text_of(r), "longer than"));
+	json_decref(r);
+	json_decref(args);
+
+	args = json_object();
+	r = files_tool_upload(&ctx, args);
+	assert_non_null(strstr(json_string_value(json_object_get(
+	    json_object_get(r, "structuredContent"), "url")), "/up/"));
+	json_decref(r);
+	r = files_tool_workspace(&ctx, args);
+	assert_non_null(strstr(json_string_value(json_object_get(
+	    json_object_get(r, "structuredContent"), "url")), "/ws/"));
+	json_decref(r);
+	json_decref(args);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clean_name),
+		cmocka_unit_test(test_put_never_overwrites),
+		cmocka_unit_test(test_put_abort_and_cap_leave_nothing),
+		cmocka_unit_test(test_list_and_open),
+		cmocka_unit_test(test_share_tool),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
