@@ -194,3 +194,49 @@ def workspace_line(snap):
         return "workspace: %s" % count
     newest = sorted(snap.files, key=lambda p: (-snap.files[p][0], p))[:3]
     return "workspace: %s, newest: %s" % (count, ", ".join(_cut(p, 60) for p in newest))
+
+
+# ------------------------------------------------------------- file links
+
+UPLOADED_NOTE = "uploaded"          # in the state dir; the agent appends
+_IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def uploaded_line(root):
+    """Files the user uploaded through a link since the last footer, from
+    the agent's note (one "path<TAB>size" line each), which is taken so each
+    upload is named once; None when there were none."""
+    note = os.path.join(root, STATE_DIRNAME, UPLOADED_NOTE)
+    taken = note + ".%d" % os.getpid()
+    try:
+        os.rename(note, taken)
+    except OSError:
+        return None
+    try:
+        with open(taken, "rb") as f:
+            data = f.read(256 * 1024)
+    except OSError:
+        data = b""
+    finally:
+        try:
+            os.unlink(taken)
+        except OSError:
+            pass
+    items = []
+    for raw in data.decode("utf-8", "replace").splitlines():
+        path, _, size = raw.rpartition("\t")
+        if path and size.isdigit():
+            items.append("%s (%s)" % (_cut(path, 80), human_size(int(size))))
+    if not items:
+        return None
+    return "uploaded by the user since the last call: " + bounded_join(items, LIST_MAX, sep=", ")
+
+
+def share_hint(before, after):
+    """A reminder of share_file when the run wrote a file that is not an
+    image (images reach the model anyway); None otherwise."""
+    for p, sig in after.files.items():
+        if before.files.get(p) != sig and not p.lower().endswith(_IMAGE_EXTS):
+            return ("to give the user a file: share_file(path) makes a "
+                    "download link to put in your answer")
+    return None

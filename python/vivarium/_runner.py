@@ -345,6 +345,12 @@ def _footer(cfg, st, before, after):
         w = F.wrote_line(before, after)
         if w:
             lines.append(w)
+            hint = F.share_hint(before, after)
+            if hint:
+                lines.append(hint)
+    up = F.uploaded_line(cfg.workspace)
+    if up:
+        lines.append(up)
     if after is not None:
         lines.append(F.workspace_line(after))
     return "\n".join(lines)

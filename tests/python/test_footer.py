@@ -50,6 +50,8 @@ class FooterText(Workspace):
             "gone next call: handle (TextIOWrapper is not picklable)",
             "namespace size: 0.1 MB",
             "wrote: fx.png (64K), notes/log.txt (0B)",
+            "to give the user a file: share_file(path) makes a download link "
+            "to put in your answer",
             "workspace: 5 files, newest: fx.png, notes/log.txt, notes/readme.md",
         ])
         r = self.ok("print(len(raw), URL[:5], js.dumps(n))")
@@ -104,6 +106,31 @@ class FooterText(Workspace):
         self.assertIsNone(r.line("wrote:"))
         r = self.ok("open('many/f00003', 'w').write('new')")
         self.assertEqual(r.line("wrote:"), "wrote: many/f00003 (3B)")
+
+
+class FileLinks(Workspace):
+    """What the footer says about uploads and share_file."""
+
+    def test_uploads_named_once(self):
+        os.makedirs(os.path.join(self.ws, ".vivarium"), exist_ok=True)
+        with open(os.path.join(self.ws, "bank.csv"), "w") as f:
+            f.write("a,b\n")
+        with open(os.path.join(self.ws, ".vivarium", "uploaded"), "w") as f:
+            f.write("bank.csv\t12288\nbad line\n")
+        r = self.ok("print(open('bank.csv').read().strip())")
+        self.assertEqual(r.stdout, "a,b\n")
+        self.assertIn("uploaded by the user since the last call: bank.csv (12K)",
+                      r.footer.split("\n"))
+        r = self.ok("pass")
+        self.assertNotIn("uploaded", r.footer)
+
+    def test_share_hint_only_for_files_that_are_not_images(self):
+        r = self.ok("open('chart.png', 'wb').write(b'x')")
+        self.assertNotIn("share_file", r.footer)
+        r = self.ok("open('clean.xlsx', 'wb').write(b'x')")
+        self.assertIn("share_file(path)", r.footer)
+        r = self.ok("x = 1")
+        self.assertNotIn("share_file", r.footer)
 
 
 class Summaries(unittest.TestCase):
