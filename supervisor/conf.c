@@ -3,6 +3,8 @@
  * file, then environment overrides.  Every problem is collected so that one
  * run reports all of them as "file:line: message".
  */
+#include <sys/stat.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -165,6 +167,10 @@ conf_defaults(struct conf *c)
 	c->egress_alias = xstrdup("egress");
 	c->egress_port = 3128;
 	c->max_connections = 1024;
+	c->download_lifetime = 86400;
+	c->upload_lifetime = 3600;
+	c->link_max_lifetime = 7 * 86400;
+	c->upload_max = 2ULL << 30;
 }
 
 void
@@ -189,6 +195,9 @@ conf_release(struct conf *c)
 	free(c->env);
 	free(c->egress_container);
 	free(c->egress_alias);
+	free(c->public_url);
+	free(c->link_key_file);
+	/* Wipes the link key with the rest. */
 	memset(c, 0, sizeof(*c));
 }
 
@@ -569,13 +578,39 @@ conf_file(struct conf *c, const struct ynode *root, struct confdiag *d)
 					unknown(d, m, "egress",
 					    "container, port, alias");
 			}
+		} else if (strcmp(k, "links") == 0) {
+			if (!is_map(d, n))
+				continue;
+			for (m = n->child; m != NULL; m = m->next) {
+				if (strcmp(m->key, "public_url") == 0)
+					y_str(d, m, &c->public_url, 0);
+				else if (strcmp(m->key, "key_file") == 0)
+					y_str(d, m, &c->link_key_file, 0);
+				else if (strcmp(m->key, "download_lifetime") == 0)
+					y_duration(d, m, 60, 365L * 86400,
+					    &c->download_lifetime);
+				else if (strcmp(m->key, "upload_lifetime") == 0)
+					y_duration(d, m, 60, 365L * 86400,
+					    &c->upload_lifetime);
+				else if (strcmp(m->key, "max_lifetime") == 0)
+					y_duration(d, m, 60, 365L * 86400,
+					    &c->link_max_lifetime);
+				else if (strcmp(m->key, "upload_max") == 0)
+					y_size(d, m, 1024, 1ULL << 40,
+					    &c->upload_max);
+				else
+					unknown(d, m, "links", "public_url, "
+					    "key_file, download_lifetime, "
+					    "upload_lifetime, max_lifetime, "
+					    "upload_max");
+			}
 		} else
 			unknown(d, n, NULL, "listen, token, token_file, "
 			    "user_header, allowed_origins, podman, state_dir, "
 			    "image, provisioning, idle_stop_after, "
 			    "ready_timeout, agent_timeout, max_body, "
 			    "max_response, max_connections, limits, sandbox, "
-			    "users, egress");
+			    "users, egress, links");
 	}
 }
 
@@ -603,6 +638,10 @@ conf_env(struct conf *c, struct confdiag *d)
 	    && parse_provisioning(v, &c->provisioning) == -1)
 		confdiag_add(d, 0, "VIVARIUM_PROVISIONING=\"%s\": expected auto, "
 		    "allowlist or manual", v);
+	if ((v = config_env_str("VIVARIUM_PUBLIC_URL", NULL)) != NULL)
+		set_str(&c->public_url, v);
+	if ((v = config_env_str("VIVARIUM_LINK_KEY_FILE", NULL)) != NULL)
+		set_str(&c->link_key_file, v);
 	if ((v = config_env_str("VIVARIUM_IDLE_STOP_AFTER", NULL)) != NULL) {
 		if (config_parse_duration(v, 365L * 86400, &x) == -1)
 			confdiag_add(d, 0, "VIVARIUM_IDLE_STOP_AFTER=\"%s\": "
@@ -661,10 +700,50 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 	if (strlen(c->state_dir) > STATE_DIR_MAX)
 		confdiag_add(d, 0, "state_dir: \"%s\" is too long (at most %d "
 		    "characters)", c->state_dir, STATE_DIR_MAX);
+	if (c->public_url != NULL) {
+		size_t n;
+
+		if (strncmp(c->public_url, "http://", 7) != 0 &&
+		    strncmp(c->public_url, "https://", 8) != 0)
+			confdiag_add(d, 0, "links: public_url \"%s\": expected "
+			    "the address people's browsers use, http://host:port "
+			    "or https://... (a reverse proxy in front)",
+			    c->public_url);
+		while ((n = strlen(c->public_url)) > 0 &&
+		    c->public_url[n - 1] == '/')
+			c->public_url[n - 1] = '\0';
+	} else {
+		char url[300];
+
+		snprintf(url, sizeof(url), strchr(c->listen_host, ':') ?
+		    "http://[%s]:%d" : "http://%s:%d",
+		    strcmp(c->listen_host, "0.0.0.0") == 0 ? "127.0.0.1" :
+		    c->listen_host, c->listen_port);
+		c->public_url = xstrdup(url);
+	}
+	if (c->link_key_file == NULL) {
+		char kf[STATE_DIR_MAX + 32];
+
+		/* Not a user id: those have no '.', so no sandbox gets it. */
+		snprintf(kf, sizeof(kf), "%s/link.key", c->state_dir);
+		c->link_key_file = xstrdup(kf);
+	}
+	if (c->download_lifetime > c->link_max_lifetime ||
+	    c->upload_lifetime > c->link_max_lifetime)
+		confdiag_add(d, 0, "links: download_lifetime and upload_lifetime "
+		    "may not be longer than max_lifetime");
 	if (c->provisioning == PROV_ALLOWLIST && c->nusers == 0)
 		confdiag_add(d, 0, "provisioning is allowlist but no users are "
 		    "listed under users:");
 	return d->count > 0 ? -1 : 0;
+}
+
+int
+conf_link_keys(struct conf *c, char *err, size_t errlen)
+{
+	/* The default key lives in state_dir, which may not exist yet. */
+	(void)mkdir(c->state_dir, 0700);
+	return link_keys_load(&c->link_keys, c->link_key_file, err, errlen);
 }
 
 const struct limits *

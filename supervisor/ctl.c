@@ -679,6 +679,14 @@ main(int argc, char **argv)
 		return EX_USAGE;
 	}
 	confdiag_release(&diag);
+	{
+		char err[512];
+
+		/* Sandboxes made here sign links with the supervisor's key. */
+		if (conf_link_keys(&conf, err, sizeof(err)) == -1)
+			fprintf(stderr, "vivariumctl: %s; sandboxes it makes "
+			    "have no file links\n", err);
+	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if ((podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
 	    == NULL)

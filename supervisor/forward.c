@@ -243,7 +243,9 @@ send_request(struct agent_conn *c, const struct agent_req *r, int timeout_ms)
 
 	(void)buf_appendf(&req, "%s %s HTTP/1.1\r\nHost: sandbox\r\n",
 	    r->method, r->path);
-	if (r->body_len > 0 || strcmp(r->method, "POST") == 0)
+	if (r->chunked)
+		(void)buf_appends(&req, "Transfer-Encoding: chunked\r\n");
+	else if (r->body_len > 0 || strcmp(r->method, "POST") == 0)
 		(void)buf_appendf(&req, "Content-Length: %zu\r\n", r->body_len);
 #define HDR(name, v) \
 	if ((v) != NULL) \
@@ -312,6 +314,55 @@ head:
 fail:
 	agent_close(c);
 	return -1;
+}
+
+int
+agent_stream_open(struct agent_conn *c, const char *sock,
+    const struct agent_req *r, int timeout_ms, char *err, size_t errlen)
+{
+	int cf;
+
+	memset(c, 0, sizeof(*c));
+	c->timeout_ms = timeout_ms;
+	if ((c->fd = unix_connect(sock, &cf)) == -1) {
+		snprintf(err, errlen, "cannot connect to the sandbox's agent: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (send_request(c, r, timeout_ms) == -1) {
+		snprintf(err, errlen, "cannot send to the sandbox: %s",
+		    strerror(errno));
+		agent_close(c);
+		return -1;
+	}
+	return 0;
+}
+
+int
+agent_stream_write(struct agent_conn *c, const char *p, size_t n)
+{
+	char	 size[32];
+	int	 k;
+
+	if (n == 0)
+		return 0;
+	k = snprintf(size, sizeof(size), "%zx\r\n", n);
+	if (write_all(c->fd, size, (size_t)k, c->timeout_ms) == -1 ||
+	    write_all(c->fd, p, n, c->timeout_ms) == -1 ||
+	    write_all(c->fd, "\r\n", 2, c->timeout_ms) == -1)
+		return -1;
+	return 0;
+}
+
+int
+agent_stream_close(struct agent_conn *c, char *err, size_t errlen)
+{
+	if (write_all(c->fd, "0\r\n\r\n", 5, c->timeout_ms) == -1) {
+		snprintf(err, errlen, "cannot send to the sandbox: %s",
+		    strerror(errno));
+		return -1;
+	}
+	return parse_head(c, err, errlen);
 }
 
 int

@@ -282,6 +282,10 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	size_t			 plen;
 	char			 user[USER_ID_MAX + 1], why[512];
 
+	/* File links carry their own authority: no token, any Origin. */
+	if (files_match(url))
+		return (enum MHD_Result)files_access(conn, url, method,
+		    upload_data, upload_data_size, con_cls);
 	rt = route_match(url, &purl, &plen);
 	if (*con_cls == NULL) {
 		/* First call, headers only: every check before any body. */
@@ -429,6 +433,13 @@ main(int argc, char **argv)
 		return 0;
 	}
 
+	{
+		char err[512];
+
+		if (conf_link_keys(&conf, err, sizeof(err)) == -1)
+			fatalx("%s", err);
+	}
+	files_init(&conf);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	signal(SIGPIPE, SIG_IGN);
 	if ((podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
@@ -485,6 +496,8 @@ main(int argc, char **argv)
 	    "provisioning %s, idle stop after %lds", conf.listen_host,
 	    conf.listen_port, conf_provisioning_name(conf.provisioning),
 	    conf.idle_stop_after);
+	log_info("file links are made for %s (links: public_url)",
+	    conf.public_url);
 	if (pthread_create(&rt, NULL, reaper, NULL) != 0)
 		fatalx("cannot start the reaper thread");
 

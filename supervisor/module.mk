@@ -4,7 +4,7 @@ PKGS_supervisor := libmicrohttpd jansson libcurl
 
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/sandbox.c supervisor/pool.c \
-		   supervisor/metrics.c
+		   supervisor/metrics.c supervisor/files.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
 SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor) $(COMMON_PKGS)) -lm -lpthread
 PROGS		+= $(BIN)/vivarium-supervisor $(BIN)/vivariumctl

@@ -165,6 +165,34 @@ sandbox_env(const struct conf *c, const char *proxy_ip)
 	return env;
 }
 
+/*
+ * What the agent needs to make file links: this user's key (never the
+ * master key: a sandbox can only sign links to its own workspace), where
+ * browsers reach the supervisor, and the lifetimes.  Without a loaded key
+ * (vivariumctl before the supervisor ever started) links stay off.
+ */
+static void
+link_env(const struct conf *c, const char *user, json_t *env)
+{
+	char	 hex[LINK_KEY_HEX + 1], n[32];
+
+	if (link_user_key_hex(&c->link_keys, user, hex) == -1)
+		return;
+	json_object_set_new(env, "VIVARIUM_LINK_USER", json_string(user));
+	json_object_set_new(env, "VIVARIUM_LINK_KEY", json_string(hex));
+	json_object_set_new(env, "VIVARIUM_PUBLIC_URL",
+	    json_string(c->public_url));
+#define SETN(name, v) \
+	snprintf(n, sizeof(n), "%lld", (long long)(v)); \
+	json_object_set_new(env, name, json_string(n))
+	SETN("VIVARIUM_DOWNLOAD_LIFETIME", c->download_lifetime);
+	SETN("VIVARIUM_UPLOAD_LIFETIME", c->upload_lifetime);
+	SETN("VIVARIUM_LINK_MAX_LIFETIME", c->link_max_lifetime);
+	SETN("VIVARIUM_UPLOAD_MAX_BYTES", c->upload_max);
+#undef SETN
+	memset(hex, 0, sizeof(hex));
+}
+
 json_t *
 sandbox_container_spec(const struct conf *c, const char *user,
     const char *proxy_ip)
@@ -176,6 +204,7 @@ sandbox_container_spec(const struct conf *c, const char *user,
 
 	(void)sandbox_names(c, user, &n);
 	env = sandbox_env(c, proxy_ip);
+	link_env(c, user, env);
 	snprintf(tmpsz, sizeof(tmpsz), "size=%llu", c->tmp_size);
 	spec = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:s, s:s, s:b, s:b, s:[s], s:b,"

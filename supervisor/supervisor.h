@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "link.h"
 #include "podman.h"
 
 #define USER_ID_MAX	63
@@ -71,12 +72,22 @@ struct conf {
 	long		 egress_port;		/* the proxy's port */
 	char		*egress_alias;		/* owned */
 	long		 max_connections;
+	/* File links (links: in the file; docs/supervisor.md). */
+	char		*public_url;		/* owned; no trailing slash */
+	char		*link_key_file;		/* owned */
+	long		 download_lifetime;	/* seconds */
+	long		 upload_lifetime;
+	long		 link_max_lifetime;
+	unsigned long long upload_max;		/* bytes per upload */
+	struct link_keys link_keys;		/* conf_link_keys() fills it */
 };
 
 /* Defaults, then the file (when path is not NULL), then the environment.
  * Every problem goes to diag; returns 0, or -1 when diag has errors. */
 int	conf_load(struct conf *, const char *path, struct confdiag *diag);
 void	conf_release(struct conf *);
+/* Loads (on first start: makes) the link key; 0, or -1 with err. */
+int	conf_link_keys(struct conf *, char *err, size_t errlen);
 /* The user's limits: an override from users: or the defaults. */
 const struct limits *conf_limits(const struct conf *, const char *user);
 /* Listed under users: (the allowlist). */
@@ -137,6 +148,7 @@ struct agent_req {
 	const char	*last_event_id;
 	const char	*body;
 	size_t		 body_len;
+	int		 chunked;	/* the body follows: agent_stream_* */
 };
 
 /* Sends on reuse_fd (a kept connection, or -1) or a new connection and
@@ -145,6 +157,15 @@ struct agent_req {
 int	agent_open(struct agent_conn *, const char *sock,
 	    const struct agent_req *, int reuse_fd, int timeout_ms,
 	    int *connect_failed, char *err, size_t errlen);
+/*
+ * A request whose body is sent as it comes (chunked): open connects and
+ * sends the head, write sends a piece, close ends the body and reads the
+ * answer's head (then agent_read as usual).  0, or -1 with err.
+ */
+int	agent_stream_open(struct agent_conn *, const char *sock,
+	    const struct agent_req *, int timeout_ms, char *err, size_t errlen);
+int	agent_stream_write(struct agent_conn *, const char *, size_t);
+int	agent_stream_close(struct agent_conn *, char *err, size_t errlen);
 /* The whole reply was read and the agent keeps the connection. */
 int	agent_reusable(const struct agent_conn *);
 /* Next piece of the body: >0 bytes, 0 at the end, -1 on error. */
@@ -152,6 +173,17 @@ ssize_t	agent_read(struct agent_conn *, char *dst, size_t max);
 void	agent_close(struct agent_conn *);
 /* GET /health on the socket; 0 when it answers 200. */
 int	agent_probe(const char *sock, int timeout_ms);
+
+/* ---------------------------------------------------------------- files.c */
+
+struct MHD_Connection;
+
+/* The file links (common/fileweb.h), relayed to each user's agent. */
+void	files_init(const struct conf *);
+int	files_match(const char *url);
+int	files_access(struct MHD_Connection *, const char *url,
+	    const char *method, const char *upload_data,
+	    size_t *upload_data_size, void **con_cls);
 
 /* ---------------------------------------------------------------- sandbox.c */
 

@@ -1,0 +1,319 @@
+/*
+ * files.c: file links on the supervisor.  common/fileweb.c does the web
+ * side (checking the link, pages, headers, multipart); this is its
+ * backend, which takes each checked request to the link's user's sandbox:
+ * the agent's /_files/ endpoints on its unix socket do the file side, as
+ * the sandbox user, inside the sandbox.  Bytes stream both ways through
+ * bounded buffers; nothing is held whole.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "fileweb.h"
+#include "link.h"
+#include "log.h"
+#include "supervisor.h"
+#include "banned.h"
+
+#define LIST_MAX	(16u << 20)
+#define ANSWER_MAX	(64u * 1024)
+
+static const struct conf	*conf;
+static struct fileweb		 web;
+
+struct svfile {
+	struct agent_conn	 a;
+	struct sandbox		*sb;
+};
+
+static void
+fail(struct fw_error *e, unsigned int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+fail(struct fw_error *e, unsigned int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->status = status;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+}
+
+static struct sandbox *
+acquire(const char *user, unsigned stale, struct fw_error *e)
+{
+	struct pool_err	 pe;
+	struct sandbox	*sb;
+
+	if (route_user_valid(user, strlen(user)) == -1) {
+		fail(e, 403, "This link names no user of this server.");
+		return NULL;
+	}
+	if ((sb = pool_acquire(user, stale, &pe)) == NULL)
+		fail(e, pe.http == 503 ? 503 : 502, "The sandbox that holds "
+		    "these files could not be started: %s", pe.msg);
+	return sb;
+}
+
+/* Sends a bodyless request to the user's agent and reads the head. */
+static struct svfile *
+open_agent(const char *user, const char *method, const char *path,
+    struct fw_error *e)
+{
+	struct agent_req	 r;
+	struct svfile		*f;
+	char			 err[512];
+	int			 cf, attempt;
+	unsigned		 gen;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		fail(e, 500, "out of memory");
+		return NULL;
+	}
+	f->a.fd = -1;
+	memset(&r, 0, sizeof(r));
+	r.method = method;
+	r.path = path;
+	if ((f->sb = acquire(user, 0, e)) == NULL)
+		goto fail;
+	for (attempt = 0;; attempt++) {
+		if (agent_open(&f->a, pool_sock(f->sb), &r, -1,
+		    (int)(conf->agent_timeout * 1000), &cf, err,
+		    sizeof(err)) == 0)
+			return f;
+		if (!cf || attempt > 0)
+			break;
+		/* Nobody listens: stopped or gone.  Look once more. */
+		gen = pool_gen(f->sb);
+		pool_release(f->sb);
+		if ((f->sb = acquire(user, gen, e)) == NULL)
+			goto fail;
+	}
+	fail(e, 502, "The sandbox that holds these files did not answer: %s",
+	    err);
+	pool_release(f->sb);
+fail:
+	free(f);
+	return NULL;
+}
+
+static void
+svfile_close(struct svfile *f)
+{
+	if (f == NULL)
+		return;
+	agent_close(&f->a);
+	if (f->sb != NULL)
+		pool_release(f->sb);
+	free(f);
+}
+
+/* Reads the rest of a (small) answer body into b; 0 or -1. */
+static int
+read_answer(struct svfile *f, struct buf *b)
+{
+	char	 tmp[16384];
+	ssize_t	 n;
+
+	while ((n = agent_read(&f->a, tmp, sizeof(tmp))) > 0)
+		if (buf_append(b, tmp, (size_t)n) == -1)
+			return -1;
+	return n == 0 ? 0 : -1;
+}
+
+/* An agent's refusal: its status if it is one we pass on, its words. */
+static void
+agent_refusal(struct svfile *f, struct fw_error *e)
+{
+	struct buf	 b = BUF_INIT(1024);
+	int		 st = f->a.head.status;
+
+	(void)read_answer(f, &b);
+	fail(e, st == 400 || st == 403 || st == 404 || st == 413 || st == 507 ?
+	    (unsigned)st : 502, "%.400s", b.len ? buf_str(&b) :
+	    "the sandbox refused");
+	e->msg[strcspn(e->msg, "\r\n")] = '\0';
+	buf_release(&b);
+}
+
+static ssize_t
+sv_read(void *cookie, char *dst, size_t max)
+{
+	return agent_read(&((struct svfile *)cookie)->a, dst, max);
+}
+
+static void
+sv_close(void *cookie)
+{
+	svfile_close(cookie);
+}
+
+static int
+sv_open(void *arg, const char *user, const char *path, struct fw_reader *r,
+    struct fw_error *e)
+{
+	struct buf	 url = BUF_INIT(LINK_PATH_MAX * 3 + 64);
+	struct svfile	*f;
+
+	buf_appends(&url, "/_files/raw?path=");
+	if (url_escape(path, 1, &url) == -1) {
+		fail(e, 400, "The file name is too long.");
+		return -1;
+	}
+	f = open_agent(user, "GET", buf_str(&url), e);
+	buf_release(&url);
+	if (f == NULL)
+		return -1;
+	if (f->a.head.status != 200 || f->a.head.content_length < 0) {
+		if (f->a.head.status == 200)
+			fail(e, 502, "The sandbox did not say how large the "
+			    "file is.");
+		else
+			agent_refusal(f, e);
+		svfile_close(f);
+		return -1;
+	}
+	r->fd = -1;
+	r->size = (uint64_t)f->a.head.content_length;
+	r->cookie = f;
+	r->read = sv_read;
+	r->close = sv_close;
+	return 0;
+}
+
+static json_t *
+sv_list(void *arg, const char *user, struct fw_error *e)
+{
+	struct buf	 b = BUF_INIT(LIST_MAX);
+	struct svfile	*f;
+	json_t		*j = NULL;
+
+	if ((f = open_agent(user, "GET", "/_files/list", e)) == NULL)
+		return NULL;
+	if (f->a.head.status != 200)
+		agent_refusal(f, e);
+	else if (read_answer(f, &b) == -1 ||
+	    (j = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||
+	    !json_is_array(json_object_get(j, "files"))) {
+		json_decref(j);
+		j = NULL;
+		fail(e, 502, "The sandbox sent a listing that could not be "
+		    "read.");
+	}
+	svfile_close(f);
+	buf_release(&b);
+	return j;
+}
+
+static void *
+sv_put_begin(void *arg, const char *user, const char *name,
+    struct fw_error *e)
+{
+	struct buf		 url = BUF_INIT(1024);
+	struct agent_req	 r;
+	struct svfile		*f;
+	char			 err[512];
+
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		fail(e, 500, "out of memory");
+		return NULL;
+	}
+	f->a.fd = -1;
+	if ((f->sb = acquire(user, 0, e)) == NULL) {
+		free(f);
+		return NULL;
+	}
+	buf_appends(&url, "/_files/upload?name=");
+	url_escape(name, 0, &url);
+	memset(&r, 0, sizeof(r));
+	r.method = "POST";
+	r.path = buf_str(&url);
+	r.chunked = 1;
+	if (agent_stream_open(&f->a, pool_sock(f->sb), &r,
+	    (int)(conf->agent_timeout * 1000), err, sizeof(err)) == -1) {
+		fail(e, 502, "The sandbox did not take the upload: %s", err);
+		svfile_close(f);
+		f = NULL;
+	}
+	buf_release(&url);
+	return f;
+}
+
+static int
+sv_put_write(void *h, const char *data, size_t len, struct fw_error *e)
+{
+	if (agent_stream_write(&((struct svfile *)h)->a, data, len) == -1) {
+		fail(e, 502, "The sandbox stopped taking the upload (%s).",
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *
+sv_put_end(void *h, struct fw_error *e)
+{
+	struct svfile	*f = h;
+	struct buf	 b = BUF_INIT(ANSWER_MAX);
+	char		 err[512];
+	json_t		*j = NULL;
+
+	if (agent_stream_close(&f->a, err, sizeof(err)) == -1)
+		fail(e, 502, "The sandbox did not confirm the upload: %s", err);
+	else if (f->a.head.status != 201)
+		agent_refusal(f, e);
+	else if (read_answer(f, &b) == -1 ||
+	    (j = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||
+	    !json_is_string(json_object_get(j, "path"))) {
+		json_decref(j);
+		j = NULL;
+		fail(e, 502, "The sandbox's answer to the upload could not be "
+		    "read.");
+	}
+	buf_release(&b);
+	svfile_close(f);
+	return j;
+}
+
+static void
+sv_put_abort(void *h)
+{
+	/* Closing mid-body: the agent removes what it had. */
+	svfile_close(h);
+}
+
+static const struct fw_backend relay_backend = {
+	sv_open, sv_list, sv_put_begin, sv_put_write, sv_put_end,
+	sv_put_abort, NULL,
+};
+
+void
+files_init(const struct conf *c)
+{
+	conf = c;
+	web.keys = &c->link_keys;
+	web.be = &relay_backend;
+	web.max_lifetime = c->link_max_lifetime;
+	web.upload_max = c->upload_max;
+}
+
+int
+files_match(const char *url)
+{
+	return fileweb_match(url);
+}
+
+int
+files_access(struct MHD_Connection *conn, const char *url, const char *method,
+    const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	return fileweb_access(&web, conn, url, method, upload_data,
+	    upload_data_size, con_cls);
+}
