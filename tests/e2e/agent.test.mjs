@@ -55,9 +55,11 @@ for (const transport of ['tcp', 'unix']) {
         assert.ok(ins.includes(word), `instructions mention ${word}`);
     });
 
-    test('tools/list: three tools with schemas', async () => {
+    test('tools/list: six tools with schemas', async () => {
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['list_files', 'read_text_file', 'run_python']);
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['list_files', 'read_text_file', 'run_python',
+        'share_file', 'upload_link', 'workspace_link']);
+      assert.deepEqual(tools.find((t) => t.name === 'share_file').inputSchema.required, ['path']);
       const rp = tools.find((t) => t.name === 'run_python');
       assert.deepEqual(rp.inputSchema.required, ['code']);
       assert.equal(rp.inputSchema.properties.timeout_seconds.type, 'integer');
