@@ -194,66 +194,69 @@ utf8_len(const unsigned char *p, size_t n)
 
 #define NAME_KEEP	200
 
+/* Drops leading dots and blanks and trailing ones; returns the new start. */
+static char *
+trim_name(char *p, size_t *len)
+{
+	while (*len > 0 && (*p == '.' || *p == ' ')) {
+		p++;
+		(*len)--;
+	}
+	while (*len > 0 && (p[*len - 1] == '.' || p[*len - 1] == ' '))
+		(*len)--;
+	p[*len] = '\0';
+	return p;
+}
+
 void
 fw_clean_name(const char *in, char *out, size_t outlen)
 {
-	char		 tmp[1024];
-	const char	*p, *base = in, *ext;
+	char		 tmp[1024], *p, *dot;
+	const char	*q, *base = in;
 	size_t		 n = 0, k, len, extlen, cut;
 
-	for (p = in; *p != '\0'; p++)
-		if (*p == '/' || *p == '\\')
-			base = p + 1;
+	for (q = in; *q != '\0'; q++)
+		if (*q == '/' || *q == '\\')
+			base = q + 1;
 	len = strlen(base);
-	for (p = base; (size_t)(p - base) < len && n + 4 < sizeof(tmp);) {
-		unsigned char c = (unsigned char)*p;
+	for (q = base; *q != '\0' && n + 5 < sizeof(tmp);) {
+		unsigned char c = (unsigned char)*q;
 
 		if (c < 0x20 || c == 0x7f) {
-			p++;
+			q++;
 			continue;
 		}
-		k = utf8_len((const unsigned char *)p, len - (size_t)(p - base));
+		k = utf8_len((const unsigned char *)q, len - (size_t)(q - base));
 		if (k == 0) {
 			tmp[n++] = '_';
-			p++;
+			q++;
 			continue;
 		}
-		memcpy(tmp + n, p, k);
+		memcpy(tmp + n, q, k);
 		n += k;
-		p += k;
+		q += k;
 	}
 	tmp[n] = '\0';
+	len = n;
 	/* No hidden files (".vivarium" above all), no "..", no blank ends. */
-	p = tmp;
-	while (*p == '.' || *p == ' ')
-		p++;
-	len = strlen(p);
-	while (len > 0 && (p[len - 1] == '.' || p[len - 1] == ' '))
-		len--;
-	if (len > NAME_KEEP) {
-		/* Keep the extension; cut the stem on a character boundary. */
-		ext = strrchr(p, '.');
-		extlen = ext != NULL && (size_t)(p + len - ext) <= 16 ?
-		    (size_t)(p + len - ext) : 0;
+	p = trim_name(tmp, &len);
+	while (len > NAME_KEEP) {
+		/* Keep a short extension; cut the stem on a character boundary. */
+		dot = strrchr(p, '.');
+		extlen = dot != NULL && (size_t)(p + len - dot) <= 16 ?
+		    (size_t)(p + len - dot) : 0;
 		cut = NAME_KEEP - extlen;
 		while (cut > 0 && ((unsigned char)p[cut] & 0xc0) == 0x80)
 			cut--;
-		memmove(tmp, p, cut);
-		memmove(tmp + cut, p + len - extlen, extlen);
+		memmove(p + cut, p + len - extlen, extlen);
 		len = cut + extlen;
-		p = tmp;
+		p = trim_name(p, &len);
 	}
-	if (len == 0) {
+	if (len == 0 || len >= outlen) {
 		snprintf(out, outlen, "upload");
 		return;
 	}
-	if (len >= outlen)
-		len = outlen - 1;
-	while (len > 0 && ((unsigned char)p[len] & 0xc0) == 0x80 &&
-	    len < strlen(p))
-		len--;
-	memmove(out, p, len);
-	out[len] = '\0';
+	memcpy(out, p, len + 1);
 }
 
 /* ------------------------------------------------------------ pages */

@@ -68,11 +68,25 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 TEST_SUITES += test-fuzz-agent
 test-fuzz-agent:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory $(FUZZ_AGENT)
-	@mkdir -p build/fuzz/agent-corpus
+	@$(MAKE) --no-print-directory $(FUZZ_AGENT) $(FUZZ_LINK)
+	@mkdir -p build/fuzz/agent-corpus build/fuzz/link-corpus
 	$(FUZZ_AGENT) -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 		-print_final_stats=1 -timeout=5 -dict=tests/fuzz/agent/json.dict \
 		-artifact_prefix=build/fuzz/agent- \
 		build/fuzz/agent-corpus tests/fuzz/agent/corpus
+	$(FUZZ_LINK) -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+		-print_final_stats=1 -timeout=5 -artifact_prefix=build/fuzz/link- \
+		build/fuzz/link-corpus tests/fuzz/link/corpus
+
+# Link tokens and upload names: what a browser sends first.
+FUZZ_LINK	:= build/fuzz/link
+$(FUZZ_LINK): tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
+		common/fileweb.c common/link.h common/fileweb.h
+	@mkdir -p $(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
+		common/fileweb.c common/http.c common/buf.c common/log.c \
+		-lmicrohttpd -ljansson
 
 fuzz: test-fuzz-agent
