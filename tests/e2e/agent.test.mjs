@@ -51,7 +51,7 @@ for (const transport of ['tcp', 'unix']) {
       assert.equal(client.getServerVersion().name, 'vivarium-agent');
       assert.ok(client.getServerCapabilities().tools);
       const ins = client.getInstructions();
-      for (const word of ['run_python', 'list_files', 'read_text_file', 'vivarium_charts', 'state'])
+      for (const word of ['run_python', 'list_files', 'read_text_file', 'vivarium_charts', 'state', 'share_file', 'upload_link'])
         assert.ok(ins.includes(word), `instructions mention ${word}`);
     });
 

@@ -163,6 +163,8 @@ test_initialize_negotiates(void **state)
 	assert_non_null(v);
 	assert_non_null(strstr(v, "run_python"));
 	assert_non_null(strstr(v, "vivarium_charts"));
+	assert_non_null(strstr(v, "share_file(path)"));
+	assert_non_null(strstr(v, "upload_link()"));
 	json_decref(r);
 
 	/* An unknown version gets our latest. */
