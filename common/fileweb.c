@@ -22,6 +22,7 @@
 #include "fileweb.h"
 #include "http.h"
 #include "log.h"
+#include "text.h"
 #include "banned.h"
 
 #define PAGE_MAX	(4u << 20)
@@ -164,34 +165,6 @@ fw_previewable(const char *name)
 	    strcmp(t, "image/gif") == 0 || strcmp(t, "image/webp") == 0;
 }
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 when invalid. */
-static size_t
-utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned int	 c = p[0], need, i, cp, min;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		need = 1; cp = c & 0x1f; min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		need = 2; cp = c & 0x0f; min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 3; cp = c & 0x07; min = 0x10000;
-	} else
-		return 0;
-	if (n <= need)
-		return 0;
-	for (i = 1; i <= need; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return need + 1;
-}
-
 #define NAME_KEEP	200
 
 /* Drops leading dots and blanks and trailing ones; returns the new start. */
@@ -213,7 +186,8 @@ fw_clean_name(const char *in, char *out, size_t outlen)
 {
 	char		 tmp[1024], *p, *dot;
 	const char	*q, *base = in;
-	size_t		 n = 0, k, len, extlen, cut;
+	size_t		 n = 0, len, extlen, cut;
+	int		 k;
 
 	for (q = in; *q != '\0'; q++)
 		if (*q == '/' || *q == '\\')
@@ -226,14 +200,14 @@ fw_clean_name(const char *in, char *out, size_t outlen)
 			q++;
 			continue;
 		}
-		k = utf8_len((const unsigned char *)q, len - (size_t)(q - base));
-		if (k == 0) {
+		k = utf8_seq((const unsigned char *)q, len - (size_t)(q - base));
+		if (k <= 0) {
 			tmp[n++] = '_';
 			q++;
 			continue;
 		}
-		memcpy(tmp + n, q, k);
-		n += k;
+		memcpy(tmp + n, q, (size_t)k);
+		n += (size_t)k;
 		q += k;
 	}
 	tmp[n] = '\0';
@@ -267,7 +241,8 @@ html_escape(struct buf *b, const char *s)
 	const char	*p;
 	int		 r = 0;
 
-	for (p = s; *p != '\0' && r == 0; p++) {
+	/* NULL (a field a backend left out) is shown as nothing. */
+	for (p = s ? s : ""; *p != '\0' && r == 0; p++) {
 		switch (*p) {
 		case '&': r = buf_appends(b, "&amp;"); break;
 		case '<': r = buf_appends(b, "&lt;"); break;
@@ -578,24 +553,11 @@ send_file(const struct fileweb *fw, struct MHD_Connection *conn,
 /* ------------------------------------------------------------ pages */
 
 static void
-human(unsigned long long n, char *out, size_t len)
-{
-	if (n < 1024)
-		snprintf(out, len, "%llu B", n);
-	else if (n < 1024ULL * 1024)
-		snprintf(out, len, "%.1f KB", (double)n / 1024);
-	else if (n < 1024ULL * 1024 * 1024)
-		snprintf(out, len, "%.1f MB", (double)n / (1024.0 * 1024));
-	else
-		snprintf(out, len, "%.1f GB", (double)n / (1024.0 * 1024 * 1024));
-}
-
-static void
 upload_form(const struct fileweb *fw, struct buf *b, const char *action)
 {
 	char	 cap[32];
 
-	human(fw->upload_max, cap, sizeof(cap));
+	human_size(fw->upload_max, cap, sizeof(cap));
 	buf_appends(b, "<form id=\"up\" method=\"post\" enctype=\"multipart/"
 	    "form-data\" action=\"");
 	html_escape(b, action);
@@ -661,7 +623,7 @@ workspace_page(const struct fileweb *fw, struct MHD_Connection *conn,
 			if (path == NULL)
 				continue;
 			mtime = json_integer_value(json_object_get(f, "mtime"));
-			human((unsigned long long)json_integer_value(
+			human_size((unsigned long long)json_integer_value(
 			    json_object_get(f, "size")), size, sizeof(size));
 			time_utc((time_t)mtime, when, sizeof(when));
 			buf_reset(&href);
@@ -725,6 +687,14 @@ upload_end_current(struct upload *u)
 		return;
 	r = u->fw->be->put_end(u->cur, &u->err);
 	u->cur = NULL;
+	if (r != NULL && (!json_is_string(json_object_get(r, "path")) ||
+	    !json_is_string(json_object_get(r, "name")))) {
+		json_decref(r);
+		r = NULL;
+		u->err.status = 502;
+		snprintf(u->err.msg, sizeof(u->err.msg), "The sandbox's answer "
+		    "to the upload could not be read.");
+	}
 	if (r == NULL) {
 		u->failed = 1;
 		return;
@@ -817,7 +787,7 @@ upload_answer(struct MHD_Connection *conn, struct upload *u)
 	if (json_array_size(u->done) > 0) {
 		buf_appends(&b, "<p>These files are now in the workspace:</p><ul>");
 		json_array_foreach(u->done, i, f) {
-			human((unsigned long long)json_integer_value(
+			human_size((unsigned long long)json_integer_value(
 			    json_object_get(f, "size")), size, sizeof(size));
 			buf_appends(&b, "<li>");
 			html_escape(&b, json_string_value(json_object_get(f,
@@ -866,7 +836,7 @@ upload_start(const struct fileweb *fw, struct MHD_Connection *conn,
 		    "must say how large it is (Content-Length); browsers and "
 		    "curl -F do.");
 	if (len > fw->upload_max) {
-		human(fw->upload_max, cap, sizeof(cap));
+		human_size(fw->upload_max, cap, sizeof(cap));
 		snprintf(msg, sizeof(msg), "This upload is %llu bytes; the "
 		    "limit is %s per upload. Nothing was saved.", len, cap);
 		return page_message(conn, 413, "Too large", msg);

@@ -61,7 +61,7 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
 		sandbox-agent/workspace.c sandbox-agent/files.c \
 		sandbox-agent/sweep.c common/buf.c common/log.c common/link.c \
-		common/sha256.c common/fileweb.c common/http.c \
+		common/sha256.c common/fileweb.c common/http.c common/text.c \
 		-lmicrohttpd -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent
@@ -86,7 +86,7 @@ $(FUZZ_LINK): tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
-		common/fileweb.c common/http.c common/buf.c common/log.c \
+		common/fileweb.c common/http.c common/buf.c common/log.c common/text.c \
 		-lmicrohttpd -ljansson
 
 fuzz: test-fuzz-agent

@@ -143,6 +143,31 @@ agent_refusal(struct svfile *f, struct fw_error *e)
 	buf_release(&b);
 }
 
+/*
+ * The JSON answer of an agent whose head said want: an object with key,
+ * or NULL with e filled (its refusal, or 502 for a reply not understood).
+ */
+static json_t *
+answer_json(struct svfile *f, int want, const char *key, size_t max,
+    struct fw_error *e)
+{
+	struct buf	 b = BUF_INIT(max);
+	json_t		*j = NULL;
+
+	if (f->a.head.status != want)
+		agent_refusal(f, e);
+	else if (read_answer(f, &b) == -1 ||
+	    (j = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||
+	    json_object_get(j, key) == NULL) {
+		json_decref(j);
+		j = NULL;
+		fail(e, 502, "The sandbox sent an answer that could not be "
+		    "read.");
+	}
+	buf_release(&b);
+	return j;
+}
+
 static ssize_t
 sv_read(void *cookie, char *dst, size_t max)
 {
@@ -191,24 +216,13 @@ sv_open(void *arg, const char *user, const char *path, struct fw_reader *r,
 static json_t *
 sv_list(void *arg, const char *user, struct fw_error *e)
 {
-	struct buf	 b = BUF_INIT(LIST_MAX);
 	struct svfile	*f;
-	json_t		*j = NULL;
+	json_t		*j;
 
 	if ((f = open_agent(user, "GET", "/_files/list", e)) == NULL)
 		return NULL;
-	if (f->a.head.status != 200)
-		agent_refusal(f, e);
-	else if (read_answer(f, &b) == -1 ||
-	    (j = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||
-	    !json_is_array(json_object_get(j, "files"))) {
-		json_decref(j);
-		j = NULL;
-		fail(e, 502, "The sandbox sent a listing that could not be "
-		    "read.");
-	}
+	j = answer_json(f, 200, "files", LIST_MAX, e);
 	svfile_close(f);
-	buf_release(&b);
 	return j;
 }
 
@@ -261,23 +275,13 @@ static json_t *
 sv_put_end(void *h, struct fw_error *e)
 {
 	struct svfile	*f = h;
-	struct buf	 b = BUF_INIT(ANSWER_MAX);
 	char		 err[512];
 	json_t		*j = NULL;
 
 	if (agent_stream_close(&f->a, err, sizeof(err)) == -1)
 		fail(e, 502, "The sandbox did not confirm the upload: %s", err);
-	else if (f->a.head.status != 201)
-		agent_refusal(f, e);
-	else if (read_answer(f, &b) == -1 ||
-	    (j = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||
-	    !json_is_string(json_object_get(j, "path"))) {
-		json_decref(j);
-		j = NULL;
-		fail(e, 502, "The sandbox's answer to the upload could not be "
-		    "read.");
-	}
-	buf_release(&b);
+	else
+		j = answer_json(f, 201, "path", ANSWER_MAX, e);
 	svfile_close(f);
 	return j;
 }
