@@ -281,6 +281,12 @@ load_links(struct agent_config *cfg, struct confdiag *d)
 			confdiag_add(d, 0, "VIVARIUM_LINK_KEY: %s", err);
 		else
 			cfg->links = 1;
+		/*
+		 * Copied: runs need not inherit it (a print(os.environ) would
+		 * put it in the chat).  Code in the sandbox could still find
+		 * it; it signs links to this workspace only.
+		 */
+		unsetenv("VIVARIUM_LINK_KEY");
 		return;
 	}
 	if (cfg->port < 0 || cfg->workdir == NULL)
