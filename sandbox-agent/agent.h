@@ -49,6 +49,7 @@ struct agent_config {
 	/* File links (files.c, docs/agent.md "Files in and out"). */
 	const char	*public_url;		/* borrowed; NULL: from the listener */
 	int		 links;			/* 1: a key to sign links with */
+	char		*link_key_file;		/* owned; NULL: none to load */
 	struct link_keys link_keys;
 	const char	*link_user;		/* borrowed; the one user, or NULL */
 	long		 download_lifetime;	/* seconds */
@@ -60,6 +61,8 @@ struct agent_config {
 /* Fills cfg from the environment; every problem goes to diag. 0 or -1. */
 int	agent_config_load(struct agent_config *cfg, struct confdiag *diag);
 void	agent_config_release(struct agent_config *);
+/* Loads (on first start: makes) the link key file; 0, or -1 with err. */
+int	agent_config_links(struct agent_config *, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ workspace.c */
 

@@ -247,6 +247,7 @@ load_links(struct agent_config *cfg, struct confdiag *d)
 	const char	*hex, *file, *url;
 	char		 def[PATH_MAX], err[512];
 
+
 	config_env_duration(d, "VIVARIUM_DOWNLOAD_LIFETIME", 86400, 60,
 	    365L * 86400, &cfg->download_lifetime);
 	config_env_duration(d, "VIVARIUM_UPLOAD_LIFETIME", 3600, 60,
@@ -293,17 +294,29 @@ load_links(struct agent_config *cfg, struct confdiag *d)
 		return;		/* nobody to serve links: none are made */
 	file = config_env_str("VIVARIUM_LINK_KEY_FILE", NULL);
 	if (file == NULL) {
-		/* The state directory the runner keeps; made here when new. */
-		snprintf(def, sizeof(def), "%s/.vivarium", cfg->workdir);
-		(void)mkdir(def, 0700);
+		/* In the runner's state directory, which is never listed. */
 		snprintf(def, sizeof(def), "%s/.vivarium/link.key",
 		    cfg->workdir);
 		file = def;
 	}
-	if (link_keys_load(&cfg->link_keys, file, err, sizeof(err)) == -1)
-		confdiag_add(d, 0, "VIVARIUM_LINK_KEY_FILE: %s", err);
-	else
-		cfg->links = 1;
+	if ((cfg->link_key_file = strdup(file)) == NULL)
+		confdiag_add(d, 0, "out of memory");
+}
+
+int
+agent_config_links(struct agent_config *cfg, char *err, size_t errlen)
+{
+	char	 dir[PATH_MAX];
+
+	if (cfg->links || cfg->link_key_file == NULL)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/.vivarium", cfg->workdir);
+	(void)mkdir(dir, 0700);
+	if (link_keys_load(&cfg->link_keys, cfg->link_key_file, err,
+	    errlen) == -1)
+		return -1;
+	cfg->links = 1;
+	return 0;
 }
 
 int
@@ -355,6 +368,7 @@ agent_config_release(struct agent_config *cfg)
 {
 	free(cfg->workdir);
 	free(cfg->pythonpath);
+	free(cfg->link_key_file);
 	/* Wipes the link keys with the rest. */
 	memset(cfg, 0, sizeof(*cfg));
 }

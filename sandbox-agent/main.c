@@ -85,9 +85,10 @@ print_config(const struct agent_config *c)
 	printf("output_limit       %ld characters\n", c->output_limit);
 	printf("max_images         %ld\n", c->max_images);
 	printf("max_image_side     %ld px\n", c->max_image_side);
-	printf("file links         %s\n", !c->links ? "off (no key)" :
-	    c->link_user ? "signed for one user (from the supervisor)" :
-	    "served on the TCP listener");
+	printf("file links         %s%s\n", c->link_user ? "signed for one "
+	    "user (from the supervisor)" : c->link_key_file ? "served on the "
+	    "TCP listener, key " : "off (no TCP listener, no key)",
+	    c->link_user == NULL && c->link_key_file ? c->link_key_file : "");
 	printf("persist_namespace  %d\n", c->persist_namespace);
 	printf("namespace_max      %llu bytes\n", c->namespace_max_bytes);
 	printf("state_summary      %d\n", c->state_summary);
@@ -173,6 +174,12 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	sweep_setup(cfg.sweep, warm_zygote_pid, warm_swept);
+	{
+		char err[512];
+
+		if (agent_config_links(&cfg, err, sizeof(err)) == -1)
+			log_warnx("file links are off: %s", err);
+	}
 	files_init(&cfg);
 	if (agent_http_start(&cfg) == -1) {
 		agent_config_release(&cfg);

@@ -19,7 +19,11 @@ static const char *const vars[] = {
 	"VIVARIUM_MAX_IMAGE_SIDE", "VIVARIUM_PERSIST_NAMESPACE",
 	"VIVARIUM_NAMESPACE_MAX_BYTES", "VIVARIUM_STATE_SUMMARY",
 	"VIVARIUM_USER_HEADER", "VIVARIUM_ALLOWED_ORIGINS", "VIVARIUM_PYTHON",
-	"VIVARIUM_PYTHONPATH", "VIVARIUM_SOCKET_MODE", "VIVARIUM_SWEEP", NULL
+	"VIVARIUM_PYTHONPATH", "VIVARIUM_SOCKET_MODE", "VIVARIUM_SWEEP",
+	"VIVARIUM_PUBLIC_URL", "VIVARIUM_LINK_KEY", "VIVARIUM_LINK_USER",
+	"VIVARIUM_LINK_KEY_FILE", "VIVARIUM_DOWNLOAD_LIFETIME",
+	"VIVARIUM_UPLOAD_LIFETIME", "VIVARIUM_LINK_MAX_LIFETIME",
+	"VIVARIUM_UPLOAD_MAX_BYTES", NULL
 };
 
 static int
@@ -261,6 +265,65 @@ test_sweep(void **state)
 	unsetenv("VIVARIUM_SWEEP");
 }
 
+static void
+test_links(void **state)
+{
+	static const char key[] = "00112233445566778899aabbccddeeff"
+	    "00112233445566778899aabbccddeeff";
+	struct agent_config	 c;
+	const char		*t;
+	int			 n;
+
+	/* Defaults: a key file in the state dir, not made by loading. */
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.links, 0);
+	assert_string_equal(c.link_key_file, "/tmp/.vivarium/link.key");
+	assert_int_equal(c.download_lifetime, 86400);
+	assert_int_equal(c.upload_lifetime, 3600);
+	assert_int_equal(c.link_max_lifetime, 7 * 86400);
+	assert_int_equal(c.upload_max, 2ULL << 30);
+	assert_null(c.public_url);
+	agent_config_release(&c);
+
+	/* The supervisor's form: one user's key, not passed on to runs. */
+	setenv("VIVARIUM_LINK_KEY", key, 1);
+	setenv("VIVARIUM_LINK_USER", "alice", 1);
+	setenv("VIVARIUM_PORT", "off", 1);
+	setenv("VIVARIUM_SOCKET", "/tmp/x.sock", 1);
+	setenv("VIVARIUM_PUBLIC_URL", "https://box.lan/", 1);
+	setenv("VIVARIUM_DOWNLOAD_LIFETIME", "2h", 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.links, 1);
+	assert_string_equal(c.link_user, "alice");
+	assert_null(getenv("VIVARIUM_LINK_KEY"));
+	assert_int_equal(c.download_lifetime, 7200);
+	agent_config_release(&c);
+
+	/* Every problem, at once, each naming its variable. */
+	setenv("VIVARIUM_LINK_KEY", "abc", 1);
+	setenv("VIVARIUM_PUBLIC_URL", "ftp://box", 1);
+	setenv("VIVARIUM_UPLOAD_LIFETIME", "30d", 1);
+	setenv("VIVARIUM_UPLOAD_MAX_BYTES", "lots", 1);
+	t = load(&c, &n);
+	assert_int_equal(n, 4);
+	assert_non_null(strstr(t, "VIVARIUM_LINK_KEY: the link key must be 64 hex"));
+	assert_non_null(strstr(t, "VIVARIUM_PUBLIC_URL=\"ftp://box\""));
+	assert_non_null(strstr(t, "may not be longer than"));
+	assert_non_null(strstr(t, "VIVARIUM_UPLOAD_MAX_BYTES"));
+	agent_config_release(&c);
+	unsetenv("VIVARIUM_LINK_USER");
+	setenv("VIVARIUM_LINK_KEY", key, 1);
+	unsetenv("VIVARIUM_UPLOAD_LIFETIME");
+	unsetenv("VIVARIUM_UPLOAD_MAX_BYTES");
+	unsetenv("VIVARIUM_PUBLIC_URL");
+	t = load(&c, &n);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(t, "go together"));
+	agent_config_release(&c);
+}
+
 int
 main(void)
 {
@@ -272,6 +335,7 @@ main(void)
 		cmocka_unit_test_setup(test_socket_mode, clean_env),
 		cmocka_unit_test_setup(test_warm, clean_env),
 		cmocka_unit_test_setup(test_sweep, clean_env),
+		cmocka_unit_test_setup(test_links, clean_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
