@@ -34,6 +34,7 @@
 #define LIST_MAX	5000
 #define LIST_DEPTH	32
 #define RENAME_TRIES	1000
+#define LOCAL_USER	"local"		/* links of a single-workspace agent */
 
 static const struct agent_config *conf;
 static char	 base_url[512];		/* public URL, no trailing slash */
@@ -359,6 +360,15 @@ user_ws(const char *user, char *out, size_t len, struct fw_error *e)
 {
 	char err[256];
 
+	/* Only the users this agent signs for: never a name it would use
+	 * as a path. */
+	if (conf->user_header == NULL ? strcmp(user, LOCAL_USER) != 0 :
+	    !workspace_user_id_valid(user)) {
+		e->status = 403;
+		snprintf(e->msg, sizeof(e->msg), "This link names no user of "
+		    "this server.");
+		return -1;
+	}
 	if (conf->user_header == NULL) {
 		snprintf(out, len, "%s", conf->workdir);
 		return 0;
@@ -618,7 +628,7 @@ link_url(const struct agent_ctx *ctx, struct link *l, long lifetime,
 		return -1;
 	}
 	user = conf->link_user ? conf->link_user : ctx->user ? ctx->user :
-	    "local";
+	    LOCAL_USER;
 	snprintf(l->user, sizeof(l->user), "%s", user);
 	l->expires = time(NULL) + lifetime;
 	if (buf_appendf(out, "%s%s", base_url, prefix) == -1 ||

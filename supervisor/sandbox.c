@@ -136,35 +136,6 @@ sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len)
 	return -1;
 }
 
-json_t *
-sandbox_env(const struct conf *c, const char *proxy_ip)
-{
-	json_t	*env;
-	char	 url[INET_ADDRSTRLEN + 32];
-	size_t	 i;
-
-	env = json_object();
-	for (i = 0; i < c->nenv; i++)
-		json_object_set_new(env, c->env[i].key,
-		    json_string(c->env[i].value));
-	/* Ours come last: sandbox.env cannot undo them. */
-	json_object_set_new(env, "VIVARIUM_SOCKET", json_string(AGENT_SOCK_IN));
-	/* The socket only: nothing in the sandbox listens on TCP. */
-	json_object_set_new(env, "VIVARIUM_PORT", json_string("off"));
-	if (proxy_ip != NULL) {
-		snprintf(url, sizeof(url), "http://%s:%ld", proxy_ip,
-		    c->egress_port);
-		json_object_set_new(env, "http_proxy", json_string(url));
-		json_object_set_new(env, "https_proxy", json_string(url));
-		json_object_set_new(env, "HTTP_PROXY", json_string(url));
-		json_object_set_new(env, "HTTPS_PROXY", json_string(url));
-		/* Nothing is local but the proxy: everything goes to it. */
-		json_object_set_new(env, "no_proxy", json_string(""));
-		json_object_set_new(env, "NO_PROXY", json_string(""));
-	}
-	return env;
-}
-
 /*
  * What the agent needs to make file links: this user's key (never the
  * master key: a sandbox can only sign links to its own workspace), where
@@ -194,6 +165,36 @@ link_env(const struct conf *c, const char *user, json_t *env)
 }
 
 json_t *
+sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
+{
+	json_t	*env;
+	char	 url[INET_ADDRSTRLEN + 32];
+	size_t	 i;
+
+	env = json_object();
+	for (i = 0; i < c->nenv; i++)
+		json_object_set_new(env, c->env[i].key,
+		    json_string(c->env[i].value));
+	/* Ours come last: sandbox.env cannot undo them. */
+	json_object_set_new(env, "VIVARIUM_SOCKET", json_string(AGENT_SOCK_IN));
+	/* The socket only: nothing in the sandbox listens on TCP. */
+	json_object_set_new(env, "VIVARIUM_PORT", json_string("off"));
+	if (proxy_ip != NULL) {
+		snprintf(url, sizeof(url), "http://%s:%ld", proxy_ip,
+		    c->egress_port);
+		json_object_set_new(env, "http_proxy", json_string(url));
+		json_object_set_new(env, "https_proxy", json_string(url));
+		json_object_set_new(env, "HTTP_PROXY", json_string(url));
+		json_object_set_new(env, "HTTPS_PROXY", json_string(url));
+		/* Nothing is local but the proxy: everything goes to it. */
+		json_object_set_new(env, "no_proxy", json_string(""));
+		json_object_set_new(env, "NO_PROXY", json_string(""));
+	}
+	link_env(c, user, env);
+	return env;
+}
+
+json_t *
 sandbox_container_spec(const struct conf *c, const char *user,
     const char *proxy_ip)
 {
@@ -203,8 +204,7 @@ sandbox_container_spec(const struct conf *c, const char *user,
 	char			 tmpsz[64];
 
 	(void)sandbox_names(c, user, &n);
-	env = sandbox_env(c, proxy_ip);
-	link_env(c, user, env);
+	env = sandbox_env(c, user, proxy_ip);
 	snprintf(tmpsz, sizeof(tmpsz), "size=%llu", c->tmp_size);
 	spec = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:s, s:s, s:b, s:b, s:[s], s:b,"
@@ -492,21 +492,16 @@ egress_connect(const struct conf *c, struct podman *p, const struct names *n,
  * a new network) is removed, to be made again on the same volume.
  * 1: current, 0: removed, -1: error.
  */
-static int
-ctr_current(const struct conf *c, struct podman *p, const struct names *n,
-    const char *ip, struct perr *e)
+/* The first variable of want that the inspected container lacks, or NULL. */
+static const char *
+env_stale(const json_t *ins, json_t *want)
 {
-	json_t		*ins, *want, *have, *v;
-	const char	*k, *stale = NULL;
+	json_t		*have, *v;
+	const char	*k;
 	char		 kv[1024];
 	size_t		 i;
 	int		 found;
 
-	if (podman_container_inspect(p, n->container, &ins, e) == -1)
-		return -1;
-	if (ins == NULL)
-		return 0;
-	want = sandbox_env(c, ip[0] != '\0' ? ip : NULL);
 	have = json_object_get(json_object_get(ins, "Config"), "Env");
 	json_object_foreach(want, k, v) {
 		snprintf(kv, sizeof(kv), "%s=%s", k, json_string_value(v));
@@ -515,11 +510,25 @@ ctr_current(const struct conf *c, struct podman *p, const struct names *n,
 			found = json_string_value(json_array_get(have, i)) != NULL
 			    && strcmp(json_string_value(json_array_get(have, i)),
 			    kv) == 0;
-		if (!found) {
-			stale = k;
-			break;
-		}
+		if (!found)
+			return k;
 	}
+	return NULL;
+}
+
+static int
+ctr_current(const struct conf *c, struct podman *p, const char *user,
+    const struct names *n, const char *ip, struct perr *e)
+{
+	json_t		*ins, *want;
+	const char	*stale;
+
+	if (podman_container_inspect(p, n->container, &ins, e) == -1)
+		return -1;
+	if (ins == NULL)
+		return 0;
+	want = sandbox_env(c, user, ip[0] != '\0' ? ip : NULL);
+	stale = env_stale(ins, want);
 	if (stale != NULL)
 		log_info("%s: made with other settings (%s); making it again "
 		    "on the same workspace volume", n->container, stale);
@@ -529,6 +538,54 @@ ctr_current(const struct conf *c, struct podman *p, const struct names *n,
 		return 1;
 	if (podman_container_remove(p, n->container, e) == -1
 	    && e->status != 404)
+		return -1;
+	return 0;
+}
+
+/*
+ * A running sandbox whose link key or public URL is not the supervisor's
+ * (the key file was replaced, public_url changed) would hand out links
+ * that never open: it is stopped and removed, to be made again on the same
+ * volume.  1: current, 0: removed, -1: error.
+ */
+static int
+links_current(const struct conf *c, struct podman *p, const char *user,
+    const struct names *n, int allow_create, struct perr *e)
+{
+	json_t		*ins, *want;
+	const char	*stale;
+
+	if ((want = json_object()) == NULL) {
+		perr_set(e, 500, "out of memory");
+		return -1;
+	}
+	link_env(c, user, want);
+	if (json_object_size(want) == 0) {
+		json_decref(want);
+		return 1;
+	}
+	if (podman_container_inspect(p, n->container, &ins, e) == -1) {
+		json_decref(want);
+		return -1;
+	}
+	stale = ins != NULL ? env_stale(ins, want) : NULL;
+	if (stale != NULL && !allow_create)
+		log_warnx("%s: its file links are signed with another key or for "
+		    "another address (%s), so they will not open; this "
+		    "supervisor does not make sandboxes: `vivariumctl "
+		    "remove-user` and `add-user` make it again", n->container,
+		    stale);
+	else if (stale != NULL)
+		log_info("%s: its file links are signed with another key or for "
+		    "another address (%s); making it again on the same "
+		    "workspace volume", n->container, stale);
+	json_decref(want);
+	json_decref(ins);
+	if (stale == NULL || !allow_create)
+		return 1;
+	if ((podman_container_stop(p, n->container, (int)c->stop_timeout, e)
+	    == -1 && e->status != 404) || (podman_container_remove(p,
+	    n->container, e) == -1 && e->status != 404))
 		return -1;
 	return 0;
 }
@@ -639,6 +696,11 @@ again:
 	ins = NULL;
 	switch (st) {
 	case CTR_RUNNING:
+		/* Adopted after a restart: links signed as this supervisor signs? */
+		if ((r = links_current(c, p, user, &n, allow_create, e)) == -1)
+			return -1;
+		if (r == 0 && redo++ < 3)
+			goto again;
 		return wait_ready(c, p, &n, e);
 	case CTR_TRANSIENT:
 		if (++tries > 50) {
@@ -686,7 +748,7 @@ again:
 		if (made && egress_connect(c, p, &n, ip, e) == -1)
 			return -1;
 		/* Made by an older vivarium, or removed with its network. */
-		if ((r = ctr_current(c, p, &n, ip, e)) == -1)
+		if ((r = ctr_current(c, p, user, &n, ip, e)) == -1)
 			return -1;
 		if (r == 0 && redo++ < 3)
 			goto again;

@@ -205,7 +205,8 @@ json_t	*sandbox_volume_spec(const char *user);
 json_t	*sandbox_container_spec(const struct conf *, const char *user,
 	    const char *proxy_ip);
 /* The environment the sandbox gets (new reference). */
-json_t	*sandbox_env(const struct conf *, const char *proxy_ip);
+json_t	*sandbox_env(const struct conf *, const char *user,
+	    const char *proxy_ip);
 /*
  * The egress proxy's fixed address on a network: the last usable address
  * of its IPv4 subnet (Podman hands out addresses from the low end).  From
