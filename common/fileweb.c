@@ -801,9 +801,7 @@ upload_answer(struct MHD_Connection *conn, struct upload *u)
 			    "this one got a new name" : "");
 		}
 		buf_appends(&b, "</ul>\n");
-	} else if (!u->failed)
-		buf_appends(&b, "<p>No file arrived: choose one or more files "
-		    "and send the form again.</p>\n");
+	}
 	if (u->failed) {
 		buf_appends(&b, "<p class=\"err\">");
 		html_escape(&b, u->err.msg);
@@ -891,6 +889,13 @@ upload_more(struct MHD_Connection *conn, struct upload *u,
 	u->pp = NULL;
 	if (complete && !u->failed)
 		upload_end_current(u);
+	if (complete && !u->failed && json_array_size(u->done) == 0) {
+		u->failed = 1;
+		u->err.status = 400;
+		snprintf(u->err.msg, sizeof(u->err.msg), "No file arrived: the "
+		    "form must have its files in the field \"file\" (choose one "
+		    "or more and send it again).");
+	}
 	else {
 		upload_abort_current(u);
 		if (!u->failed) {
