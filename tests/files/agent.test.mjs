@@ -3,7 +3,7 @@
 // test-files` (tests/files/run.sh).
 import { before, after } from 'node:test';
 import { agentTarget, launchBrowser, MiB } from './lib.mjs';
-import { browserScenarios, badInputScenarios, capScenario, bigScenarios } from './scenarios.mjs';
+import { browserScenarios, badInputScenarios, capScenario, bigScenarios, keyScenarios } from './scenarios.mjs';
 
 let t, capped, br;
 
@@ -24,3 +24,4 @@ browserScenarios(env);
 badInputScenarios(env);
 capScenario(() => ({ t: capped, br, u: 'local' }), MiB);
 bigScenarios(env);
+keyScenarios(env, (n) => { t = n; }, (x, o) => x.restart(o));

@@ -312,8 +312,8 @@ export { callTool };
 
 // The standalone agent on TCP with a fresh workspace (or a given one).
 // Its user is "local"; its key file the default, <workdir>/.vivarium/link.key.
-export async function agentTarget({ env = {}, workspace = null } = {}) {
-  const port = await freePort();
+export async function agentTarget({ env = {}, workspace = null, leftDirs = [], port = 0 } = {}) {
+  port = port || await freePort();
   const agent = await startAgent({ transport: 'tcp', workspace, env: { VIVARIUM_PORT: String(port), ...env } });
   const clients = new Map();
   return {
@@ -327,20 +327,36 @@ export async function agentTarget({ env = {}, workspace = null } = {}) {
     key(u = 'local') { return userKey(readMasterKey(this.keyFile()), u); },
     logs() { return agent.stderr(); },
     pids() { return { agent: agent.proc.pid }; },
-    async stop(opts) { return agent.stop(opts); },
+    // The agent again on the same workspace (and key file, unless newKey
+    // removes it first); this one stops.
+    // The same port unless newPort.
+    async restart({ newKey = false, newPort = false } = {}) {
+      for (const cl of clients.values()) await cl.close().catch(() => {});
+      clients.clear();
+      await agent.stop({ keep: true });
+      if (newKey) rmSync(this.keyFile());
+      const n = await agentTarget({ env, workspace: agent.workspace, leftDirs: [...leftDirs, agent.dir],
+        port: newPort ? 0 : port });
+      return n;
+    },
+    async stop(opts) {
+      const code = await agent.stop(opts);
+      for (const d of leftDirs) rmSync(d, { recursive: true, force: true });
+      return code;
+    },
   };
 }
 
 // The supervisor with a private Podman service and the real image.
 // Users are this run's ids (TAG-<name>); each one's workspace is its
 // volume's mount point on this host.
-export async function supervisorTarget({ extra = '', podman = null, state = null } = {}) {
+export async function supervisorTarget({ extra = '', podman = null, state = null, port = 0 } = {}) {
   if (!imagePresent()) throw new Error(`${IMAGE} is not in the test storage: run make image-for-tests`);
   const podmanSock = `/run/vsv-${TAG}.podman.sock`;
   const ownPodman = !podman;
   if (!podman) podman = await startPodman(podmanSock);
   state = state || stateDir();
-  const sv = await startSupervisor({ podmanSock: podman.sock, state, extra });
+  const sv = await startSupervisor({ podmanSock: podman.sock, state, extra, port });
   const clients = new Map();
   const t = {
     name: 'supervisor', sv, podman, state, base: sv.base, users: [user('alice'), user('bob')],
@@ -358,11 +374,13 @@ export async function supervisorTarget({ extra = '', podman = null, state = null
     pids(u) { return { supervisor: sv.proc.pid, agent: containerAgentPid(`vivarium-${u}`) }; },
     // A new supervisor on the same Podman service and state directory
     // (its sandboxes are adopted, as after a restart); this one stops.
-    async restart(newExtra = extra) {
+    // The same port unless newPort.
+    async restart(newExtra = extra, { newKey = false, newPort = false } = {}) {
       for (const c of clients.values()) await c.close().catch(() => {});
       clients.clear();
       await sv.stop();
-      const n = await supervisorTarget({ extra: newExtra, podman, state });
+      if (newKey) rmSync(this.keyFile());
+      const n = await supervisorTarget({ extra: newExtra, podman, state, port: newPort ? 0 : Number(new URL(sv.base).port) });
       n.own = t.own;
       return n;
     },

@@ -13,6 +13,7 @@ import {
   existsSync, readFileSync, writeFileSync, rmSync, mkdtempSync, join, tmpdir, randomBytes,
 } from './lib.mjs';
 import { dirname } from 'node:path';
+import { statSync } from 'node:fs';
 
 export const runPython = async (c, code) => callTool(c, 'run_python', { code });
 
@@ -248,6 +249,10 @@ print(os.path.getsize('chart.png'), os.path.getsize('table.csv'))`);
       assert.ok(readFileSync(await dl.path()).equals(readFileSync(join(t.ws(u), 'table.csv'))));
       assert.ok(await page.locator('form[enctype="multipart/form-data"] input[type=file][name=file]').count(),
         'the page has an upload form');
+      // Which works: a file chosen there arrives and is listed.
+      await chooseAndSend(page, { name: 'from-ws-page.txt', mimeType: 'text/plain', buffer: Buffer.from('via the workspace page') });
+      assert.ok(await until(() => existsSync(join(t.ws(u), 'from-ws-page.txt'))), 'the workspace page upload arrived');
+      assert.equal(readFileSync(join(t.ws(u), 'from-ws-page.txt'), 'utf8'), 'via the workspace page');
       // Read and upload only: nothing that deletes.
       assert.doesNotMatch(await page.content(), /method=["']?(delete|put)/i);
     } finally { await ctx.close(); }
@@ -377,6 +382,16 @@ export function badInputScenarios(env) {
       assert.ok(x.status >= 400 && x.status < 500, `${method}: ${x.status}`);
     }
     assert.equal(readFileSync(join(t.ws(u), 'secret.txt'), 'utf8'), SECRET);
+    // The agent's raw file endpoints (what the supervisor relays to on
+    // the unix socket) answer on no public listener.
+    for (const p of ['/_files/raw?path=secret.txt', '/_files/list', '/_files/raw?path=.vivarium/link.key']) {
+      const x = await get(`${o}${p}`);
+      assert.equal(x.status, 404, `${p} on the public listener: ${x.status} ${x.text.slice(0, 200)}`);
+      assert.ok(!x.text.includes(SECRET) && !/"files"/.test(x.text), `${p} answered with content`);
+    }
+    const xu = await fetch(`${o}/_files/upload?name=raw-upload.txt`, { method: 'POST', body: 'x' });
+    assert.equal(xu.status, 404, `/_files/upload on the public listener: ${xu.status}`);
+    assert.ok(!existsSync(join(t.ws(u), 'raw-upload.txt')));
     // Missing file behind a valid link: 404, no content.
     const c = await t.client(u);
     await runPython(c, "open('gone.txt','w').write('g')");
@@ -627,5 +642,57 @@ export function bigScenarios(env, { size = GiB, limit = 20 * MiB } = {}) {
       }
       rmSync(join(ws, saved.path), { force: true });
     } finally { rmSync(dir, { recursive: true, force: true }); }
+  });
+}
+
+// ---------------------------------------------------------------- the key
+
+// restart(t, { newKey, newPort }) gives the same place started again (the
+// same workspace and state, the same port unless newPort), after removing
+// its key file when newKey.
+export function keyScenarios(env, setEnv, restart) {
+  test('the link key: mode 0600; links live through a restart; a new key revokes them all', async () => {
+    const { t, u } = env();
+    const st = statSync(t.keyFile());
+    assert.equal(st.mode & 0o777, 0o600, `the key file's mode is ${(st.mode & 0o777).toString(8)}`);
+    const oldKey = readFileSync(t.keyFile());
+    let c = await t.client(u);
+    await runPython(c, "open('keyed.txt','w').write('KEYED')");
+    const s = await shareFile(c, 'keyed.txt');
+
+    // Restarted with the same key: the old link opens.
+    const t2 = await restart(t, {});
+    setEnv(t2);
+    let r = await get(s.url);
+    assert.equal(r.status, 200, `an old link after a restart: ${r.status} ${r.text.slice(0, 200)}`);
+    assert.equal(r.text, 'KEYED');
+
+    // A new key: every earlier link is refused, links made now open.
+    const t3 = await restart(t2, { newKey: true });
+    setEnv(t3);
+    const newKey = readFileSync(t3.keyFile());
+    assert.ok(!newKey.equals(oldKey), 'a new key was made');
+    assert.equal(statSync(t3.keyFile()).mode & 0o777, 0o600);
+    refused(await get(s.url), /not valid/i, 'KEYED', 'a link made with the replaced key');
+    c = await t3.client(u);
+    const s3 = await shareFile(c, 'keyed.txt');
+    r = await get(s3.url);
+    assert.equal(r.status, 200, `a link made after the key was replaced (${s3.url}): ${r.status} ${r.text.slice(0, 300)}`);
+    const up = await uploadLink(c);
+    const x = await upload(up.url, [{ name: 'after-new-key.txt', data: 'ok' }]);
+    assert.equal(x.status, 200, `an upload link made after the key was replaced: ${x.status} ${x.text.slice(0, 300)}`);
+  });
+
+  test('the public URL: after a restart on another address, new links point at it', async () => {
+    const { t, u } = env();
+    const t2 = await restart(t, { newPort: true });
+    setEnv(t2);
+    const c = await t2.client(u);
+    await runPython(c, "open('moved.txt','w').write('MOVED')");
+    const s = await shareFile(c, 'moved.txt');
+    assert.equal(new URL(s.url).origin, t2.base, `share_file's link after the move: ${s.url}`);
+    const r = await get(s.url);
+    assert.equal(r.status, 200);
+    assert.equal(r.text, 'MOVED');
   });
 }
