@@ -5,7 +5,8 @@
 
 FILES_ENV = VIVARIUM_AGENT_BIN=$(abspath $(BIN))/vivarium-agent \
 	    VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
-	    VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python
+	    VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
+	    VIVARIUM_SANDBOX_IMAGE=$${VIVARIUM_SANDBOX_IMAGE:-localhost/vivarium-sandbox:$(VERSION)}
 
 TEST_SUITES += test-files
 test-files:
