@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import {
   launchBrowser, download, mint, parseToken, splitLink, now, upload, get, multipart, listTree,
-  sha256, callTool, curl, sh, bigFile, freeBytes, fileSha, memWatch, mb, sleep, GiB, MiB,
+  sha256, callTool, curl, sh, bigFile, freeBytes, fileSha, memWatch, mb, sleep, GiB, MiB, readMasterKey, userKey,
   existsSync, readFileSync, writeFileSync, rmSync, mkdtempSync, join, tmpdir, randomBytes,
 } from './lib.mjs';
 import { dirname } from 'node:path';
@@ -354,6 +354,17 @@ export function badInputScenarios(env) {
       if (what === 'a huge token' && [400, 414, 431].includes(r.status)) continue;
       refused(r, /not valid/i, SECRET, what);
     }
+    // Signed with the key the server derives for that user, but a user no
+    // workspace can be named after: refused, never a file, never a crash.
+    const master = readMasterKey(t.keyFile());
+    const served = [];
+    for (const who of ['..', '../..', '.', 'a/b', '', 'UPPER', 'x'.repeat(65), 'a\u0000b', '-x']) {
+      const tok = mint(userKey(master, who), { purpose: 'd', user: who, expiry: now() + 600, path: 'secret.txt' });
+      const r = await get(`${origin}/f/${tok}/secret.txt`);
+      if (!(r.status >= 400 && r.status < 500) || r.text.includes(SECRET))
+        served.push(`${JSON.stringify(who)}: ${r.status}${r.text.includes(SECRET) ? ' with the file' : ''}`);
+    }
+    assert.deepEqual(served, [], `links for users ${u}'s workspace is not named after were answered: ${served.join('; ')}`);
     // The name after the token is cosmetic: it never picks another file.
     await runPython(await t.client(u), "open('other.txt','w').write('OTHER')");
     const o = await get(`${origin}/f/${token}/other.txt`);
@@ -466,6 +477,16 @@ os.makedirs('adir', exist_ok=True)`);
       assert.ok(!existsSync(p), `${p} was written`);
     assert.deepEqual(listTree(parent, { skip: [ws.slice(parent.length + 1)] }), parentBefore,
       'nothing new beside the workspace');
+  });
+
+  test('uploads: an empty file arrives empty', async () => {
+    const { t, u } = env();
+    const { u: up } = await setup();
+    const name = `empty-${randomBytes(3).toString('hex')}.txt`;
+    const r = await upload(up.url, [{ name, data: '' }]);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.files[0].size, 0);
+    assert.equal(readFileSync(join(t.ws(u), r.json.files[0].path)).length, 0);
   });
 
   test('uploads: an existing file is not overwritten; the new one gets a new name and says so', async () => {
@@ -694,5 +715,30 @@ export function keyScenarios(env, setEnv, restart) {
     const r = await get(s.url);
     assert.equal(r.status, 200);
     assert.equal(r.text, 'MOVED');
+  });
+}
+
+// A workspace that fills up (the target's workspace a 2 MiB tmpfs): the
+// upload is refused with a page that says the workspace is full, and
+// nothing of it stays.
+export function diskFullScenario(env) {
+  test('uploads: a disk-full upload leaves nothing behind and says why', async () => {
+    const { t, u } = env();
+    const up = await uploadLink(await t.client(u));
+    const ws = t.ws(u);
+    const before = listTree(ws);
+    const { body, contentType } = multipart([{ name: 'too-big-for-disk.bin', data: randomBytes(3 * MiB) }]);
+    const res = await fetch(up.url, { method: 'POST', headers: { 'content-type': contentType }, body });
+    const text = await res.text();
+    assert.ok(res.status === 507 || res.status === 413, `a full disk: ${res.status} ${text.slice(0, 300)}`);
+    assert.match(text.replace(/<[^>]*>/g, ' '), /full|space/i, text.slice(0, 500));
+    await sleep(200);
+    // (The directory uploads are received in may stay, empty.)
+    const files = (l) => l.filter((x) => x !== '.vivarium/uploading/');
+    assert.deepEqual(files(listTree(ws)), files(before), 'nothing left of it');
+    assert.ok(freeBytes(ws) > 1.5 * MiB, `the space was given back: ${mb(freeBytes(ws))} free`);
+    // And a small one still arrives.
+    const r = await upload(up.url, [{ name: 'small.txt', data: 'fits' }]);
+    assert.equal(r.status, 200, r.text);
   });
 }
