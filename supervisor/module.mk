@@ -32,6 +32,9 @@ test-supervisor:
 	    VIVARIUM_CTL_BIN=$(abspath $(BIN))/vivariumctl tests/supervisor/run.sh
 TEST_SUITES += test-supervisor
 
+# Download and upload links in a real browser.
+include tests/files/files.mk
+
 bench-supervisor:
 	@scripts/deps build test podman
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor image-for-tests

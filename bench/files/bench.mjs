@@ -1,0 +1,132 @@
+// bench/files: what file links cost, measured side by side in one run
+// against a private Podman service and the real sandbox image.
+//   (a) upload: a 1 GiB file POSTed to an upload link through the
+//       supervisor (curl -F, streamed from disk) against writing the same
+//       file straight onto the user's volume (its Mountpoint on the host;
+//       dd with fsync, as the agent syncs an upload before its rename);
+//   (b) download: the same file through a share_file link (curl to
+//       /dev/null) against reading it straight off the volume (dd): from
+//       the page cache (warm from the upload), and again from the disk
+//       (the file's pages dropped from the cache before each read);
+//   (c) the peak RSS of the supervisor and of the agent in the sandbox
+//       during each transfer (VmHWM after a reset, and VmRSS sampled).
+// Targets: (a) and (b) at least 70% of the direct throughput; (c) flat,
+// under 20 MB.  BENCH_FILE_MIB sets the size (default 1024), BENCH_ROUNDS
+// the rounds (each side's best is kept; default 3).
+import { rmSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  supervisorTarget, bigFile, freeBytes, fileSha, memWatch, mb, curl, sh, callTool, MiB, IMAGE,
+} from '../../tests/files/lib.mjs';
+
+const SIZE = Number(process.env.BENCH_FILE_MIB || 1024) * MiB;
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
+const LIMIT = 20 * MiB;
+const now = () => Number(process.hrtime.bigint()) / 1e9;	// s
+const rate = (secs) => SIZE / MiB / secs;	// MiB/s
+
+async function timed(fn) {
+  const t0 = now();
+  await fn();
+  return now() - t0;
+}
+
+function check(r, what) {
+  if (r.code !== 0) throw new Error(`${what}: exit ${r.code}: ${r.stderr}`);
+  return r;
+}
+
+async function main() {
+  const t = await supervisorTarget();
+  const dir = mkdtempSync(join(tmpdir(), 'vivarium-bench-files-'));
+  try {
+    const u = t.users[0];
+    const c = await t.client(u);
+    await callTool(c, 'run_python', { code: 'print(1)' });	// the sandbox is up
+    const ws = t.ws(u);
+    for (const d of [dir, ws]) {
+      if (freeBytes(d) < 4 * SIZE) throw new Error(`${d}: ${mb(freeBytes(d))} free, ${mb(4 * SIZE)} needed`);
+    }
+    console.log(`bench/files: image ${IMAGE}, a ${SIZE / MiB} MiB file, volume ${ws}`);
+    const src = bigFile(dir, SIZE, 'src.bin');
+    const pids = t.pids(u);
+    const up = (await callTool(c, 'upload_link', {})).structuredContent.url;
+
+    let upVia = Infinity, upDirect = Infinity, downVia = Infinity, downDirect = Infinity;
+    let coldVia = Infinity, coldDirect = Infinity;
+    const mem = { up: null, down: null };
+    const worst = (a, b) => {
+      if (!a) return b;
+      for (const k of Object.keys(b)) {
+        a[k].peakRss = Math.max(a[k].peakRss, b[k].peakRss);
+        a[k].hwm = Math.max(a[k].hwm, b[k].hwm);
+      }
+      return a;
+    };
+    let saved = null;
+    for (let round = 0; round < ROUNDS; round++) {
+      // (a) upload, then the direct write of the same bytes.
+      rmSync(join(ws, 'bench.bin'), { force: true });
+      let w = memWatch(pids);
+      let ans;
+      const sUp = await timed(async () => {
+        ans = check(await curl(['--fail', '-H', 'Accept: application/json', '-F', `file=@${src.path};filename=bench.bin`, up]), 'upload');
+      });
+      mem.up = worst(mem.up, w.stop());
+      saved = JSON.parse(ans.stdout).files[0].path;
+      upVia = Math.min(upVia, sUp);
+      rmSync(join(ws, 'direct.bin'), { force: true });
+      // fsync'd, as an upload is before it is renamed into place.
+      upDirect = Math.min(upDirect, await timed(async () => check(await sh(
+        `dd if='${src.path}' of='${join(ws, 'direct.bin')}' bs=1M conv=fsync status=none`), 'direct write')));
+
+      // (b) download, then the direct read of the same file.
+      const link = (await callTool(c, 'share_file', { path: saved })).structuredContent.url;
+      w = memWatch(pids);
+      const sDown = await timed(async () => check(await curl(['--fail', '-o', '/dev/null', link]), 'download'));
+      mem.down = worst(mem.down, w.stop());
+      downVia = Math.min(downVia, sDown);
+      downDirect = Math.min(downDirect, await timed(async () => check(await sh(
+        `dd if='${join(ws, saved)}' of=/dev/null bs=1M status=none`), 'direct read')));
+
+      // (b') the same with this one file's pages dropped from
+      // the cache first (dd iflag=nocache, posix_fadvise DONTNEED).
+      const drop = async () => check(await sh(`dd if='${join(ws, saved)}' iflag=nocache count=0 status=none`), 'drop');
+      await drop();
+      w = memWatch(pids);
+      const sCold = await timed(async () => check(await curl(['--fail', '-o', '/dev/null', link]), 'cold download'));
+      worst(mem.down, w.stop());
+      coldVia = Math.min(coldVia, sCold);
+      await drop();
+      coldDirect = Math.min(coldDirect, await timed(async () => check(await sh(
+        `dd if='${join(ws, saved)}' of=/dev/null bs=1M status=none`), 'cold direct read')));
+    }
+    const same = (await fileSha(join(ws, saved))) === src.sha256;
+
+    const line = (what, via, direct) => {
+      const ratio = direct / via;	// throughput ratio = time ratio inverted
+      return `${what}: via supervisor ${rate(via).toFixed(0)} MiB/s (${via.toFixed(2)} s), ` +
+        `direct on the volume ${rate(direct).toFixed(0)} MiB/s (${direct.toFixed(2)} s); ` +
+        `ratio ${(ratio * 100).toFixed(0)}%; target 70%: ${ratio >= 0.7 ? 'met' : 'MISSED'}`;
+    };
+    console.log(line(`(a) upload ${SIZE / MiB} MiB`, upVia, upDirect) + (same ? '' : '; UPLOADED FILE DIFFERS'));
+    console.log(line(`(b) download ${SIZE / MiB} MiB, from the page cache`, downVia, downDirect));
+    console.log(line(`    the same from the disk (this file's pages dropped from the page cache before each)`, coldVia, coldDirect));
+    let flat = true;
+    for (const [what, m] of Object.entries(mem)) {
+      const parts = Object.entries(m).map(([k, v]) => {
+        if (!(v.peakRss < LIMIT && v.hwm < LIMIT)) flat = false;
+        return `${k} peak ${mb(v.hwm)} (sampled VmRSS ${mb(v.peakRss)})`;
+      });
+      console.log(`(c) memory during the ${what === 'up' ? 'upload' : 'download'}: ${parts.join(', ')}`);
+    }
+    console.log(`    target under ${mb(LIMIT)}: ${flat ? 'met' : 'MISSED'}`);
+    for (const n of ['direct.bin', saved]) rmSync(join(ws, n), { force: true });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await t.stop();
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,23 @@
+# tests/files: download and upload links in a real browser,
+# through the standalone agent and through the supervisor; and bench/files.
+# Included from supervisor/module.mk, after test-supervisor.
+.PHONY: test-files bench-files
+
+FILES_ENV = VIVARIUM_AGENT_BIN=$(abspath $(BIN))/vivarium-agent \
+	    VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
+	    VIVARIUM_SANDBOX_IMAGE=$${VIVARIUM_SANDBOX_IMAGE:-localhost/vivarium-sandbox:$(VERSION)}
+
+TEST_SUITES += test-files
+test-files:
+	@scripts/deps build test podman browser
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-agent $(BIN)/vivarium-supervisor
+	@$(MAKE) --no-print-directory image-for-tests
+	@$(FILES_ENV) tests/files/run.sh
+
+bench-files:
+	@scripts/deps build test podman browser
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor image-for-tests
+	@for d in tests/e2e tests/files; do [ -d $$d/node_modules ] || \
+	    (cd $$d && npm ci --no-audit --no-fund --loglevel=error); done
+	@$(FILES_ENV) node bench/files/bench.mjs

@@ -1,0 +1,135 @@
+// The file links through the supervisor: real Podman, the real sandbox
+// image, two users.  Run by `make test-files` (tests/files/run.sh).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  supervisorTarget, launchBrowser, mint, parseToken, splitLink, get, upload, hmac, readMasterKey,
+  randomBytes, existsSync, join, MiB,
+} from './lib.mjs';
+import {
+  browserScenarios, badInputScenarios, capScenario, bigScenarios, keyScenarios, runPython, shareFile, uploadLink, workspaceLink,
+} from './scenarios.mjs';
+
+let t, br;
+
+before(async () => {
+  br = await launchBrowser();
+  t = await supervisorTarget();
+});
+
+after(async () => {
+  if (t) await t.stop();
+  if (br) await br.close();
+});
+
+const env = () => ({ t, br, u: t.users[0] });
+browserScenarios(env);
+badInputScenarios(env);
+
+test('two users: a sandbox cannot mint a link into another user\'s workspace', async () => {
+  const [alice, bob] = t.users;
+  const ca = await t.client(alice), cb = await t.client(bob);
+  const BOB = `BOB-ONLY-${randomBytes(6).toString('hex')}`;
+  await runPython(cb, `open('bob.txt','w').write(${JSON.stringify(BOB)})`);
+  await runPython(ca, "open('alice.txt','w').write('ALICE')");
+  const a = await shareFile(ca, 'alice.txt');
+  const { origin, token } = splitLink(a.url);
+  const tp = parseToken(token);
+  assert.equal(tp.user, alice);
+
+  // Everything alice's sandbox can read: its environment and the files it
+  // can open.  Whatever key material it holds signs only for alice.
+  const r = await runPython(ca, `import os, json
+env = dict(os.environ)
+found = {}
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        for f in ('environ', 'cmdline'):
+            try: found['/proc/%s/%s' % (pid, f)] = open('/proc/%s/%s' % (pid, f), 'rb').read().hex()
+            except Exception as e: pass
+for root in ('/run/vivarium', '/workspace/.vivarium', '/etc/vivarium'):
+    for dp, dn, fn in os.walk(root):
+        for n in fn:
+            p = os.path.join(dp, n)
+            try: found[p] = open(p, 'rb').read(256).hex()
+            except Exception as e: found[p] = 'ERR ' + type(e).__name__
+print('ENV', json.dumps(env)); print('FILES', json.dumps(found))`);
+  const envs = JSON.parse(/ENV (\{.*\})/.exec(r.text)[1]);
+  const files = JSON.parse(/FILES (\{.*\})/.exec(r.text)[1]);
+  const master = readMasterKey(t.keyFile());
+  const candidates = [];
+  for (const v of Object.values(envs)) if (v.length >= 16) candidates.push(Buffer.from(v), Buffer.from(v, 'hex'), Buffer.from(v, 'base64'));
+  for (const v of Object.values(files)) if (!v.startsWith('ERR')) {
+    const b = Buffer.from(v, 'hex');
+    // A file whole, and each NUL-separated item (environ) and its value.
+    const items = [b.toString(), ...b.toString().split('\0'), ...b.toString().split('\0').map((x) => x.slice(x.indexOf('=') + 1))];
+    candidates.push(b);
+    for (const x of items.map((y) => y.trim()).filter((y) => y.length >= 16))
+      candidates.push(Buffer.from(x), Buffer.from(x, 'hex'), Buffer.from(x, 'base64'));
+  }
+  // The master key must not be among them, in any spelling.
+  const masterHex = master.toString('hex');
+  for (const cand of candidates) {
+    assert.ok(!cand.equals(master) && !cand.toString().includes(masterHex), 'the sandbox can read the master key');
+  }
+  // Which candidate signs alice's links (the sandbox's own key)?
+  const payload = Buffer.from(token.split('.')[0], 'base64url');
+  const own = candidates.find((k) => k.length && hmac(k, payload).equals(tp.mac));
+  const keys = [...(own ? [own] : []), t.key(alice), randomBytes(32), Buffer.alloc(32)];
+  const forBob = { ...tp, user: bob, path: 'bob.txt' };
+  for (const k of keys) {
+    const forged = mint(k, forBob);
+    const x = await get(`${origin}/f/${forged}/bob.txt`);
+    assert.equal(x.status, 403, `a link for bob signed with ${k === own ? "alice's sandbox key" : 'a wrong key'}: ${x.status}`);
+    assert.ok(!x.text.includes(BOB));
+  }
+  // Control: signed with bob's own key (made from the master key on the
+  // host), the same link opens; so the refusals above are the key's doing.
+  const good = mint(t.key(bob), forBob);
+  const g = await get(`${origin}/f/${good}/bob.txt`);
+  assert.equal(g.status, 200, g.text);
+  assert.equal(g.text, BOB);
+  assert.ok(t.key(bob).length && !t.key(bob).equals(t.key(alice)));
+});
+
+test('two users: alice\'s links reach alice\'s workspace only', async () => {
+  const [alice, bob] = t.users;
+  const ca = await t.client(alice), cb = await t.client(bob);
+  const BOB = `BOB-FILE-${randomBytes(6).toString('hex')}`;
+  await runPython(cb, `open('bob-secret.txt','w').write(${JSON.stringify(BOB)})`);
+  const up = await uploadLink(ca);
+  const w = await workspaceLink(ca);
+  const U = splitLink(up.url), W = splitLink(w.url);
+  // Nothing of bob's comes out through alice's upload or workspace links.
+  for (const path of [`/up/${U.token}/../bob-secret.txt`, `/ws/${U.token}/file/bob-secret.txt`,
+    `/ws/${W.token}/file/bob-secret.txt`, `/ws/${W.token}/file/..%2f..%2fbob-secret.txt`,
+    `/ws/${W.token}/file/%2e%2e/bob-secret.txt`, `/ws/${W.token}/view/bob-secret.txt`]) {
+    const r = await get(`${U.origin}${path}`);
+    assert.ok(r.status >= 400, `${path}: ${r.status}`);
+    assert.ok(!r.text.includes(BOB), `${path} gave bob's file`);
+  }
+  const page = await get(w.url);
+  assert.doesNotMatch(page.text, /bob-secret/);
+  // An upload through alice's link lands in alice's volume, not bob's.
+  const name = `from-alice-${randomBytes(3).toString('hex')}.txt`;
+  const r = await upload(up.url, [{ name, data: 'hello' }]);
+  assert.equal(r.status, 200, r.text);
+  assert.ok(existsSync(join(t.ws(alice), name)));
+  assert.ok(!existsSync(join(t.ws(bob), name)));
+  // Bob's upload token re-labelled for alice with bob's key: refused.
+  const ub = await uploadLink(cb);
+  const tb = parseToken(splitLink(ub.url).token);
+  const relabel = mint(t.key(bob), { ...tb, user: alice });
+  const x = await upload(`${U.origin}/up/${relabel}`, [{ name: 'relabel.txt', data: 'x' }]);
+  assert.equal(x.status, 403, x.text);
+  assert.ok(!existsSync(join(t.ws(alice), 'relabel.txt')) && !existsSync(join(t.ws(bob), 'relabel.txt')));
+});
+
+bigScenarios(env);
+
+// Last: the supervisor again with a small upload cap (same sandboxes).
+test('restart the supervisor with links.upload_max: 1m', async () => {
+  t = await t.restart('links:\n  upload_max: 1m');
+});
+capScenario(env, MiB);
+keyScenarios(env, (n) => { t = n; }, (x, o) => x.restart(undefined, o));
