@@ -887,16 +887,7 @@ upload_more(struct MHD_Connection *conn, struct upload *u,
 	/* The whole body is in: the form must have ended properly. */
 	complete = MHD_destroy_post_processor(u->pp) == MHD_YES;
 	u->pp = NULL;
-	if (complete && !u->failed)
-		upload_end_current(u);
-	if (complete && !u->failed && json_array_size(u->done) == 0) {
-		u->failed = 1;
-		u->err.status = 400;
-		snprintf(u->err.msg, sizeof(u->err.msg), "No file arrived: the "
-		    "form must have its files in the field \"file\" (choose one "
-		    "or more and send it again).");
-	}
-	else {
+	if (!complete || u->failed) {
 		upload_abort_current(u);
 		if (!u->failed) {
 			u->failed = 1;
@@ -905,6 +896,15 @@ upload_more(struct MHD_Connection *conn, struct upload *u,
 			    "ended before its last file was complete; that file "
 			    "was not saved.");
 		}
+		return upload_answer(conn, u);
+	}
+	upload_end_current(u);
+	if (!u->failed && json_array_size(u->done) == 0) {
+		u->failed = 1;
+		u->err.status = 400;
+		snprintf(u->err.msg, sizeof(u->err.msg), "No file arrived: the "
+		    "form must have its files in the field \"file\" (choose one "
+		    "or more and send it again).");
 	}
 	return upload_answer(conn, u);
 }
