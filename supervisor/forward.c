@@ -59,6 +59,25 @@ write_all(int fd, const char *p, size_t n, int timeout_ms)
 	return 0;
 }
 
+/* One recv of at most n bytes, waiting up to timeout_ms; 0 at EOF, -1. */
+static ssize_t
+recv_wait(int fd, char *dst, size_t n, int timeout_ms)
+{
+	ssize_t	 r;
+
+	for (;;) {
+		r = recv(fd, dst, n, MSG_DONTWAIT);
+		if (r >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -1;
+		if (wait_fd(fd, POLLIN, timeout_ms) == -1)
+			return -1;
+	}
+}
+
 /* Reads more into rbuf; returns bytes read, 0 at EOF, -1 on error. */
 static ssize_t
 fill(struct agent_conn *c)
@@ -76,19 +95,10 @@ fill(struct agent_conn *c)
 		errno = EMSGSIZE;
 		return -1;
 	}
-	for (;;) {
-		r = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen,
-		    MSG_DONTWAIT);
-		if (r >= 0)
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -1;
-		if (wait_fd(c->fd, POLLIN, c->timeout_ms) == -1)
-			return -1;
-	}
-	c->rlen += (size_t)r;
+	r = recv_wait(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen,
+	    c->timeout_ms);
+	if (r > 0)
+		c->rlen += (size_t)r;
 	return r;
 }
 
@@ -414,11 +424,18 @@ agent_read(struct agent_conn *c, char *dst, size_t max)
 			return 0;
 		}
 	}
-	if (c->rpos == c->rlen && fill(c) <= 0)
-		return -1;	/* EOF inside a body is an error */
 	if ((long long)max > c->remaining)
 		max = (size_t)c->remaining;
-	n = take(c, dst, max);
+	if (c->rpos == c->rlen && max >= sizeof(c->rbuf)) {
+		/* A large piece of a file: straight into dst, no copy. */
+		if ((r = recv_wait(c->fd, dst, max, c->timeout_ms)) <= 0)
+			return -1;	/* EOF inside a body is an error */
+		n = (size_t)r;
+	} else {
+		if (c->rpos == c->rlen && fill(c) <= 0)
+			return -1;	/* EOF inside a body is an error */
+		n = take(c, dst, max);
+	}
 	c->remaining -= (long long)n;
 	if (c->remaining == 0) {
 		if (c->head.chunked) {

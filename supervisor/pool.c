@@ -30,6 +30,7 @@ struct sandbox {
 	int		 busy;		/* a thread is starting or stopping it */
 	int		 inflight;	/* requests being served */
 	unsigned	 gen;		/* bumped by every successful ensure */
+	int		 recheck;	/* adopted running: ensure it once */
 	time_t		 last_used;	/* CLOCK_MONOTONIC seconds */
 	int		 idle_fds[POOL_IDLE_MAX];	/* kept agent connections */
 	int		 nidle;
@@ -130,9 +131,15 @@ pool_adopt(void)
 		}
 		pthread_mutex_lock(&lock);
 		if ((sb = find(user, 1)) != NULL) {
-			if (state != NULL && strcmp(state, "running") == 0)
+			/*
+			 * Running, but made by an earlier start: the first
+			 * request checks it as this one would make it (its
+			 * link key and public URL may have changed).
+			 */
+			if (state != NULL && strcmp(state, "running") == 0) {
 				sb->state = SB_READY;
-			else
+				sb->recheck = 1;
+			} else
 				sb->state = SB_STOPPED;
 			/*
 			 * Generation 0 means "none" to pool_acquire: an adopted
@@ -206,7 +213,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 			pthread_cond_wait(&cond, &lock);
 			continue;
 		}
-		if (sb->state == SB_READY && (stale_gen == 0
+		if (sb->state == SB_READY && !sb->recheck && (stale_gen == 0
 		    || sb->gen != stale_gen)) {
 			sb->inflight++;
 			sb->last_used = mono_now();
@@ -254,6 +261,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	sb->busy = 0;
 	if (r == 0) {
 		sb->state = SB_READY;
+		sb->recheck = 0;
 		sb->gen++;
 		if (sb->gen == 0)
 			sb->gen = 1;
