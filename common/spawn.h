@@ -98,12 +98,21 @@ struct spawn {
 	/* in, optional: how to start it; NULL forks and executes argv */
 	const struct spawn_starter *starter;
 	void		*starter_arg;
+
+	/*
+	 * in, optional: when this descriptor polls readable (an eventfd
+	 * written by whoever wants the run stopped) the group is killed as
+	 * at the deadline and `stopped` is set.  -1: none.
+	 */
+	int		 stop_fd;
+	/* out: we killed the group because stop_fd fired */
+	int		 stopped;
 };
 
 #define SPAWN_STREAM_INIT	{ 0, NULL, NULL, 0, NULL, 0, 0, 0 }
 #define SPAWN_INIT	{ NULL, NULL, NULL, 0, SPAWN_STREAM_INIT, \
 			  SPAWN_STREAM_INIT, -1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, \
-			  NULL, NULL }
+			  NULL, NULL, -1, 0 }
 
 /*
  * Runs the child to completion.  Returns 0 when it ran and was reaped

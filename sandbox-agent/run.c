@@ -77,6 +77,9 @@ struct utf8_count {
 	unsigned long long chars;
 	int		 need;
 	unsigned char	 lo, hi;
+	/* the caller's observer, if any (run_request) */
+	const struct run_request *rq;
+	int		 stream;
 };
 
 static void
@@ -86,6 +89,8 @@ utf8_count_feed(void *arg, const unsigned char *p, size_t n)
 	size_t		 i;
 	int		 need;
 
+	if (c->rq != NULL && c->rq->observe != NULL)
+		c->rq->observe(c->rq->observe_arg, c->stream, p, n);
 	for (i = 0; i < n; i++) {
 		/* Runs of ASCII, eight bytes at a time: output is mostly that. */
 		if (c->need == 0) {
@@ -670,6 +675,10 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	sp.out.observe = sp.err.observe = utf8_count_feed;
 	sp.out.observe_arg = &cout;
 	sp.err.observe_arg = &cerr;
+	cout.rq = cerr.rq = rq;
+	cout.stream = 1;
+	cerr.stream = 2;
+	sp.stop_fd = rq->stop_fd;
 
 	warm_setup(lim, &sp, &wr);
 	rs = spawn_run(&sp, serr, sizeof(serr));
@@ -699,6 +708,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	}
 	res->duration = sp.duration;
 	res->timed_out = sp.timed_out;
+	res->stopped = sp.stopped;
 	res->signaled = sp.signaled;
 	res->signal = sp.signal;
 	if (sp.exited)
@@ -712,7 +722,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		goto done;
 	}
 
-	if (sp.timed_out) {
+	if (sp.timed_out || sp.stopped) {
 		res->report = RUN_REPORT_MISSING;
 		run_result_note(res, "Python buffers output written to a pipe, so "
 		    "lines printed shortly before the kill may be missing; "

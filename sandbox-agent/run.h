@@ -29,6 +29,14 @@ struct run_request {
 	long		 timeout_s;		/* already clamped to VIVARIUM_MAX_TIMEOUT */
 	int		 fresh;
 	const char	*workspace;		/* borrowed; absolute, exists */
+	/* optional: polls readable when the run must stop (spawn.h's
+	 * stop_fd); -1 for none */
+	int		 stop_fd;
+	/* optional: sees the output as it comes (stream 1 or 2), from the
+	 * thread that runs; NULL for none */
+	void		(*observe)(void *arg, int stream, const unsigned char *,
+			    size_t);
+	void		*observe_arg;
 };
 
 /* One returned image: a PNG, already downscaled. */
@@ -53,6 +61,7 @@ struct run_result {
 	int		 signaled;		/* killed by a signal other than ours */
 	int		 signal;
 	int		 timed_out;
+	int		 stopped;		/* killed because stop_fd fired */
 	int		 spawn_failed;		/* the interpreter could not start */
 	double		 duration;		/* seconds, monotonic */
 	char		*out;			/* owned; tail of stdout, NUL-terminated */
