@@ -126,6 +126,8 @@ struct agent_conn {
 	int		 done;
 	int		 keepalive;	/* the agent keeps the connection */
 	int		 timeout_ms;	/* per read; -1: none */
+	int		 client_fd;	/* watched while waiting; -1: none */
+	int		 client_gone;	/* a wait ended because it closed */
 };
 
 /* Header values the supervisor passes on to the agent (NULL: absent). */
@@ -139,6 +141,12 @@ struct agent_req {
 	const char	*last_event_id;
 	const char	*body;
 	size_t		 body_len;
+	/*
+	 * The client's connection, or NULL: while the agent has not
+	 * answered, its closing ends the wait, and the agent connection is
+	 * closed so that the agent stops the run it is doing for it.
+	 */
+	const int	*client_fd;
 };
 
 /* Sends on reuse_fd (a kept connection, or -1) or a new connection and
