@@ -74,6 +74,9 @@ struct run_result {
 	size_t		 err_len;
 	unsigned long long err_cut;
 	char		*footer;		/* owned; from report.json, or NULL */
+	char		**files;		/* owned; report.json's files_written:
+						 * workspace paths new or changed */
+	size_t		 nfiles;
 	struct run_image *images;		/* owned; at most max_images */
 	size_t		 nimages;
 	size_t		 images_skipped;	/* changed PNGs over max_images */

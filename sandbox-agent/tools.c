@@ -344,17 +344,18 @@ run_structured(const struct run_result *res, const char *job_id)
 
 	images = json_array();
 	files = json_array();
-	for (i = 0; images != NULL && files != NULL && i < res->nimages; i++) {
+	for (i = 0; images != NULL && i < res->nimages; i++) {
 		im = json_pack("{s:s, s:i, s:i}", "name", res->images[i].name,
 		    "width", res->images[i].orig_width,
 		    "height", res->images[i].orig_height);
-		if (im == NULL || json_array_append_new(images, im) == -1 ||
-		    json_array_append_new(files,
-		    json_string(res->images[i].name)) == -1) {
+		if (im == NULL || json_array_append_new(images, im) == -1) {
 			json_decref(images);
 			images = NULL;
 		}
 	}
+	/* The runner's list (report.json); names that are not UTF-8 drop out. */
+	for (i = 0; files != NULL && i < res->nfiles; i++)
+		json_array_append_new(files, json_string(res->files[i]));
 	sc = json_pack("{s:o?, s:b, s:b, s:o, s:o, s:f}",
 	    "exit_code", res->spawn_failed || res->timed_out || res->stopped ||
 	    res->signaled ? json_null() : json_integer(res->exit_code),

@@ -89,7 +89,7 @@ time.sleep(30)`,
     let c = await client();
     let r = await c.callTool({
       name: 'run_python',
-      arguments: { code: 'import time\nprint("working", flush=True)\ntime.sleep(4)\nbg_result = 6 * 7\nprint("bg done")', background: true },
+      arguments: { code: 'import time\nprint("working", flush=True)\ntime.sleep(4)\nbg_result = 6 * 7\nopen("bg.txt", "w").write("x")\nprint("bg done")', background: true },
     });
     assert.equal(r.isError, false);
     const id = r.structuredContent.job_id;
@@ -111,6 +111,7 @@ time.sleep(30)`,
     assert.equal(r.structuredContent.state, 'done');
     assert.equal(r.structuredContent.exit_code, 0);
     assert.equal(r.structuredContent.job_id, id);
+    assert.deepEqual(r.structuredContent.files_written, ['bg.txt']);
     assert.match(textOf(r), /exit code: 0[\s\S]*bg done[\s\S]*--- state ---/);
     r = await c.callTool({ name: 'run_python', arguments: { code: 'print("got", bg_result)' } });
     assert.match(textOf(r), /got 42/);

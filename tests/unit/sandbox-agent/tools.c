@@ -57,7 +57,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 }
 
 static struct agent_config	cfg;
-static struct agent_ctx		ctx = { &cfg, "/tmp", "test" };
+static struct agent_ctx		ctx = { &cfg, "/tmp", "test", NULL, NULL };
 
 static int
 reset(void **state)
