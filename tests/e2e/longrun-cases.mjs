@@ -202,8 +202,8 @@ time.sleep(30)` } };
     const call = post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'run_python', arguments: { code: 'import time\ntwice = 1\ntime.sleep(30)' } } });
     await sleep(1500);
     const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } };
-    const [a, b] = await Promise.all([post(cancel), post(cancel)]);
     const cancelledAt = Date.now();
+    const [a, b] = await Promise.all([post(cancel), post(cancel)]);
     assert.equal(a.status, 202);
     assert.equal(b.status, 202);
     const r = await call;
@@ -212,7 +212,10 @@ time.sleep(30)` } };
     assert.equal(r.status, 202, `status ${r.status}: ${r.text.slice(0, 200)}`);
     assert.equal(r.text, '');
     assert.ok(Date.now() - t0 < 5000);
-    assert.ok(took < 1000, `the run ended ${took} ms after the cancel`);
+    // Usually some 10 ms, the kill and two round trips; the bound leaves
+    // room for a machine busy with other suites.
+    assert.ok(took < 750, `the call ended ${took} ms after the cancels were sent`);
+    console.log(`${label}: the cancelled call ended ${took} ms after the cancels were sent`);
     // Once more for the finished request, one for an id never seen, one
     // with a string id: all ignored.
     for (const rid of [id, 99999, 'no-such']) {
