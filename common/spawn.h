@@ -7,7 +7,8 @@
  * pipe carries an exec (or chdir) failure back to the parent.  The parent
  * drains stdout and stderr with poll(2), keeps at most `cap` bytes of each
  * (the tail, in a ring), and enforces a deadline on CLOCK_MONOTONIC by
- * killing the whole group with SIGKILL.
+ * killing the whole group with SIGKILL; a caller's stop_fd polled in the
+ * same loop kills it the same way at any moment (a cancelled call).
  *
  * When the main process exits, whatever is left of its group is killed and
  * the pipes are drained (waiting at most 0.2 s for their EOF), then closed:
