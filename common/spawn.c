@@ -470,8 +470,9 @@ reap(struct spawn *sp, const struct spawn_starter *how, void *arg)
 		/* It finished on its own, even if just at the deadline. */
 		sp->exited = 1;
 		sp->timed_out = 0;
+		sp->stopped = 0;
 		sp->exit_code = WEXITSTATUS(st);
-	} else if (WIFSIGNALED(st) && !sp->timed_out) {
+	} else if (WIFSIGNALED(st) && !sp->timed_out && !sp->stopped) {
 		sp->signaled = 1;
 		sp->signal = WTERMSIG(st);
 	}
@@ -483,6 +484,7 @@ spawn_reset_out(struct spawn *sp)
 	sp->pid = -1;
 	sp->status = 0;
 	sp->exited = sp->signaled = sp->timed_out = sp->lingered = 0;
+	sp->stopped = 0;
 	sp->exit_code = -1;
 	sp->signal = 0;
 	sp->exec_errno = 0;
@@ -501,7 +503,7 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 	int		 outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	int		 devnull = -1, stdio[3], wfd;
 	int		 rc = -1, gone = 0;
-	struct pollfd	 pfd[3];
+	struct pollfd	 pfd[4];
 	unsigned char	*chunk = NULL;
 	double		 start, deadline = 0, left, end;
 	size_t		 t1 = 0, t2 = 0;
@@ -565,9 +567,12 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 		pfd[0].fd = outp[0];
 		pfd[1].fd = errp[0];
 		pfd[2].fd = wfd;
+		pfd[3].fd = sp->stop_fd;
 		pfd[0].events = pfd[1].events = pfd[2].events = POLLIN;
+		pfd[3].events = POLLIN;
 		pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
-		if (poll(pfd, 3, ms) == -1 && errno != EINTR) {
+		pfd[3].revents = 0;
+		if (poll(pfd, 4, ms) == -1 && errno != EINTR) {
 			/* Cannot wait properly: stop the child rather than hang. */
 			kill(-sp->pid, SIGKILL);
 			break;
@@ -578,6 +583,13 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 			read_some(&errp[0], &sp->err, chunk);
 		if (wfd == -1 || pfd[2].revents != 0)
 			gone = how->gone(arg, sp);
+		if (!gone && pfd[3].revents != 0) {
+			/* Asked to stop: the same kill as the deadline's. */
+			kill(-sp->pid, SIGKILL);
+			kill(sp->pid, SIGKILL);
+			sp->stopped = 1;
+			break;
+		}
 	}
 	/*
 	 * The main process is gone (or timed out): what is left of its group

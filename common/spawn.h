@@ -7,7 +7,8 @@
  * pipe carries an exec (or chdir) failure back to the parent.  The parent
  * drains stdout and stderr with poll(2), keeps at most `cap` bytes of each
  * (the tail, in a ring), and enforces a deadline on CLOCK_MONOTONIC by
- * killing the whole group with SIGKILL.
+ * killing the whole group with SIGKILL; a caller's stop_fd polled in the
+ * same loop kills it the same way at any moment (a cancelled call).
  *
  * When the main process exits, whatever is left of its group is killed and
  * the pipes are drained (waiting at most 0.2 s for their EOF), then closed:
@@ -98,12 +99,21 @@ struct spawn {
 	/* in, optional: how to start it; NULL forks and executes argv */
 	const struct spawn_starter *starter;
 	void		*starter_arg;
+
+	/*
+	 * in, optional: when this descriptor polls readable (an eventfd
+	 * written by whoever wants the run stopped) the group is killed as
+	 * at the deadline and `stopped` is set.  -1: none.
+	 */
+	int		 stop_fd;
+	/* out: we killed the group because stop_fd fired */
+	int		 stopped;
 };
 
 #define SPAWN_STREAM_INIT	{ 0, NULL, NULL, 0, NULL, 0, 0, 0 }
 #define SPAWN_INIT	{ NULL, NULL, NULL, 0, SPAWN_STREAM_INIT, \
 			  SPAWN_STREAM_INIT, -1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, \
-			  NULL, NULL }
+			  NULL, NULL, -1, 0 }
 
 /*
  * Runs the child to completion.  Returns 0 when it ran and was reaped

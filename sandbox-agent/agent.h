@@ -131,6 +131,23 @@ struct rpc_error {
 #define RPC_METHOD_NOT_FOUND	-32601
 #define RPC_INVALID_PARAMS	-32602
 #define RPC_INTERNAL_ERROR	-32603
+/* Not an error code: the request was cancelled, so nothing is answered. */
+#define RPC_NO_REPLY		1
+
+/*
+ * How a long call reaches its client while it runs (http.c, sse.c fill
+ * it; NULL in agent_ctx when nobody listens, as in tests).
+ */
+struct call_io {
+	int		 hangup_fd;		/* the client's connection, watched
+						 * for its closing; -1: none */
+	int		 abandon_fd;		/* polls readable when the answer is
+						 * no longer wanted; -1: none */
+	/* NULL unless the client asked for progress: called about once a
+	 * second with the seconds so far and the last line printed */
+	void		(*progress)(void *arg, double elapsed, const char *line);
+	void		*arg;
+};
 
 /* What one request runs against. */
 struct agent_ctx {
@@ -138,6 +155,8 @@ struct agent_ctx {
 	const char	*workspace;		/* absolute path of this caller's workspace */
 	const char	*label;			/* for logs: "workspace" or "user <id>" */
 	const char	*user;			/* VIVARIUM_USER_HEADER's id, or NULL */
+	const struct call_io *io;		/* borrowed, or NULL */
+	json_t		*request_id;		/* borrowed: the tools/call's id */
 };
 
 /* New {tools: [...]}. */
@@ -167,6 +186,64 @@ json_t	*files_tool_share(const struct agent_ctx *, json_t *args);
 json_t	*files_tool_upload(const struct agent_ctx *, json_t *args);
 json_t	*files_tool_workspace(const struct agent_ctx *, json_t *args);
 
+/* ------------------------------------------------------------ jobs.c */
+
+#define JOB_ID_LEN	24		/* hex digits */
+#define JOB_KEEP_S	3600		/* an uncollected result is kept this long */
+#define JOBS_MAX	32		/* background jobs kept at once */
+
+struct job;
+struct run_limits;
+struct run_result;
+struct run_request;
+
+enum { JOB_WAIT_DONE, JOB_WAIT_TIMEOUT, JOB_WAIT_HANGUP };
+
+/* A run, not started yet; copies code and strings.  NULL when out of memory. */
+struct job *job_new(const struct run_limits *, const char *code,
+	    size_t code_len, long timeout_s, long asked_s, int fresh,
+	    const char *workspace, const char *label);
+/* Starts its thread (it waits for the workspace lock).  0, or -1 with err. */
+int	job_start(struct job *, char *err, size_t errlen);
+/* Kills the run (or makes it not start); 1 the first time, 0 after or
+ * when it is done already.  why goes into the result's note. */
+int	job_stop(struct job *, const char *why);
+int	job_stop_asked(struct job *);
+int	job_done(struct job *);
+double	job_elapsed(struct job *);
+/*
+ * Waits up to seconds (< 0: no limit) for the end, watching io's
+ * descriptors: JOB_WAIT_DONE, JOB_WAIT_TIMEOUT, or JOB_WAIT_HANGUP when
+ * the client went away.
+ */
+int	job_wait(struct job *, double seconds, const struct call_io *io);
+/* Once done: the result (borrowed from the job), rc as run_python's and
+ * its errbuf; NULL while it runs. */
+const struct run_result *job_result(struct job *, int *rc,
+	    const char **errbuf);
+const struct run_request *job_request(struct job *, long *asked_s);
+/* The last line printed so far, and the tail of the output (valid UTF-8). */
+void	job_last_line(struct job *, char *out, size_t outlen);
+void	job_output_so_far(struct job *, char *out, size_t outlen,
+	    unsigned long long *total);
+void	job_unref(struct job *);
+/* Background jobs: registering gives it an id; find takes a reference. */
+int	job_register(struct job *, char *err, size_t errlen);
+const char *job_id(struct job *);
+struct job *job_find(const char *workspace, const char *id);
+void	job_forget(struct job *);
+/* Stops every background job and waits up to grace seconds for them. */
+void	jobs_shutdown(double grace);
+
+/* ------------------------------------------------------------ cancel.c */
+
+/* While a tools/call runs, its id (within scope, the workspace) names
+ * its job.  0 or -1. */
+int	cancel_track(const char *scope, json_t *id, struct job *);
+void	cancel_untrack(struct job *);
+/* notifications/cancelled: stops what id names; how many it stopped. */
+int	cancel_request(const char *scope, json_t *id, const char *why);
+
 /* ------------------------------------------------------------ mcp.c */
 
 /*
@@ -181,6 +258,20 @@ int	mcp_version_supported(const char *version);
 /* New JSON-RPC error response (id borrowed, may be NULL). */
 json_t	*mcp_error(json_t *id, int code, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------ sse.c */
+
+struct MHD_Connection;
+/*
+ * 1 when this POST must be answered as an SSE stream: one tools/call
+ * with params._meta.progressToken, from a client that accepts
+ * text/event-stream.
+ */
+int	sse_wanted(const char *accept, const char *body, size_t len);
+/* Answers it so (progress notifications, then the response).  ctx's
+ * strings are copied. */
+int	sse_serve(struct MHD_Connection *, const struct agent_ctx *,
+	    const char *protocol_version, const char *body, size_t len);
 
 /* ------------------------------------------------------------ http.c */
 

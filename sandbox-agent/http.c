@@ -91,7 +91,9 @@ mcp_precheck(struct MHD_Connection *conn, enum MHD_Result *ret)
 static enum MHD_Result
 mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 {
+	const union MHD_ConnectionInfo *ci;
 	struct agent_ctx	 ctx;
+	struct call_io		 io;
 	struct MHD_Response	*resp;
 	char			 ws[4096], label[128], err[512];
 	const char		*id = NULL;
@@ -114,6 +116,22 @@ mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 		ctx.label = label;
 		ctx.user = id;
 	}
+	/* A tools/call with a progressToken is answered as an SSE stream. */
+	if (sse_wanted(http_header(conn, "Accept"), buf_str(&req->body),
+	    req->body.len))
+		return (enum MHD_Result)sse_serve(conn, &ctx,
+		    http_header(conn, "MCP-Protocol-Version"),
+		    buf_str(&req->body), req->body.len);
+	/*
+	 * This thread blocks in the call; the connection is watched for the
+	 * client's closing, which stops a run like a cancel does.
+	 */
+	memset(&io, 0, sizeof(io));
+	io.hangup_fd = io.abandon_fd = -1;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci != NULL)
+		io.hangup_fd = ci->connect_fd;
+	ctx.io = &io;
 	status = mcp_handle(&ctx, http_header(conn, "MCP-Protocol-Version"),
 	    buf_str(&req->body), req->body.len, &reply);
 	if (reply == NULL)
@@ -167,11 +185,15 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 			    "not allowed (see VIVARIUM_ALLOWED_ORIGINS)");
 		}
 		if (strcmp(method, "POST") != 0) {
-			/* No SSE stream and no sessions: GET and DELETE are 405. */
+			/*
+			 * No standalone SSE stream (GET) and no sessions
+			 * (DELETE): 405.  POSTs that ask for progress are
+			 * answered with a stream of their own (sse.c).
+			 */
 			struct MHD_Response *r;
 
 			r = http_response_text("only POST is served on /mcp (no "
-			    "SSE stream, no sessions)\n");
+			    "standalone SSE stream, no sessions)\n");
 			if (r != NULL)
 				MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
 				    "POST");

@@ -195,6 +195,8 @@ main(int argc, char **argv)
 	    "(send it again to exit now)", sig);
 	if (pthread_create(&tid, NULL, second_signal, &set) == 0)
 		pthread_detach(tid);
+	/* Background jobs have no request to wait for: they are stopped. */
+	jobs_shutdown(2);
 	agent_http_stop((double)cfg.max_timeout + 10);
 	log_info("stopped");
 	agent_config_release(&cfg);

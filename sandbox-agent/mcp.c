@@ -11,6 +11,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
@@ -31,6 +32,11 @@ static const char instructions[] =
     "re-read what is already there. fresh=true starts from an empty "
     "namespace. print() what you need to see; output is cut to its tail "
     "when long. New or changed .png files come back as images.\n"
+    "- Runs that may take more than about a minute (big downloads, long "
+    "computations): run_python(code, background=true) returns a job id at "
+    "once; then call job_status(job_id, wait_seconds=30) until its state "
+    "is done, which returns the full result. Tell the user it is running "
+    "meanwhile. Its variables reach the namespace like any run's.\n"
     "- list_files() and read_text_file(path) look at workspace files "
     "without running code.\n"
     "- Files to and from the user travel by link, never inside this chat: "
@@ -125,10 +131,30 @@ method_tools_call(const struct agent_ctx *ctx, json_t *id, json_t *params)
 		    "params.arguments must be an object of named arguments");
 	memset(&err, 0, sizeof(err));
 	res = tools_call(ctx, json_string_value(name), args, &err);
+	if (res == NULL && err.code == RPC_NO_REPLY)
+		return NULL;	/* cancelled: no response (MCP cancellation) */
 	if (res == NULL)
 		return mcp_error(id, err.code ? err.code : RPC_INTERNAL_ERROR,
 		    "%s", err.message[0] ? err.message : "internal error");
 	return mcp_result(id, res);
+}
+
+/*
+ * notifications/cancelled {requestId, reason}: stops the run of that
+ * request, if one of this workspace is running; anything else is ignored.
+ */
+static void
+notify_cancelled(const struct agent_ctx *ctx, json_t *params)
+{
+	json_t	*rid = json_object_get(params, "requestId");
+	char	*text;
+
+	if (cancel_request(ctx->workspace, rid, "cancelled by the client") == 0)
+		return;
+	text = json_dumps(rid, JSON_ENCODE_ANY);
+	log_info("%s: request %.80s cancelled by the client", ctx->label,
+	    text != NULL ? text : "?");
+	free(text);
 }
 
 /* ------------------------------------------------------------ framing */
@@ -185,10 +211,14 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 		return mcp_error(id, RPC_INVALID_PARAMS, "'params' must be an "
 		    "object");
 	}
-	if (id == NULL)
-		return NULL;		/* notifications: initialized, cancelled, ... */
-
 	m = json_string_value(method);
+	if (id == NULL) {
+		/* notifications: initialized, progress, ... nothing to do */
+		if (strcmp(m, "notifications/cancelled") == 0 && params != NULL)
+			notify_cancelled(ctx, params);
+		return NULL;
+	}
+
 	if (strcmp(m, "initialize") == 0) {
 		if (in_batch)
 			return mcp_error(id, RPC_INVALID_REQUEST, "initialize "
@@ -200,10 +230,13 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 	if (strcmp(m, "tools/list") == 0)
 		return mcp_result(id, tools_list());
 	if (strcmp(m, "tools/call") == 0) {
+		struct agent_ctx call = *ctx;
+
 		if (params == NULL)
 			return mcp_error(id, RPC_INVALID_PARAMS, "tools/call "
 			    "needs params {name, arguments}");
-		return method_tools_call(ctx, id, params);
+		call.request_id = id;
+		return method_tools_call(&call, id, params);
 	}
 	return mcp_error(id, RPC_METHOD_NOT_FOUND, "Method not found: "
 	    "'%.100s' (this server offers initialize, ping, tools/list and "

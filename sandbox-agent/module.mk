@@ -26,7 +26,7 @@ AGENT_TEST_PKGS := libmicrohttpd jansson
 $(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,$(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o $(O)/sandbox-agent/jobs.o $(O)/sandbox-agent/cancel.o,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbox-agent/workspace.o,$(AGENT_TEST_PKGS)))
 
 # ---------------------------------------------------------------- e2e
@@ -40,7 +40,7 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs \
-		namespace.test.mjs files_full.test.mjs
+		namespace.test.mjs longrun.test.mjs files_full.test.mjs
 
 # Leftover processes killed after runs (VIVARIUM_SWEEP): unit tests, and the
 # real agent in a PID namespace of its own.
@@ -53,16 +53,17 @@ FUZZ_AGENT	:= build/fuzz/agent-mcp
 
 $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h \
-		sandbox-agent/sweep.c sandbox-agent/result.c sandbox-agent/files.c
+		sandbox-agent/sweep.c sandbox-agent/result.c sandbox-agent/files.c \
+		sandbox-agent/jobs.c sandbox-agent/cancel.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
 		-Icommon -Isandbox-agent \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
-		sandbox-agent/workspace.c sandbox-agent/files.c \
-		sandbox-agent/sweep.c common/buf.c common/log.c common/link.c \
-		common/sha256.c common/fileweb.c common/http.c common/text.c \
-		-lmicrohttpd -ljansson -lm -lpthread
+		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/jobs.c \
+		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
+		common/link.c common/sha256.c common/fileweb.c common/http.c \
+		common/text.c -lmicrohttpd -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent

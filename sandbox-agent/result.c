@@ -28,6 +28,9 @@ run_result_release(struct run_result *res)
 	free(res->out);
 	free(res->err);
 	free(res->footer);
+	for (i = 0; i < res->nfiles; i++)
+		free(res->files[i]);
+	free(res->files);
 	for (i = 0; i < res->nimages; i++) {
 		free(res->images[i].name);
 		free(res->images[i].png);

@@ -33,6 +33,8 @@
 extern char **environ;
 
 #define REPORT_MAX		(1u << 20)
+/* Paths taken from the report's files_written (the runner sends 200). */
+#define REPORT_FILES_MAX	200
 #define RUNDIR_MAX_DEPTH	8
 /* Decoding attempts past max_images, for PNGs that fail to load. */
 #define IMAGE_EXTRA_TRIES	8
@@ -77,6 +79,9 @@ struct utf8_count {
 	unsigned long long chars;
 	int		 need;
 	unsigned char	 lo, hi;
+	/* the caller's observer, if any (run_request) */
+	const struct run_request *rq;
+	int		 stream;
 };
 
 static void
@@ -86,6 +91,8 @@ utf8_count_feed(void *arg, const unsigned char *p, size_t n)
 	size_t		 i;
 	int		 need;
 
+	if (c->rq != NULL && c->rq->observe != NULL)
+		c->rq->observe(c->rq->observe_arg, c->stream, p, n);
 	for (i = 0; i < n; i++) {
 		/* Runs of ASCII, eight bytes at a time: output is mostly that. */
 		if (c->need == 0) {
@@ -447,13 +454,47 @@ warm_setup(const struct run_limits *lim, struct spawn *sp,
 /* ---------------------------------------------------------------- report */
 
 /*
- * Reads the runner's report.json: never trusted, capped, type-checked.
- * Returns RUN_REPORT_OK with *footer set (owned, or NULL), or another
- * status with the reason in why.
+ * The report's files_written into res: an array of strings, or absent
+ * (the runner took no snapshots).  -1 when it is of the wrong shape.
  */
 static int
-report_read(const char *rundir, int exit_code, char **footer, char *why,
-    size_t whylen)
+report_files(json_t *v, struct run_result *res)
+{
+	json_t	*p;
+	size_t	 i, n;
+
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		return -1;
+	n = json_array_size(v);
+	if (n > REPORT_FILES_MAX)
+		n = REPORT_FILES_MAX;
+	if (n == 0)
+		return 0;
+	if ((res->files = calloc(n, sizeof(*res->files))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		p = json_array_get(v, i);
+		if (!json_is_string(p) || memchr(json_string_value(p), '\0',
+		    json_string_length(p)) != NULL)
+			return -1;
+		if ((res->files[res->nfiles] = strdup(json_string_value(p))) ==
+		    NULL)
+			return -1;
+		res->nfiles++;
+	}
+	return 0;
+}
+
+/*
+ * Reads the runner's report.json: never trusted, capped, type-checked.
+ * Returns RUN_REPORT_OK with *footer set (owned, or NULL) and res->files
+ * filled, or another status with the reason in why.
+ */
+static int
+report_read(const char *rundir, int exit_code, char **footer,
+    struct run_result *res, char *why, size_t whylen)
 {
 	char		 path[PATH_MAX];
 	struct buf	 b = BUF_INIT(REPORT_MAX);
@@ -528,6 +569,12 @@ report_read(const char *rundir, int exit_code, char **footer, char *why,
 	if (json_is_string(f) && (*footer = strndup(json_string_value(f),
 	    json_string_length(f))) == NULL) {
 		snprintf(why, whylen, "out of memory");
+		goto done;
+	}
+	if (report_files(json_object_get(root, "files_written"), res) == -1) {
+		snprintf(why, whylen, "'files_written' is not a list of paths");
+		free(*footer);
+		*footer = NULL;
 		goto done;
 	}
 	rc = RUN_REPORT_OK;
@@ -670,6 +717,10 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	sp.out.observe = sp.err.observe = utf8_count_feed;
 	sp.out.observe_arg = &cout;
 	sp.err.observe_arg = &cerr;
+	cout.rq = cerr.rq = rq;
+	cout.stream = 1;
+	cerr.stream = 2;
+	sp.stop_fd = rq->stop_fd;
 
 	warm_setup(lim, &sp, &wr);
 	rs = spawn_run(&sp, serr, sizeof(serr));
@@ -699,6 +750,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	}
 	res->duration = sp.duration;
 	res->timed_out = sp.timed_out;
+	res->stopped = sp.stopped;
 	res->signaled = sp.signaled;
 	res->signal = sp.signal;
 	if (sp.exited)
@@ -712,7 +764,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		goto done;
 	}
 
-	if (sp.timed_out) {
+	if (sp.timed_out || sp.stopped) {
 		res->report = RUN_REPORT_MISSING;
 		run_result_note(res, "Python buffers output written to a pipe, so "
 		    "lines printed shortly before the kill may be missing; "
@@ -728,7 +780,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 			run_result_note(res, "The Python process died of signal %d "
 			    "(SIG%s).", sp.signal, sig_name(sp.signal));
 	} else {
-		rs = report_read(rundir, sp.exit_code, &res->footer, why,
+		rs = report_read(rundir, sp.exit_code, &res->footer, res, why,
 		    sizeof(why));
 		res->report = rs;
 		if (rs == RUN_REPORT_MISSING)

@@ -29,6 +29,14 @@ struct run_request {
 	long		 timeout_s;		/* already clamped to VIVARIUM_MAX_TIMEOUT */
 	int		 fresh;
 	const char	*workspace;		/* borrowed; absolute, exists */
+	/* optional: polls readable when the run must stop (spawn.h's
+	 * stop_fd); -1 for none */
+	int		 stop_fd;
+	/* optional: sees the output as it comes (stream 1 or 2), from the
+	 * thread that runs; NULL for none */
+	void		(*observe)(void *arg, int stream, const unsigned char *,
+			    size_t);
+	void		*observe_arg;
 };
 
 /* One returned image: a PNG, already downscaled. */
@@ -53,6 +61,7 @@ struct run_result {
 	int		 signaled;		/* killed by a signal other than ours */
 	int		 signal;
 	int		 timed_out;
+	int		 stopped;		/* killed because stop_fd fired */
 	int		 spawn_failed;		/* the interpreter could not start */
 	double		 duration;		/* seconds, monotonic */
 	char		*out;			/* owned; tail of stdout, NUL-terminated */
@@ -65,6 +74,9 @@ struct run_result {
 	size_t		 err_len;
 	unsigned long long err_cut;
 	char		*footer;		/* owned; from report.json, or NULL */
+	char		**files;		/* owned; report.json's files_written:
+						 * workspace paths new or changed */
+	size_t		 nfiles;
 	struct run_image *images;		/* owned; at most max_images */
 	size_t		 nimages;
 	size_t		 images_skipped;	/* changed PNGs over max_images */

@@ -1,9 +1,12 @@
 /*
- * tools.c: the three MCP tools -- their schemas, argument checks, and how a
- * result is put into words for a model.  Running Python is run.c's job.
+ * tools.c: the MCP tools -- their schemas, argument checks, and how a
+ * result is put into words for a model.  Running Python is run.c's job;
+ * jobs.c runs it in a thread of its own, in the foreground or the
+ * background.
  */
 #include <signal.h>
 #include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,33 @@
 #define READ_DEFAULT_CHARS	10000
 #define READ_MAX_CHARS		1000000
 #define TEXT_MAX		(64u * 1024 * 1024)
+/* job_status waits at most this long: below a client's usual 60 s. */
+#define JOB_WAIT_MAX_S		50
+
+/*
+ * What run_python and job_status return in structuredContent (MCP
+ * 2025-11-25): the facts of the text, for clients that read fields.
+ */
+static const char run_output_schema[] =
+    "{\"type\": \"object\", \"properties\": {"
+    "\"exit_code\": {\"type\": [\"integer\", \"null\"], \"description\": "
+    "\"The process's exit code; null when it did not exit by itself "
+    "(timed out, stopped, killed, not started) or is still running.\"},"
+    "\"timed_out\": {\"type\": \"boolean\"},"
+    "\"cancelled\": {\"type\": \"boolean\", \"description\": "
+    "\"The run was stopped before its end.\"},"
+    "\"images\": {\"type\": \"array\", \"items\": {\"type\": \"object\", "
+    "\"properties\": {\"name\": {\"type\": \"string\"}, "
+    "\"width\": {\"type\": \"integer\"}, \"height\": {\"type\": \"integer\"}},"
+    " \"required\": [\"name\"]}, \"description\": \"New or changed PNG "
+    "files shown as images (width and height of the file).\"},"
+    "\"files_written\": {\"type\": \"array\", \"items\": {\"type\": "
+    "\"string\"}, \"description\": \"Workspace files the run created or "
+    "changed.\"},"
+    "\"job_id\": {\"type\": \"string\", \"description\": \"The background "
+    "job, for job_status.\"},"
+    "\"state\": {\"type\": \"string\", \"enum\": [\"running\", \"done\"]},"
+    "\"elapsed_seconds\": {\"type\": \"number\"}}}";
 
 /* ------------------------------------------------------------ schemas */
 
@@ -26,9 +56,10 @@ static const char lifetime_doc[] =
 static json_t *
 link_tool_share(void)
 {
-	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
-	    "s:f}}, s:[s], s:b}, s:{s:b, s:b}}",
+	return json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, "
+	    "s:s, s:f}}, s:[s], s:b}, s:{s:b, s:b}}",
 	    "name", "share_file",
+	    "title", "Download link for a file",
 	    "description",
 	    "Make a download link for one workspace file (CSV, XLSX, PDF, "
 	    "DOCX, ZIP, a chart...) so the user can save it from their "
@@ -49,9 +80,11 @@ link_tool_page(const char *name)
 {
 	int upload = strcmp(name, "upload_link") == 0;
 
-	return json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:f}}, s:b}, "
+	return json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:f}}, s:b}, "
 	    "s:{s:b, s:b}}",
 	    "name", name,
+	    "title", upload ? "Upload link for the user's files" :
+	    "Link to the workspace page",
 	    "description", upload ?
 	    "Make a link to an upload page for the user's own files (\"here is "
 	    "my bank export\"): they open it in their browser, choose or drop "
@@ -65,17 +98,27 @@ link_tool_page(const char *name)
 	    "lifetime_hours", "type", "number", "description", lifetime_doc,
 	    "exclusiveMinimum", 0.0,
 	    "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 1, "openWorldHint", 0);
+	    /* The link lets files in: not read-only. */
+	    "annotations", "readOnlyHint", 0, "openWorldHint", 0);
+}
+
+static int
+tool_output_schema(json_t *tool)
+{
+	return json_object_set_new(tool, "outputSchema",
+	    json_loads(run_output_schema, 0, NULL));
 }
 
 json_t *
 tools_list(void)
 {
-	json_t *run, *list, *read;
+	json_t *run, *list, *read, *job;
 
-	run = json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
-	    "s:i, s:i}, s:{s:s, s:s, s:b}}, s:[s], s:b}, s:{s:b, s:b}}",
+	run = json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
+	    "s:i, s:i}, s:{s:s, s:s, s:b}, s:{s:s, s:s, s:b}}, s:[s], s:b}, "
+	    "s:{s:b, s:b, s:b, s:b}}",
 	    "name", "run_python",
+	    "title", "Run Python",
 	    "description",
 	    "Run Python 3 code in a fresh process with the working directory "
 	    "set to the workspace. Variables, functions and imports from "
@@ -84,7 +127,9 @@ tools_list(void)
 	    "Returns the exit code, the tail of stdout and stderr, and any new "
 	    "or changed .png files as images (save charts with plt.savefig or "
 	    "the vivarium_charts helpers). Runs in one workspace are queued "
-	    "one after another.",
+	    "one after another. For work that may take longer than about a "
+	    "minute, pass background=true: it returns a job id at once, and "
+	    "job_status collects the result.",
 	    "inputSchema", "type", "object", "properties",
 	    "code", "type", "string", "description",
 	    "The Python source to run, as a complete script. Use print() to "
@@ -97,19 +142,28 @@ tools_list(void)
 	    "Start from an empty namespace and discard the stored one "
 	    "(files are kept).",
 	    "default", 0,
+	    "background", "type", "boolean", "description",
+	    "Start the run as a background job and return its job id at "
+	    "once; job_status(job_id) shows its progress and returns its "
+	    "result. Use it for runs that may take more than about a minute.",
+	    "default", 0,
 	    "required", "code", "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 0, "openWorldHint", 1);
-	list = json_pack("{s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:b}}",
+	    "annotations", "readOnlyHint", 0, "destructiveHint", 1,
+	    "idempotentHint", 0, "openWorldHint", 1);
+	list = json_pack("{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:b, s:b, s:b}}",
 	    "name", "list_files",
+	    "title", "List workspace files",
 	    "description",
 	    "List every file in the workspace, recursively, with sizes. Long "
 	    "listings are cut (the cut is marked).",
 	    "inputSchema", "type", "object", "properties",
 	    "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 1);
-	read = json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
-	    "s:i, s:i, s:i}}, s:[s], s:b}, s:{s:b}}",
+	    "annotations", "readOnlyHint", 1, "idempotentHint", 1,
+	    "openWorldHint", 0);
+	read = json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
+	    "s:i, s:i, s:i}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
 	    "name", "read_text_file",
+	    "title", "Read a workspace text file",
 	    "description",
 	    "Read a UTF-8 text file from the workspace. Paths are relative to "
 	    "the workspace; paths leading outside it (.., absolute paths, "
@@ -123,15 +177,44 @@ tools_list(void)
 	    "default", READ_DEFAULT_CHARS, "minimum", 1,
 	    "maximum", READ_MAX_CHARS,
 	    "required", "path", "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 1);
-	if (run == NULL || list == NULL || read == NULL) {
+	    "annotations", "readOnlyHint", 1, "idempotentHint", 1,
+	    "openWorldHint", 0);
+	job = json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
+	    "s:i, s:i, s:i}, s:{s:s, s:s, s:b}}, s:[s], s:b}, "
+	    "s:{s:b, s:b, s:b, s:b}}",
+	    "name", "job_status",
+	    "title", "Background job status",
+	    "description",
+	    "Show a background job started by run_python(background=true): "
+	    "its state (running or done) and output so far. It waits up to "
+	    "wait_seconds for the job to finish; once it is done it returns "
+	    "the run's full result (exit code, output, images, state footer) "
+	    "and forgets the job. Results not collected are kept for an hour. "
+	    "stop=true stops a running job.",
+	    "inputSchema", "type", "object", "properties",
+	    "job_id", "type", "string", "description",
+	    "The job id run_python returned.",
+	    "wait_seconds", "type", "integer", "description",
+	    "Wait up to this many seconds for the job to finish before "
+	    "answering (at most 50).",
+	    "default", 0, "minimum", 0, "maximum", JOB_WAIT_MAX_S,
+	    "stop", "type", "boolean", "description",
+	    "Stop the job: its process group is killed and nothing from it "
+	    "is saved to the namespace.",
+	    "default", 0,
+	    "required", "job_id", "additionalProperties", 0,
+	    "annotations", "readOnlyHint", 0, "destructiveHint", 0,
+	    "idempotentHint", 0, "openWorldHint", 0);
+	if (run == NULL || list == NULL || read == NULL || job == NULL ||
+	    tool_output_schema(run) == -1 || tool_output_schema(job) == -1) {
 		json_decref(run);
 		json_decref(list);
 		json_decref(read);
+		json_decref(job);
 		return NULL;
 	}
-	return json_pack("{s:[o, o, o, o, o, o]}", "tools", run, list, read,
-	    link_tool_share(), link_tool_page("upload_link"),
+	return json_pack("{s:[o, o, o, o, o, o, o]}", "tools", run, list, read,
+	    job, link_tool_share(), link_tool_page("upload_link"),
 	    link_tool_page("workspace_link"));
 }
 
@@ -307,11 +390,49 @@ signal_name(int sig)
 	}
 }
 
+/* The structuredContent of a finished run (new), mirroring the text. */
+static json_t *
+run_structured(const struct run_result *res, const char *job_id)
+{
+	json_t	*sc, *images, *files, *im;
+	size_t	 i;
+
+	images = json_array();
+	files = json_array();
+	for (i = 0; images != NULL && i < res->nimages; i++) {
+		im = json_pack("{s:s, s:i, s:i}", "name", res->images[i].name,
+		    "width", res->images[i].orig_width,
+		    "height", res->images[i].orig_height);
+		if (im == NULL || json_array_append_new(images, im) == -1) {
+			json_decref(images);
+			images = NULL;
+		}
+	}
+	/* The runner's list (report.json); names that are not UTF-8 drop out. */
+	for (i = 0; files != NULL && i < res->nfiles; i++)
+		json_array_append_new(files, json_string(res->files[i]));
+	sc = json_pack("{s:o?, s:b, s:b, s:o, s:o, s:f}",
+	    "exit_code", res->spawn_failed || res->timed_out || res->stopped ||
+	    res->signaled ? json_null() : json_integer(res->exit_code),
+	    "timed_out", res->timed_out, "cancelled", res->stopped,
+	    "images", images, "files_written", files,
+	    "elapsed_seconds", res->duration);
+	if (sc != NULL && job_id != NULL && (json_object_set_new(sc, "job_id",
+	    json_string(job_id)) == -1 || json_object_set_new(sc, "state",
+	    json_string("done")) == -1)) {
+		json_decref(sc);
+		sc = NULL;
+	}
+	return sc;
+}
+
 /* Turns a run into the CallToolResult the model reads. */
 static json_t *
 run_result_json(const struct run_result *res, long timeout_s, long asked_s,
-    long max_images, int is_error)
+    long max_images, int is_error, const char *job_id)
 {
+	json_t		*result, *sc;
+
 	struct buf	 b = BUF_INIT(TEXT_MAX);
 	json_t		*content, *item;
 	char		*b64;
@@ -328,6 +449,11 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		    "its whole process group (any child processes too) was "
 		    "killed. Output printed before that is below; nothing from "
 		    "this run was saved to the namespace.\n", timeout_s);
+	else if (res->stopped)
+		buf_appendf(&b, "Stopped after %.1f s: the run's whole process "
+		    "group was killed. Output printed before that is below; "
+		    "nothing from this run was saved to the namespace.\n",
+		    res->duration);
 	else if (res->signaled)
 		buf_appendf(&b, "The Python process was killed by signal %d "
 		    "(%s); nothing from this run was saved to the namespace.\n",
@@ -383,7 +509,14 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		if (item == NULL || json_array_append_new(content, item) == -1)
 			break;
 	}
-	return tool_result(content, is_error);
+	if ((result = tool_result(content, is_error)) == NULL)
+		return NULL;
+	if ((sc = run_structured(res, job_id)) == NULL ||
+	    json_object_set_new(result, "structuredContent", sc) == -1) {
+		json_decref(result);
+		return NULL;
+	}
+	return result;
 }
 
 /* Characters in valid UTF-8 text. */
@@ -400,21 +533,134 @@ utf8_chars(const char *s, size_t len)
 
 /* ------------------------------------------------------------ tools */
 
+static double
+mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Waits for the job for up to seconds (< 0: its end), telling a client
+ * that asked for progress how it goes once a second.  JOB_WAIT_DONE,
+ * JOB_WAIT_TIMEOUT or JOB_WAIT_HANGUP (the client went away).
+ */
+static int
+call_wait(const struct agent_ctx *ctx, struct job *job, double seconds)
+{
+	const struct call_io *io = ctx->io;
+	double		 end = mono_now() + seconds, step, left;
+	char		 line[256];
+	int		 r;
+
+	for (;;) {
+		step = io != NULL && io->progress != NULL ? 1.0 : -1;
+		if (seconds >= 0) {
+			if ((left = end - mono_now()) <= 0)
+				return JOB_WAIT_TIMEOUT;
+			if (step < 0 || left < step)
+				step = left;
+		}
+		if ((r = job_wait(job, step, io)) != JOB_WAIT_TIMEOUT)
+			return r;
+		if (io != NULL && io->progress != NULL && !job_done(job)) {
+			job_last_line(job, line, sizeof(line));
+			io->progress(io->arg, job_elapsed(job), line);
+		}
+	}
+}
+
+/* The finished job's CallToolResult, logged as the run was. */
+static json_t *
+job_outcome_json(const struct agent_ctx *ctx, struct job *job,
+    const char *job_id)
+{
+	const struct run_result	*res;
+	const struct run_request *rq;
+	const char		*ebuf;
+	char			 status[64];
+	struct buf		 b = BUF_INIT(4096);
+	json_t			*out;
+	long			 asked;
+	int			 rc, is_error;
+
+	res = job_result(job, &rc, &ebuf);
+	rq = job_request(job, &asked);
+	if (rc == -1) {
+		log_warnx("run_python: %s: could not run: %s", ctx->label, ebuf);
+		buf_appendf(&b, "The run could not be set up, so the code "
+		    "did not run: %s\n", ebuf[0] ? ebuf : "unknown error");
+		out = tool_text(buf_str(&b), b.len, 1);
+		buf_release(&b);
+		return out;
+	}
+	is_error = res->spawn_failed || res->timed_out || res->stopped ||
+	    res->signaled || res->exit_code != 0;
+	if (res->spawn_failed)
+		snprintf(status, sizeof(status), "spawn failed");
+	else if (res->timed_out)
+		snprintf(status, sizeof(status), "timed out after %ld s",
+		    rq->timeout_s);
+	else if (res->stopped)
+		snprintf(status, sizeof(status), "stopped after %.1f s",
+		    res->duration);
+	else if (res->signaled)
+		snprintf(status, sizeof(status), "killed by signal %d",
+		    res->signal);
+	else
+		snprintf(status, sizeof(status), "exit %d", res->exit_code);
+	log_info("run_python: %s%s%s: %.2f s, %s, %zu characters of code, "
+	    "%zu image(s)", ctx->label, job_id ? ", job " : "",
+	    job_id ? job_id : "", res->duration, status,
+	    utf8_chars(rq->code, rq->code_len), res->nimages);
+	return run_result_json(res, rq->timeout_s, asked, ctx->cfg->max_images,
+	    is_error, job_id);
+}
+
+/* What a background start returns: the id, in the text and the fields. */
+static json_t *
+job_started_json(struct job *job, long timeout_s, long asked_s)
+{
+	struct buf	 b = BUF_INIT(4096);
+	json_t		*out, *sc;
+
+	if (asked_s != timeout_s)
+		buf_appendf(&b, "note: timeout_seconds=%ld is above this "
+		    "server's limit; %ld was used.\n", asked_s, timeout_s);
+	buf_appendf(&b, "Started background job %s (it is stopped after %ld "
+	    "s). Call job_status(job_id=\"%s\", wait_seconds=30) to see its "
+	    "output so far and to collect its result once it is done; an "
+	    "uncollected result is kept for an hour.\n", job_id(job),
+	    timeout_s, job_id(job));
+	out = tool_text(buf_str(&b), b.len, 0);
+	buf_release(&b);
+	sc = json_pack("{s:s, s:s, s:n, s:b, s:b, s:[], s:[], s:f}",
+	    "job_id", job_id(job), "state", "running", "exit_code",
+	    "timed_out", 0, "cancelled", 0, "images", "files_written",
+	    "elapsed_seconds", 0.0);
+	if (out == NULL || sc == NULL ||
+	    json_object_set_new(out, "structuredContent", sc) == -1) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
 static json_t *
 tool_run_python(const struct agent_ctx *ctx, json_t *args,
     struct rpc_error *err)
 {
 	static const char *const names[] = { "code", "timeout_seconds",
-	    "fresh", NULL };
+	    "fresh", "background", NULL };
 	const struct agent_config *cfg = ctx->cfg;
 	struct run_limits	 lim;
-	struct run_request	 rq;
-	struct run_result	 res;
-	struct wslock		*lock;
-	json_t			*code, *fresh, *out;
-	long			 asked;
-	char			 ebuf[512], status[64];
-	int			 rc, is_error, swept;
+	struct job		*job;
+	json_t			*code, *fresh, *bg, *out;
+	long			 asked, timeout_s;
+	char			 ebuf[512];
+	int			 tracked, r;
 
 	if (args_known("run_python", args, names, err) == -1)
 		return NULL;
@@ -434,6 +680,10 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	if (fresh != NULL && !json_is_null(fresh) && !json_is_boolean(fresh))
 		return rpc_fail(err, "run_python: 'fresh' must be true or "
 		    "false"), NULL;
+	bg = json_object_get(args, "background");
+	if (bg != NULL && !json_is_null(bg) && !json_is_boolean(bg))
+		return rpc_fail(err, "run_python: 'background' must be true or "
+		    "false"), NULL;
 
 	memset(&lim, 0, sizeof(lim));
 	lim.python = cfg->python;
@@ -446,66 +696,158 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	lim.state_summary = cfg->state_summary;
 	lim.warm = cfg->warm;
 	lim.warm_imports = cfg->warm_imports;
-	memset(&rq, 0, sizeof(rq));
-	rq.code = json_string_value(code);
-	rq.code_len = json_string_length(code);
-	rq.timeout_s = asked > cfg->max_timeout ? cfg->max_timeout : asked;
-	rq.fresh = json_is_true(fresh);
-	rq.workspace = ctx->workspace;
+	timeout_s = asked > cfg->max_timeout ? cfg->max_timeout : asked;
+	job = job_new(&lim, json_string_value(code), json_string_length(code),
+	    timeout_s, asked, json_is_true(fresh), ctx->workspace, ctx->label);
+	if (job == NULL)
+		goto oom;
 
-	if ((lock = wslock_acquire(ctx->workspace)) == NULL) {
-		err->code = RPC_INTERNAL_ERROR;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		return NULL;
-	}
-	ebuf[0] = '\0';
-	sweep_run_begin();
-	rc = run_python(&lim, &rq, &res, ebuf, sizeof(ebuf));
-	swept = sweep_run_end();
-	wslock_release(lock);
-	if (rc == 0 && swept > 0)
-		run_result_note(&res, "%d stray background process%s left "
-		    "running in the sandbox %s stopped after the run; nothing "
-		    "a run starts outlives it.", swept, swept == 1 ? "" : "es",
-		    swept == 1 ? "was" : "were");
-
-	if (rc == -1) {
-		log_warnx("run_python: %s: could not run: %s", ctx->label, ebuf);
-		snprintf(status, sizeof(status), "not run");
-		out = NULL;
-		{
-			struct buf b = BUF_INIT(4096);
-
-			buf_appendf(&b, "The run could not be set up, so the code "
-			    "did not run: %s\n", ebuf[0] ? ebuf : "unknown error");
-			out = tool_text(buf_str(&b), b.len, 1);
-			buf_release(&b);
+	if (json_is_true(bg)) {
+		if (job_register(job, ebuf, sizeof(ebuf)) == -1) {
+			job_unref(job);
+			return tool_text(ebuf, strlen(ebuf), 1);
 		}
-		run_result_release(&res);
+		if (job_start(job, ebuf, sizeof(ebuf)) == -1) {
+			job_forget(job);
+			job_unref(job);
+			return tool_text(ebuf, strlen(ebuf), 1);
+		}
+		log_info("run_python: %s: background job %s started, %zu "
+		    "characters of code", ctx->label, job_id(job),
+		    utf8_chars(json_string_value(code),
+		    json_string_length(code)));
+		out = job_started_json(job, timeout_s, asked);
+		job_unref(job);
 		if (out == NULL)
 			goto oom;
 		return out;
 	}
-	is_error = res.spawn_failed || res.timed_out || res.signaled ||
-	    res.exit_code != 0;
-	if (res.spawn_failed)
-		snprintf(status, sizeof(status), "spawn failed");
-	else if (res.timed_out)
-		snprintf(status, sizeof(status), "timed out after %ld s",
-		    rq.timeout_s);
-	else if (res.signaled)
-		snprintf(status, sizeof(status), "killed by signal %d",
-		    res.signal);
-	else
-		snprintf(status, sizeof(status), "exit %d", res.exit_code);
-	log_info("run_python: %s: %.2f s, %s, %zu characters of code, "
-	    "%zu image(s)", ctx->label, res.duration, status,
-	    utf8_chars(rq.code, rq.code_len), res.nimages);
-	out = run_result_json(&res, rq.timeout_s, asked, cfg->max_images,
-	    is_error);
-	run_result_release(&res);
+
+	/* A notifications/cancelled naming this request stops the job. */
+	tracked = ctx->request_id != NULL &&
+	    cancel_track(ctx->workspace, ctx->request_id, job) == 0;
+	if (job_start(job, ebuf, sizeof(ebuf)) == -1) {
+		if (tracked)
+			cancel_untrack(job);
+		job_unref(job);
+		return tool_text(ebuf, strlen(ebuf), 1);
+	}
+	if ((r = call_wait(ctx, job, -1)) == JOB_WAIT_HANGUP) {
+		job_stop(job, "the client closed its connection");
+		job_wait(job, -1, NULL);
+	}
+	if (tracked)
+		cancel_untrack(job);
+	if (r == JOB_WAIT_HANGUP || job_stop_asked(job)) {
+		/* Cancelled: the spec asks for no answer at all. */
+		log_info("run_python: %s: stopped after %.2f s (%s)", ctx->label,
+		    job_elapsed(job), r == JOB_WAIT_HANGUP ?
+		    "the client went away" : "cancelled by the client");
+		job_unref(job);
+		err->code = RPC_NO_REPLY;
+		return NULL;
+	}
+	out = job_outcome_json(ctx, job, NULL);
+	job_unref(job);
 	if (out == NULL)
 		goto oom;
+	return out;
+oom:
+	err->code = RPC_INTERNAL_ERROR;
+	snprintf(err->message, sizeof(err->message), "out of memory while "
+	    "building the result");
+	return NULL;
+}
+
+static json_t *
+tool_job_status(const struct agent_ctx *ctx, json_t *args,
+    struct rpc_error *err)
+{
+	static const char *const names[] = { "job_id", "wait_seconds", "stop",
+	    NULL };
+	struct buf	 b = BUF_INIT(16384);
+	struct job	*job;
+	json_t		*id, *stop, *out = NULL, *sc;
+	char		 tail[8192];
+	unsigned long long total;
+	long		 wait_s;
+	int		 r;
+
+	if (args_known("job_status", args, names, err) == -1)
+		return NULL;
+	id = json_object_get(args, "job_id");
+	if (id == NULL)
+		return rpc_fail(err, "job_status needs 'job_id': the id "
+		    "run_python(background=true) returned"), NULL;
+	if (!json_is_string(id))
+		return rpc_fail(err, "job_status: 'job_id' must be a string"),
+		    NULL;
+	if (arg_long("job_status", args, "wait_seconds", 0, 0, JOB_WAIT_MAX_S,
+	    &wait_s, err) == -1)
+		return NULL;
+	stop = json_object_get(args, "stop");
+	if (stop != NULL && !json_is_null(stop) && !json_is_boolean(stop))
+		return rpc_fail(err, "job_status: 'stop' must be true or false"),
+		    NULL;
+
+	if ((job = job_find(ctx->workspace, json_string_value(id))) == NULL) {
+		buf_appendf(&b, "There is no background job '%.64s' here: the id "
+		    "is wrong, or its result was already collected, or it "
+		    "finished more than an hour ago and was dropped. Start the "
+		    "run again if you still need it.",
+		    json_string_value(id));
+		out = tool_text(buf_str(&b), b.len, 1);
+		buf_release(&b);
+		return out;
+	}
+	if (json_is_true(stop) && job_stop(job, "stopped with job_status("
+	    "stop=true)"))
+		log_info("job %s: %s: stop asked", job_id(job), ctx->label);
+	/* A stopped job ends within a moment, unless it still waits for
+	 * an earlier run's lock: then it ends when that run does. */
+	r = job_done(job) ? JOB_WAIT_DONE : call_wait(ctx, job,
+	    json_is_true(stop) && wait_s < 10 ? 10 : (double)wait_s);
+	if (r == JOB_WAIT_HANGUP) {
+		/* The job goes on: only this answer is not wanted. */
+		job_unref(job);
+		err->code = RPC_NO_REPLY;
+		return NULL;
+	}
+	if (job_done(job)) {
+		out = job_outcome_json(ctx, job, job_id(job));
+		if (out != NULL)
+			job_forget(job);	/* collected */
+		job_unref(job);
+		buf_release(&b);
+		if (out == NULL)
+			goto oom;
+		return out;
+	}
+	job_output_so_far(job, tail, sizeof(tail), &total);
+	buf_appendf(&b, "Job %s is still running (%.0f s so far).\n",
+	    job_id(job), job_elapsed(job));
+	if (total == 0)
+		buf_appends(&b, "It has printed nothing yet (Python buffers "
+		    "output: print(..., flush=True) shows progress as it "
+		    "happens).\n");
+	else
+		buf_appendf(&b, "--- output so far (%s) ---\n%s%s",
+		    total > strlen(tail) ? "its tail" : "all of it", tail,
+		    tail[0] && tail[strlen(tail) - 1] != '\n' ? "\n" : "");
+	buf_appendf(&b, "Call job_status(job_id=\"%s\", wait_seconds=%d) "
+	    "again to wait for its result.\n", job_id(job), JOB_WAIT_MAX_S);
+	out = tool_text(buf_str(&b), b.len, 0);
+	sc = json_pack("{s:s, s:s, s:n, s:b, s:b, s:[], s:[], s:f}",
+	    "job_id", job_id(job), "state", "running", "exit_code",
+	    "timed_out", 0, "cancelled", 0, "images", "files_written",
+	    "elapsed_seconds", job_elapsed(job));
+	job_unref(job);
+	buf_release(&b);
+	if (out == NULL || sc == NULL ||
+	    json_object_set_new(out, "structuredContent", sc) == -1) {
+		json_decref(out);
+		goto oom;
+	}
 	return out;
 oom:
 	err->code = RPC_INTERNAL_ERROR;
@@ -589,6 +931,8 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 		out = tool_list_files(ctx, args, err);
 	else if (strcmp(name, "read_text_file") == 0)
 		out = tool_read_text_file(ctx, args, err);
+	else if (strcmp(name, "job_status") == 0)
+		out = tool_job_status(ctx, args, err);
 	else if (strcmp(name, "share_file") == 0)
 		out = args_known("share_file", args, share_args, err) == -1 ?
 		    NULL : files_tool_share(ctx, args);
@@ -600,10 +944,23 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 		    NULL : files_tool_workspace(ctx, args);
 	else {
 		rpc_fail(err, "Unknown tool '%.100s' (this server has run_python, "
-		    "list_files, read_text_file, share_file, upload_link and "
-		    "workspace_link)", name);
-		out = NULL;
+		    "job_status, list_files, read_text_file, share_file, "
+		    "upload_link and workspace_link)", name);
+		json_decref(empty);
+		return NULL;	/* a protocol error, as MCP says */
 	}
 	json_decref(empty);
+	if (out == NULL && err->code == RPC_INVALID_PARAMS) {
+		/*
+		 * Arguments the tool refused are a tool result with isError,
+		 * so the model reads why and can call again (SEP-1303).
+		 */
+		out = tool_text(err->message, strlen(err->message), 1);
+		if (out == NULL) {
+			err->code = RPC_INTERNAL_ERROR;
+			snprintf(err->message, sizeof(err->message),
+			    "out of memory");
+		}
+	}
 	return out;
 }

@@ -39,6 +39,42 @@ wait_fd(int fd, short ev, int timeout_ms)
 	return r > 0 ? 0 : -1;
 }
 
+/*
+ * Waits for the agent's answer, and for the client's closing: a client
+ * that went away (LibreChat's request aborted) must not leave a run going
+ * in the sandbox for nobody, so the wait ends with ECONNRESET and the
+ * caller closes the agent connection, which the agent notices.
+ */
+static int
+wait_agent(struct agent_conn *c)
+{
+	struct pollfd	 p[2];
+	int		 r, n = 1;
+
+	p[0].fd = c->fd;
+	p[0].events = POLLIN;
+	p[0].revents = 0;
+	if (c->client_fd != -1) {
+		p[1].fd = c->client_fd;
+		p[1].events = POLLRDHUP;	/* a pipelined byte is not one */
+		p[1].revents = 0;
+		n = 2;
+	}
+	do
+		r = poll(p, (nfds_t)n, c->timeout_ms);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		errno = ETIMEDOUT;
+	if (r <= 0)
+		return -1;
+	if (n == 2 && p[1].revents != 0 && p[0].revents == 0) {
+		c->client_gone = 1;
+		errno = ECONNRESET;
+		return -1;
+	}
+	return 0;
+}
+
 static int
 write_all(int fd, const char *p, size_t n, int timeout_ms)
 {
@@ -59,21 +95,21 @@ write_all(int fd, const char *p, size_t n, int timeout_ms)
 	return 0;
 }
 
-/* One recv of at most n bytes, waiting up to timeout_ms; 0 at EOF, -1. */
+/* One recv of at most n bytes, waiting as wait_agent does; 0 at EOF, -1. */
 static ssize_t
-recv_wait(int fd, char *dst, size_t n, int timeout_ms)
+recv_wait(struct agent_conn *c, char *dst, size_t n)
 {
 	ssize_t	 r;
 
 	for (;;) {
-		r = recv(fd, dst, n, MSG_DONTWAIT);
+		r = recv(c->fd, dst, n, MSG_DONTWAIT);
 		if (r >= 0)
 			return r;
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN)
 			return -1;
-		if (wait_fd(fd, POLLIN, timeout_ms) == -1)
+		if (wait_agent(c) == -1)
 			return -1;
 	}
 }
@@ -95,8 +131,7 @@ fill(struct agent_conn *c)
 		errno = EMSGSIZE;
 		return -1;
 	}
-	r = recv_wait(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen,
-	    c->timeout_ms);
+	r = recv_wait(c, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen);
 	if (r > 0)
 		c->rlen += (size_t)r;
 	return r;
@@ -288,6 +323,7 @@ agent_open(struct agent_conn *c, const char *sock, const struct agent_req *r,
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->timeout_ms = timeout_ms;
+	c->client_fd = r->client_fd != NULL ? *r->client_fd : -1;
 	*connect_failed = 0;
 	if (reuse_fd != -1) {
 		/*
@@ -303,9 +339,15 @@ agent_open(struct agent_conn *c, const char *sock, const struct agent_req *r,
 		    || (got == -1 && errno == ETIMEDOUT)))
 			goto head;	/* a timeout is the agent's answer */
 		close(c->fd);
+		c->fd = -1;
+		if (c->client_gone) {
+			snprintf(err, errlen, "the client closed its connection");
+			goto fail;
+		}
 		memset(c, 0, sizeof(*c));
 		c->fd = -1;
 		c->timeout_ms = timeout_ms;
+		c->client_fd = r->client_fd != NULL ? *r->client_fd : -1;
 	}
 	if ((c->fd = unix_connect(sock, connect_failed)) == -1) {
 		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
@@ -334,6 +376,7 @@ agent_stream_open(struct agent_conn *c, const char *sock,
 
 	memset(c, 0, sizeof(*c));
 	c->timeout_ms = timeout_ms;
+	c->client_fd = r->client_fd != NULL ? *r->client_fd : -1;
 	if ((c->fd = unix_connect(sock, &cf)) == -1) {
 		snprintf(err, errlen, "cannot connect to the sandbox's agent: %s",
 		    strerror(errno));
@@ -428,7 +471,7 @@ agent_read(struct agent_conn *c, char *dst, size_t max)
 		max = (size_t)c->remaining;
 	if (c->rpos == c->rlen && max >= sizeof(c->rbuf)) {
 		/* A large piece of a file: straight into dst, no copy. */
-		if ((r = recv_wait(c->fd, dst, max, c->timeout_ms)) <= 0)
+		if ((r = recv_wait(c, dst, max)) <= 0)
 			return -1;	/* EOF inside a body is an error */
 		n = (size_t)r;
 	} else {

@@ -131,6 +131,12 @@ relay_read(void *cls, uint64_t pos, char *dst, size_t max)
 	n = agent_read(&r->agent, dst, max);
 	if (n == 0)
 		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n < 0 && r->agent.client_gone) {
+		/* Closing the agent connection (relay_free) stops the run. */
+		log_info("%s: the client went away after %zu bytes of the "
+		    "reply", pool_sock(r->sb), r->sent);
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
 	if (n < 0) {
 		log_warnx("%s: the sandbox's reply broke off after %zu bytes",
 		    pool_sock(r->sb), r->sent);
@@ -163,6 +169,7 @@ static enum MHD_Result
 relay(struct MHD_Connection *conn, const char *method, const char *user,
     const char *body, size_t body_len)
 {
+	const union MHD_ConnectionInfo *ci;
 	struct agent_req	 ar;
 	struct pool_err		 perr;
 	struct relay		*r;
@@ -170,7 +177,7 @@ relay(struct MHD_Connection *conn, const char *method, const char *user,
 	struct sandbox		*sb;
 	const struct agent_head	*h;
 	char			 err[512];
-	int			 cf, attempt, timeout;
+	int			 cf, attempt, timeout, cfd = -1;
 
 	memset(&ar, 0, sizeof(ar));
 	ar.method = method;
@@ -182,6 +189,12 @@ relay(struct MHD_Connection *conn, const char *method, const char *user,
 	ar.last_event_id = http_header(conn, "Last-Event-ID");
 	ar.body = body;
 	ar.body_len = body_len;
+	/* The client's closing stops the wait, and so the run (forward.c). */
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci != NULL) {
+		cfd = ci->connect_fd;
+		ar.client_fd = &cfd;
+	}
 	/* A GET is a stream the server may keep open as long as it likes. */
 	timeout = strcmp(method, "GET") == 0 ? -1
 	    : (int)(conf.agent_timeout * 1000);
@@ -196,6 +209,14 @@ relay(struct MHD_Connection *conn, const char *method, const char *user,
 		if (agent_open(&r->agent, pool_sock(sb), &ar,
 		    pool_conn_take(sb), timeout, &cf, err, sizeof(err)) == 0)
 			break;
+		if (r->agent.client_gone) {
+			/* Nobody to answer; the agent saw its connection close. */
+			log_info("%s: the client went away before the sandbox "
+			    "answered", user);
+			pool_release(sb);
+			free(r);
+			return MHD_NO;
+		}
 		if (!cf || attempt > 0) {
 			pool_release(sb);
 			free(r);

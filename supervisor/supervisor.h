@@ -135,6 +135,8 @@ struct agent_conn {
 	int		 done;
 	int		 keepalive;	/* the agent keeps the connection */
 	int		 timeout_ms;	/* per read; -1: none */
+	int		 client_fd;	/* watched while waiting; -1: none */
+	int		 client_gone;	/* a wait ended because it closed */
 };
 
 /* Header values the supervisor passes on to the agent (NULL: absent). */
@@ -149,6 +151,12 @@ struct agent_req {
 	const char	*body;
 	size_t		 body_len;
 	int		 chunked;	/* the body follows: agent_stream_* */
+	/*
+	 * The client's connection, or NULL: while the agent has not
+	 * answered, its closing ends the wait, and the agent connection is
+	 * closed so that the agent stops the run it is doing for it.
+	 */
+	const int	*client_fd;
 };
 
 /* Sends on reuse_fd (a kept connection, or -1) or a new connection and

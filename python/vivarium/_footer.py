@@ -169,19 +169,26 @@ class Snapshot:
                     self.files[p] = (st.st_mtime_ns, st.st_size)
 
 
-def wrote_line(before, after):
-    """Files new or changed between two snapshots; None when there are none.
-    When the first walk stopped at its bound, a file it did not see counts
-    only if it was modified after that walk began."""
+def written(before, after):
+    """Paths new or changed between two snapshots, newest first.  When the
+    first walk stopped at its bound, a file it did not see counts only if
+    it was modified after that walk began."""
     def changed_file(p, sig):
         old = before.files.get(p)
         if old is None and before.truncated:
             return sig[0] >= before.started_ns
         return old != sig
     changed = [p for p, sig in after.files.items() if changed_file(p, sig)]
+    changed.sort(key=lambda p: (-after.files[p][0], p))
+    return changed
+
+
+def wrote_line(before, after, changed=None):
+    """The footer's line for written(); None when there are none."""
+    if changed is None:
+        changed = written(before, after)
     if not changed:
         return None
-    changed.sort(key=lambda p: (-after.files[p][0], p))
     items = ["%s (%s)" % (_cut(p, 80), human_size(after.files[p][1])) for p in changed]
     return "wrote: " + bounded_join(items, LIST_MAX, sep=", ")
 

@@ -54,6 +54,8 @@ class State:
         self.dropped = []          # (name, size)
         self.size = None           # bytes stored
         self.save_error = None
+        self.written = None        # workspace paths new or changed, newest
+                                   # first (None: not looked at)
 
 
 # ------------------------------------------------------------------ running
@@ -342,7 +344,7 @@ def _footer(cfg, st, before, after):
         elif st.size is not None:
             lines.append("namespace size: " + F.mb(st.size))
     if before is not None and after is not None:
-        w = F.wrote_line(before, after)
+        w = F.wrote_line(before, after, st.written)
         if w:
             lines.append(w)
             hint = F.share_hint(before, after)
@@ -373,9 +375,17 @@ def _json_str(s):
     return '"' + "".join(out) + '"'
 
 
-def _write_report(run_dir, exit_code, footer):
-    text = '{"version": 1, "exit_code": %d, "footer": %s}\n' % (
-        exit_code, "null" if footer is None else _json_str(footer))
+# Paths listed in the report's files_written (the agent's structuredContent).
+WRITTEN_MAX = 200
+
+
+def _write_report(run_dir, exit_code, footer, written=None):
+    extra = ""
+    if written is not None:
+        extra = ', "files_written": [%s]' % ", ".join(
+            _json_str(p) for p in written[:WRITTEN_MAX])
+    text = '{"version": 1, "exit_code": %d, "footer": %s%s}\n' % (
+        exit_code, "null" if footer is None else _json_str(footer), extra)
     tmp = os.path.join(run_dir, "report.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -436,12 +446,14 @@ def main(env=None):
 
     footer = None
     if cfg.summary:
-        after = _import("vivarium._footer").Snapshot(cfg.workspace)
+        F = _import("vivarium._footer")
+        after = F.Snapshot(cfg.workspace)
         try:
+            st.written = F.written(before, after)
             footer = _footer(cfg, st, before, after)
         except Exception as e:  # the footer must never cost the result
             footer = "--- state ---\n(footer failed: %s: %s)" % (type(e).__name__, e)
-    _write_report(cfg.run_dir, status, footer)
+    _write_report(cfg.run_dir, status, footer, st.written)
     return status
 
 

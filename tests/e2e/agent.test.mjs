@@ -55,10 +55,18 @@ for (const transport of ['tcp', 'unix']) {
         assert.ok(ins.includes(word), `instructions mention ${word}`);
     });
 
-    test('tools/list: six tools with schemas', async () => {
+    test('tools/list: seven tools with schemas, titles, hints and output schemas', async () => {
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name).sort(), ['list_files', 'read_text_file', 'run_python',
+      assert.deepEqual(tools.map((t) => t.name).sort(), ['job_status', 'list_files', 'read_text_file', 'run_python',
         'share_file', 'upload_link', 'workspace_link']);
+      for (const t of tools) assert.ok(t.title && t.annotations, `${t.name}: title and annotations`);
+      assert.equal(tools.find((t) => t.name === 'list_files').annotations.readOnlyHint, true);
+      assert.equal(tools.find((t) => t.name === 'read_text_file').annotations.readOnlyHint, true);
+      assert.equal(tools.find((t) => t.name === 'run_python').annotations.openWorldHint, true);
+      assert.equal(tools.find((t) => t.name === 'run_python').annotations.readOnlyHint, false);
+      for (const n of ['run_python', 'job_status'])
+        assert.equal(tools.find((t) => t.name === n).outputSchema.type, 'object', `${n}: outputSchema`);
+      assert.equal(tools.find((t) => t.name === 'run_python').inputSchema.properties.background.type, 'boolean');
       assert.deepEqual(tools.find((t) => t.name === 'share_file').inputSchema.required, ['path']);
       const rp = tools.find((t) => t.name === 'run_python');
       assert.deepEqual(rp.inputSchema.required, ['code']);

@@ -39,25 +39,33 @@ for (const transport of ['tcp', 'unix']) {
       ['unknown method', req('tools/destroy'), 200, -32601, /tools\/destroy/],
       ['params not an object', '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"run_python"}', 200, -32602, /params/],
       ['unknown tool', call('rm_rf', {}), 200, -32602, /Unknown tool 'rm_rf'/],
-      ['missing code', call('run_python', {}), 200, -32602, /needs 'code'/],
-      ['code not a string', call('run_python', { code: ['print(1)'] }), 200, -32602, /'code' must be a string/],
-      ['timeout a string', call('run_python', { code: 'pass', timeout_seconds: 'soon' }), 200, -32602, /timeout_seconds must be a number/],
-      ['negative timeout', call('run_python', { code: 'pass', timeout_seconds: -3 }), 200, -32602, /timeout_seconds must be from 1/],
-      ['fresh a string', call('run_python', { code: 'pass', fresh: 'yes' }), 200, -32602, /'fresh' must be true or false/],
-      ['unknown argument', call('run_python', { code: 'pass', shell: true }), 200, -32602, /no argument 'shell'/],
-      ['missing path', call('read_text_file', {}), 200, -32602, /needs 'path'/],
-      ['path a number', call('read_text_file', { path: 7 }), 200, -32602, /'path' must be a string/],
-      ['max_chars too big', call('read_text_file', { path: 'a', max_chars: 1e12 }), 200, -32602, /max_chars/],
+      ['missing code', call('run_python', {}), 200, 'isError', /needs 'code'/],
+      ['code not a string', call('run_python', { code: ['print(1)'] }), 200, 'isError', /'code' must be a string/],
+      ['timeout a string', call('run_python', { code: 'pass', timeout_seconds: 'soon' }), 200, 'isError', /timeout_seconds must be a number/],
+      ['negative timeout', call('run_python', { code: 'pass', timeout_seconds: -3 }), 200, 'isError', /timeout_seconds must be from 1/],
+      ['fresh a string', call('run_python', { code: 'pass', fresh: 'yes' }), 200, 'isError', /'fresh' must be true or false/],
+      ['unknown argument', call('run_python', { code: 'pass', shell: true }), 200, 'isError', /no argument 'shell'/],
+      ['missing path', call('read_text_file', {}), 200, 'isError', /needs 'path'/],
+      ['path a number', call('read_text_file', { path: 7 }), 200, 'isError', /'path' must be a string/],
+      ['max_chars too big', call('read_text_file', { path: 'a', max_chars: 1e12 }), 200, 'isError', /max_chars/],
       ['NUL escape in code', '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"print(1)\\u0000"}}}', 400, -32700, /NUL|\\u0000|Parse error/],
       ['lone surrogate in code', '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"\\ud800"}}}', 400, -32700, /Parse error/],
     ];
 
+    // 'isError': refused arguments are a tool result the model reads
+    // (SEP-1303), not a protocol error; an unknown tool still is one.
     for (const [name, body, status, code, msg] of cases) {
       test(name, async () => {
         const r = await agent.post(body);
         assert.equal(r.status, status, r.text);
-        assert.equal(r.json?.error?.code, code, r.text);
-        assert.match(r.json.error.message, msg);
+        if (code === 'isError') {
+          assert.equal(r.json?.error, undefined, r.text);
+          assert.equal(r.json.result.isError, true, r.text);
+          assert.match(r.json.result.content[0].text, msg);
+        } else {
+          assert.equal(r.json?.error?.code, code, r.text);
+          assert.match(r.json.error.message, msg);
+        }
         await stillServing();
       });
     }

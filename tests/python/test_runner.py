@@ -106,6 +106,20 @@ class Running(Workspace):
         r = self.ok("pass")
         self.assertIn("bad-\ufffd.txt", r.footer)
 
+    def test_report_lists_files_written(self):
+        # The agent's structuredContent.files_written: new or changed files,
+        # newest first, not the runner's own state, not files left alone.
+        self.ok("open('old.txt', 'w').write('x')")
+        r = self.ok("import os, time\nos.makedirs('out', exist_ok=True)\n"
+                    "open('out/a.csv', 'w').write('1')\ntime.sleep(0.02)\n"
+                    "open('b.txt', 'w').write('2')\n")
+        self.assertEqual(r.report["files_written"], ["b.txt", "out/a.csv"])
+        r = self.ok("pass")
+        self.assertEqual(r.report["files_written"], [])
+        # Without the state summary there are no snapshots: no list.
+        r = self.ok("open('c.txt', 'w').write('3')", VIVARIUM_STATE_SUMMARY="0")
+        self.assertNotIn("files_written", r.report)
+
     def test_stdout_and_stderr_untouched(self):
         r = self.ok("import sys\nprint('out')\nprint('err', file=sys.stderr)\n")
         self.assertEqual((r.stdout, r.stderr), ("out\n", "err\n"))

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -301,6 +302,77 @@ test_timeout_kills_group(void **state)
 	spawn_release(&sp);
 }
 
+/* What writes stop_fd from another thread, after a pause. */
+struct stopper {
+	int	 fd;
+	double	 after;
+};
+
+static void *
+stopper_main(void *arg)
+{
+	struct stopper	*st = arg;
+	struct timespec	 ts;
+	uint64_t	 one = 1;
+
+	ts.tv_sec = (time_t)st->after;
+	ts.tv_nsec = (long)((st->after - (double)ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);
+	if (write(st->fd, &one, sizeof(one)) != sizeof(one))
+		abort();
+	return NULL;
+}
+
+/* stop_fd kills the whole group at once, as the deadline does. */
+static void
+test_stop_fd_kills_group(void **state)
+{
+	struct spawn	 sp = SPAWN_INIT;
+	struct stopper	 st;
+	pthread_t	 th;
+	char		 err[256], script[2048], pf[128];
+	pid_t		 gc;
+	double		 t0;
+
+	snprintf(pf, sizeof(pf), "%s/stop-gc.pid", tmpdir);
+	snprintf(script, sizeof(script),
+	    "trap '' TERM HUP INT; sleep 60 & echo $! > '%s'; "
+	    "echo started; wait; sleep 60", pf);
+	st.fd = eventfd(0, EFD_CLOEXEC);
+	assert_true(st.fd != -1);
+	st.after = 0.3;
+	sp.stop_fd = st.fd;
+	sp.out.cap = 4096;
+	t0 = mono_now();
+	assert_int_equal(pthread_create(&th, NULL, stopper_main, &st), 0);
+	assert_int_equal(run_sh(&sp, script, 30, err, sizeof(err)), 0);
+	pthread_join(th, NULL);
+	/* Stopped within 200 ms of the request (0.3 s in). */
+	assert_true(mono_now() - t0 < 0.5 + 0.2);
+	assert_true(sp.stopped);
+	assert_false(sp.timed_out);
+	assert_false(sp.exited);
+	assert_false(sp.signaled);
+	assert_string_equal(out_str(&sp.out), "started\n");
+	gc = read_pidfile(pf, 1);
+	assert_true(gc > 0);
+	assert_true(wait_dead(gc, 2));
+	spawn_release(&sp);
+
+	/* Already readable before the start: the run is stopped at once;
+	 * a child that ends on its own first is not "stopped". */
+	assert_int_equal(run_sh(&sp, "sleep 30", 60, err, sizeof(err)), 0);
+	assert_true(sp.stopped);
+	assert_true(sp.duration < 1.0);
+	spawn_release(&sp);
+	sp.stop_fd = -1;
+	assert_int_equal(run_sh(&sp, "exit 3", 60, err, sizeof(err)), 0);
+	assert_false(sp.stopped);
+	assert_int_equal(sp.exit_code, 3);
+	spawn_release(&sp);
+	close(st.fd);
+}
+
 /* The main process exits; a daemon that left the group keeps stdout. */
 static void
 test_daemon_keeps_pipes_open(void **state)
@@ -488,6 +560,7 @@ main(void)
 		cmocka_unit_test(test_env_cwd_stdin),
 		cmocka_unit_test(test_exec_failures),
 		cmocka_unit_test(test_timeout_kills_group),
+		cmocka_unit_test(test_stop_fd_kills_group),
 		cmocka_unit_test(test_daemon_keeps_pipes_open),
 		cmocka_unit_test(test_exit_with_full_pipe),
 		cmocka_unit_test(test_huge_output_flat_memory),

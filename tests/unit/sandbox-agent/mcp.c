@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -34,7 +36,24 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 	return json_pack("{s:[], s:b}", "content", "isError", 0);
 }
 
-static const struct agent_ctx ctx = { NULL, "/nonexistent", "test", NULL };
+/* notifications/cancelled reaches cancel.c with the id it names. */
+static int	 cancels;
+static char	 cancelled_key[64];
+
+int
+cancel_request(const char *scope, json_t *id, const char *why)
+{
+	char	*k = json_dumps(id, JSON_ENCODE_ANY);
+
+	cancels++;
+	snprintf(cancelled_key, sizeof(cancelled_key), "%s:%s", scope,
+	    k ? k : "(none)");
+	free(k);
+	return 1;
+}
+
+static const struct agent_ctx ctx = { NULL, "/nonexistent", "test", NULL,
+    NULL, NULL };
 
 /* Handles body; returns the status and leaves the reply in *out. */
 static unsigned int
@@ -126,6 +145,35 @@ test_notifications_and_responses_get_202(void **state)
 	assert_null(r);
 	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":5,"
 	    "\"result\":{}}", &r), 202);
+	assert_null(r);
+}
+
+/* A cancel is a notification: 202, and the id goes to cancel.c as is
+ * (7 and "7" stay apart), scoped by the workspace. */
+static void
+test_cancelled_notification(void **state)
+{
+	json_t *r;
+
+	cancels = 0;
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"notifications/cancelled\",\"params\":{\"requestId\":7,"
+	    "\"reason\":\"AbortError\"}}", &r), 202);
+	assert_null(r);
+	assert_int_equal(cancels, 1);
+	assert_string_equal(cancelled_key, "/nonexistent:7");
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"notifications/cancelled\",\"params\":{\"requestId\":\"7\"}}",
+	    &r), 202);
+	assert_string_equal(cancelled_key, "/nonexistent:\"7\"");
+	/* Without params nothing is looked up; a bad id is cancel.c's to
+	 * ignore. */
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"notifications/cancelled\"}", &r), 202);
+	assert_int_equal(cancels, 2);
+	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"method\":"
+	    "\"notifications/cancelled\",\"params\":{\"requestId\":[1]}}",
+	    &r), 202);
 	assert_null(r);
 }
 
@@ -264,6 +312,7 @@ main(void)
 		cmocka_unit_test(test_invalid_shapes),
 		cmocka_unit_test(test_id_echoed),
 		cmocka_unit_test(test_notifications_and_responses_get_202),
+		cmocka_unit_test(test_cancelled_notification),
 		cmocka_unit_test(test_unknown_method),
 		cmocka_unit_test(test_initialize_negotiates),
 		cmocka_unit_test(test_protocol_version_header),

@@ -277,6 +277,32 @@ bad_report(const char *what, const char *python_expr, int want,
 	run_result_release(&res);
 }
 
+/* The runner's files_written reaches the result, capped, in its order. */
+static void
+test_report_files_written(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim);
+	assert_int_equal(run(&lim, "import time\nopen('w1.txt', 'w').write('1')\n"
+	    "time.sleep(0.02)\nopen('w2.txt', 'w').write('2')\n", 30, &res), 0);
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	assert_int_equal(res.nfiles, 2);
+	assert_string_equal(res.files[0], "w2.txt");
+	assert_string_equal(res.files[1], "w1.txt");
+	run_result_release(&res);
+	assert_int_equal(run(&lim, "import os\n"
+	    "p = os.path.join(os.environ['VIVARIUM_RUN_DIR'], 'report.json')\n"
+	    "open(p, 'w').write('{\"version\": 1, \"exit_code\": 0, "
+	    "\"footer\": null, \"files_written\": [%s]}' % ', '.join("
+	    "'\"f%d\"' % i for i in range(500)))\nos._exit(0)\n", 30, &res), 0);
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	assert_int_equal(res.nfiles, REPORT_FILES_MAX);
+	assert_string_equal(res.files[0], "f0");
+	run_result_release(&res);
+}
+
 static void
 test_report_malformed(void **state)
 {
@@ -311,6 +337,14 @@ test_report_malformed(void **state)
 	bad_report("other version", "open(p, 'w').write('{\"version\": 2, "
 	    "\"exit_code\": 0, \"footer\": \"new\"}')", RUN_REPORT_VERSION,
 	    NULL);
+	bad_report("files_written not a list", "open(p, 'w').write("
+	    "'{\"version\": 1, \"exit_code\": 0, \"footer\": null, "
+	    "\"files_written\": \"a.txt\"}')", RUN_REPORT_MALFORMED,
+	    "files_written");
+	bad_report("files_written of numbers", "open(p, 'w').write("
+	    "'{\"version\": 1, \"exit_code\": 0, \"footer\": null, "
+	    "\"files_written\": [1]}')", RUN_REPORT_MALFORMED,
+	    "files_written");
 	/* Unknown members are fine; a good report written by hand counts. */
 	bad_report("extra members", "open(p, 'w').write('{\"version\": 1, "
 	    "\"exit_code\": 0, \"footer\": null, \"more\": [1]}')",
@@ -553,6 +587,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_children_outliving_the_run,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_interpreter_missing,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_report_files_written,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_report_malformed, ws_new,
 		    ws_del),

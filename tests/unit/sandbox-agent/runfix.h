@@ -79,6 +79,7 @@ runfix_run(const struct run_limits *lim, const char *code, long timeout,
 	rq.code_len = strlen(code);
 	rq.timeout_s = timeout;
 	rq.workspace = ws;
+	rq.stop_fd = -1;
 	return run_python(lim, &rq, res, err, errlen);
 }
 

@@ -32,7 +32,13 @@ int
 run_python(const struct run_limits *lim, const struct run_request *rq,
     struct run_result *res, char *errbuf, size_t errlen)
 {
+	static char ws[256];
+
+	/* The request's strings belong to its job, gone after the call. */
 	seen = *rq;
+	snprintf(ws, sizeof(ws), "%s", rq->workspace ? rq->workspace : "");
+	seen.workspace = ws;
+	seen.code = NULL;
 	*res = scripted;
 	if (setup_fails) {
 		memset(res, 0, sizeof(*res));
@@ -57,7 +63,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 }
 
 static struct agent_config	cfg;
-static struct agent_ctx		ctx = { &cfg, "/tmp", "test", NULL };
+static struct agent_ctx		ctx = { &cfg, "/tmp", "test", NULL, NULL, NULL };
 
 static int
 reset(void **state)
@@ -100,9 +106,30 @@ test_list_has_schemas(void **state)
 	size_t	 i;
 
 	assert_non_null(l);
-	assert_int_equal(json_array_size(json_object_get(l, "tools")), 6);
+	assert_int_equal(json_array_size(json_object_get(l, "tools")), 7);
 	json_array_foreach(json_object_get(l, "tools"), i, t) {
 		json_t *s = json_object_get(t, "inputSchema");
+		const char *name = json_string_value(json_object_get(t, "name"));
+		json_t *ann = json_object_get(t, "annotations");
+		int runs = strcmp(name, "run_python") == 0 ||
+		    strcmp(name, "job_status") == 0;
+
+		/* MCP 2025-11-25 metadata: a title, hints, and an output
+		 * schema where structuredContent comes back. */
+		assert_true(json_string_length(json_object_get(t, "title")) > 3);
+		assert_true(json_is_boolean(json_object_get(ann,
+		    "readOnlyHint")));
+		assert_int_equal(json_is_true(json_object_get(ann,
+		    "readOnlyHint")), strcmp(name, "list_files") == 0 ||
+		    strcmp(name, "read_text_file") == 0 ||
+		    strcmp(name, "share_file") == 0);
+		assert_int_equal(json_is_true(json_object_get(ann,
+		    "openWorldHint")), strcmp(name, "run_python") == 0);
+		assert_int_equal(json_object_get(t, "outputSchema") != NULL, runs);
+		if (runs)
+			assert_non_null(json_object_get(json_object_get(
+			    json_object_get(t, "outputSchema"), "properties"),
+			    "cancelled"));
 
 		assert_string_equal(json_string_value(json_object_get(s, "type")),
 		    "object");
@@ -128,7 +155,16 @@ test_bad_arguments(void **state)
 		{ "run_python", "{\"code\": \"1\", \"fresh\": \"yes\"}",
 		  "true or false" },
 		{ "run_python", "{\"code\": \"1\", \"cwd\": \"/\"}",
-		  "no argument 'cwd' (it takes: code, timeout_seconds, fresh)" },
+		  "no argument 'cwd' (it takes: code, timeout_seconds, fresh, "
+		  "background)" },
+		{ "run_python", "{\"code\": \"1\", \"background\": 1}",
+		  "'background' must be true or false" },
+		{ "job_status", "{}", "needs 'job_id'" },
+		{ "job_status", "{\"job_id\": 5}", "must be a string" },
+		{ "job_status", "{\"job_id\": \"a\", \"wait_seconds\": 51}",
+		  "from 0 to 50" },
+		{ "job_status", "{\"job_id\": \"a\", \"stop\": \"y\"}",
+		  "true or false" },
 		{ "list_files", "{\"path\": \"x\"}", "it takes none" },
 		{ "read_text_file", "{}", "needs 'path'" },
 		{ "read_text_file", "{\"path\": [\"a\"]}", "must be a string" },
@@ -140,12 +176,21 @@ test_bad_arguments(void **state)
 	struct rpc_error	 err;
 	size_t			 i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		assert_null(call(cases[i].tool, cases[i].args, &err));
-		assert_int_equal(err.code, RPC_INVALID_PARAMS);
-		if (strstr(err.message, cases[i].says) == NULL)
+	json_t			*r;
+
+	/* An unknown tool stays a protocol error. */
+	assert_null(call(cases[0].tool, cases[0].args, &err));
+	assert_int_equal(err.code, RPC_INVALID_PARAMS);
+	assert_non_null(strstr(err.message, cases[0].says));
+	/* Refused arguments are a tool result with isError (SEP-1303). */
+	for (i = 1; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = call(cases[i].tool, cases[i].args, &err);
+		assert_non_null(r);
+		assert_true(json_is_true(json_object_get(r, "isError")));
+		if (strstr(text_of(r), cases[i].says) == NULL)
 			fail_msg("%s %s: '%s' lacks '%s'", cases[i].tool,
-			    cases[i].args, err.message, cases[i].says);
+			    cases[i].args, text_of(r), cases[i].says);
+		json_decref(r);
 	}
 	assert_null(seen.code);		/* the stub never ran */
 }
@@ -252,6 +297,45 @@ test_result_timeout_signal_spawn(void **state)
 	assert_non_null(strstr(text_of(r), "could not be started"));
 	assert_non_null(strstr(text_of(r), "python3: not found"));
 	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+
+	reset(state);
+	scripted.stopped = 1;
+	scripted.duration = 2.5;
+	r = call("run_python", "{\"code\": \"x\", \"background\": true}",
+	    &err);
+	assert_non_null(r);
+	assert_false(json_is_true(json_object_get(r, "isError")));
+	{
+		/* A background job: its id comes back; job_status collects it
+		 * once, then the id is gone. */
+		json_t	*sc = json_object_get(r, "structuredContent");
+		char	 args[128];
+
+		assert_string_equal(json_string_value(json_object_get(sc,
+		    "state")), "running");
+		assert_int_equal(json_string_length(json_object_get(sc,
+		    "job_id")), JOB_ID_LEN);
+		assert_non_null(strstr(text_of(r), json_string_value(
+		    json_object_get(sc, "job_id"))));
+		snprintf(args, sizeof(args), "{\"job_id\": \"%s\", "
+		    "\"wait_seconds\": 5}", json_string_value(json_object_get(sc,
+		    "job_id")));
+		json_decref(r);
+		r = call("job_status", args, &err);
+		assert_non_null(r);
+		sc = json_object_get(r, "structuredContent");
+		assert_string_equal(json_string_value(json_object_get(sc,
+		    "state")), "done");
+		assert_true(json_is_true(json_object_get(sc, "cancelled")));
+		assert_true(json_is_null(json_object_get(sc, "exit_code")));
+		assert_non_null(strstr(text_of(r), "Stopped after 2.5 s"));
+		assert_true(json_is_true(json_object_get(r, "isError")));
+		json_decref(r);
+		r = call("job_status", args, &err);
+		assert_non_null(strstr(text_of(r), "no background job"));
+		assert_true(json_is_true(json_object_get(r, "isError")));
+	}
 	json_decref(r);
 
 	reset(state);

@@ -337,6 +337,86 @@ test_symlink_refused(void **state)
 }
 
 /* A kept connection the agent closed meanwhile: a fresh one is used. */
+static void *
+closer_main(void *arg)
+{
+	msleep_(300);
+	close(*(int *)arg);
+	return NULL;
+}
+
+/* An agent that reads the request, never answers, and notes when its
+ * connection closes (what makes the real agent stop the run). */
+static double	 eof_at_ms;
+
+static void *
+silent_main(void *arg)
+{
+	char	 b[4096];
+	int	 c;
+
+	(void)arg;
+	if ((c = accept(srv.fd, NULL, NULL)) == -1)
+		return NULL;
+	while (read(c, b, sizeof(b)) > 0)
+		;
+	eof_at_ms = now_ms();
+	close(c);
+	return NULL;
+}
+
+/*
+ * The client (LibreChat) goes away while the agent is still working: the
+ * wait ends at once, not at the agent timeout, and the agent connection
+ * is closed, so the agent sees it.
+ */
+static void
+test_client_gone_closes_agent(void **state)
+{
+	struct agent_conn	 c;
+	struct sockaddr_un	 sun;
+	int			 pair[2], cf;
+	char			 err[256];
+	double			 t0, closed_at;
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+
+	snprintf(srv.path, sizeof(srv.path), "/tmp/fakeagent.%d.sock",
+	    (int)getpid());
+	unlink(srv.path);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, srv.path, strlen(srv.path) + 1);
+	srv.fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(srv.fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(srv.fd, 4), 0);
+	eof_at_ms = 0;
+	pthread_create(&srv.thread, NULL, silent_main, NULL);
+
+	/* pair[0] stands for the client's connection to the supervisor. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+	r.client_fd = &pair[0];
+	t0 = now_ms();
+	{
+		pthread_t	 closer;
+
+		/* The client hangs up 300 ms in. */
+		assert_int_equal(pthread_create(&closer, NULL, closer_main,
+		    &pair[1]), 0);
+		assert_int_equal(agent_open(&c, srv.path, &r, -1, 20000, &cf,
+		    err, sizeof(err)), -1);
+		pthread_join(closer, NULL);
+	}
+	closed_at = now_ms();
+	assert_true(c.client_gone);
+	assert_true(closed_at - t0 < 2000);
+	assert_true(closed_at - t0 >= 250);
+	srv_stop();
+	assert_true(eof_at_ms > 0);
+	assert_true(eof_at_ms - t0 < 2500);
+	close(pair[0]);
+}
+
 static void
 test_stale_kept_connection(void **state)
 {
@@ -373,6 +453,7 @@ main(void)
 		cmocka_unit_test(test_nobody_listening),
 		cmocka_unit_test(test_stale_kept_connection),
 		cmocka_unit_test(test_symlink_refused),
+		cmocka_unit_test(test_client_gone_closes_agent),
 	};
 
 	signal(SIGPIPE, SIG_IGN);	/* the server writes after the client left */
