@@ -30,7 +30,14 @@ struct range {
 
 #define V4(a, b, c, d)	{ a, b, c, d }
 
-/* Special-purpose ranges that are never public (IANA registries, RFC 6890). */
+/*
+ * Special-purpose ranges that are never public (IANA registries, RFC 6890
+ * and its updates: RFC 9637's 3fff::/20, RFC 9602's 5f00::/16).  For IPv6
+ * this list is not the rule but the reasons: only 2000::/3 is global
+ * unicast (global6 below), so an IPv6 range IANA assigns tomorrow outside
+ * it is refused without an entry here; the entries outside 2000::/3 only
+ * name what a refused address is.
+ */
 static const struct range deny[] = {
 	{ AF_INET, V4(0, 0, 0, 0), 8, "\"this\" network 0.0.0.0/8" },
 	{ AF_INET, V4(10, 0, 0, 0), 8, "private 10.0.0.0/8" },
@@ -56,10 +63,18 @@ static const struct range deny[] = {
 	{ AF_INET6, { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation 2001:db8::/32" },
 	{ AF_INET6, { 0x20, 0x01 }, 23, "IETF protocol assignments 2001::/23" },
 	{ AF_INET6, { 0x20, 0x02 }, 16, "6to4 2002::/16" },
+	{ AF_INET6, { 0x3f, 0xff }, 20, "documentation 3fff::/20" },
+	{ AF_INET6, { 0x5f, 0x00 }, 16, "SRv6 SIDs 5f00::/16" },
 	{ AF_INET6, { 0xfc }, 7, "unique local fc00::/7" },
 	{ AF_INET6, { 0xfe, 0x80 }, 10, "link-local fe80::/10" },
 	{ AF_INET6, { 0xfe, 0xc0 }, 10, "site-local fec0::/10" },
 	{ AF_INET6, { 0xff }, 8, "multicast ff00::/8" },
+};
+
+/* The only IPv6 addresses that may be public (RFC 4291 2.4, IANA's IPv6
+ * address space registry): everything else is reserved, local or special. */
+static const struct range global6 = {
+	AF_INET6, { 0x20 }, 3, "not IPv6 global unicast 2000::/3"
 };
 
 /* The proxy's own addresses: interfaces, and the listening sockets. */
@@ -239,6 +254,10 @@ policy_classify(const struct egress_conf *conf, struct sockaddr_storage *ss,
 		if (deny[i].family == chk->ss_family &&
 		    prefix_match(b, deny[i].addr, deny[i].plen))
 			return deny[i].reason;
+	/* Allowed only inside 2000::/3, then only past the list above. */
+	if (chk->ss_family == AF_INET6 &&
+	    !prefix_match(b, global6.addr, global6.plen))
+		return global6.reason;
 	/* A public address of the proxy's host reaches the host itself. */
 	if (is_self(chk))
 		return "the proxy's own address";

@@ -783,7 +783,10 @@ def t_denied_without_allow_list(px, denyproxy, **_):
     for target in (b"127.0.0.1", b"2130706433", b"0x7f.1", b"017700000001",
                    b"127.1", b"[::ffff:127.0.0.1]", b"[::127.0.0.1]",
                    b"[::1]", b"[64:ff9b::a9fe:a9fe]", b"[2002:a9fe:a9fe::1]",
-                   b"169.254.169.254", b"0"):
+                   b"169.254.169.254", b"0",
+                   # IPv6 outside 2000::/3, and special ranges inside it
+                   b"[fe00::1]", b"[4000::1]", b"[64:ff9b:2::1]", b"[100:0:0:1::1]",
+                   b"[3fff::1]", b"[5f00::1]", b"[2001:db8::1]"):
         st, _, body = request(denyproxy, b"CONNECT %s:%d HTTP/1.1\r\n\r\n"
                               % (target, E1))
         assert st == 403, (target, st, body)
