@@ -759,6 +759,51 @@ def t_keepalive_rechecks_host(px, **_):
     s.close()
 
 
+def t_keepalive_refusals_answered(px, **_):
+    """A refusal of a second request on a kept-alive connection is answered
+    like the same refusal of a first request: a status and a reason, then
+    the close (issue 11, item 9)."""
+    cases = [
+        (b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n", 403,
+         b"vivarium-egress: port 22 is not allowed\n"),
+        (b"GET http://127.0.0.1:22/ HTTP/1.1\r\nHost: x\r\n\r\n", 403,
+         b"vivarium-egress: port 22 is not allowed\n"),
+        (b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"
+         % O1, 400, None),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 400, None),
+        (b"CONNECT [::1]:%d HTTP/1.1\r\n\r\n" % E1, 403,
+         b"vivarium-egress: ::1 is not allowed (loopback ::1)\n"),
+        (b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % CLOSED, 502, None),
+    ]
+    for raw, want, wbody in cases:
+        s = px.connect()
+        s.sendall(b"GET http://127.0.0.1:%d/first HTTP/1.1\r\nHost: x\r\n\r\n"
+                  % O1)
+        st, _, body = read_response(s)
+        assert st == 200 and b"target=/first" in body, (st, body)
+        s.sendall(raw)
+        s.settimeout(5)
+        try:
+            st, head, body = read_response(s)
+        except (AssertionError, ConnectionResetError) as e:
+            raise AssertionError("no answer to %r after a kept-alive "
+                                 "exchange: %s" % (raw[:40], e))
+        assert st == want, (raw[:40], st, body)
+        assert wbody is None or body == wbody, (raw[:40], body)
+        assert body.startswith(b"vivarium-egress: ") and "Connection: close" in head
+        assert expect_eof(s, 3)
+        s.close()
+    # pipelined: the refusal waits for the response before it, whole
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/one HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n" % O1)
+    st, _, body = read_response(s)
+    assert st == 200 and b"target=/one" in body, (st, body)
+    st, _, body = read_response(s)
+    assert st == 403 and b"port 22" in body, (st, body)
+    s.close()
+
+
 def t_port_not_allowed(px, **_):
     st, _, body = request(px, b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
     assert st == 403 and body == b"vivarium-egress: port 22 is not allowed\n", body
