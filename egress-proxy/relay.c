@@ -361,6 +361,7 @@ conn_new(const struct egress_conf *conf, int fd,
 	    ntohs(((const struct sockaddr_in6 *)peer)->sin6_port) :
 	    ntohs(((const struct sockaddr_in *)peer)->sin_port);
 	sockaddr_str(peer, a, sizeof(a));
+	snprintf(c->peer, sizeof(c->peer), "%s", a);
 	snprintf(c->client, sizeof(c->client),
 	    peer->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, port);
 	snprintf(c->target, sizeof(c->target), "-");
@@ -491,6 +492,11 @@ conn_fail(struct conn *c, int status, const char *reason)
 	    "busy" : "upstream-error";
 	set_reason(c, verdict, reason);
 	close_upstream(c);
+	if (c->job != NULL) {
+		/* A lookup still queued gives its client's turn back. */
+		resolver_cancel(c->job);
+		c->job = NULL;
+	}
 	/* Once a tunnel is up or a response has started, the client can
 	 * only be told by closing.  resp_sent counts the current request's
 	 * response only (finish_exchange starts it again), so a refusal of

@@ -185,7 +185,7 @@ def reset_close(c):
 
 class Proxy:
     def __init__(self, allow=None, ports=None, extra=None, hosts=False,
-                 ulimit=None, config=None):
+                 ulimit=None, config=None, resolv=None):
         self.port = free_port()
         self.log = os.path.join(TMP, "proxy-%d.log" % self.port)
         env = dict(os.environ)
@@ -201,9 +201,13 @@ class Proxy:
         env.update(extra or {})
         cmd = [PROXY] + (["-f", config] if config else [])
         if hosts:
-            # Private mount namespace: this process's /etc/hosts only.
+            # Private mount namespace: this process's /etc/hosts only
+            # (and its /etc/resolv.conf when resolv names one).
+            mounts = 'mount --bind "$0" /etc/hosts'
+            if resolv:
+                mounts += ' && mount --bind %s /etc/resolv.conf' % resolv
             cmd = ["unshare", "-m", "sh", "-c",
-                   'mount --bind "$0" /etc/hosts && exec "$@"', HOSTS] + cmd
+                   mounts + ' && exec "$@"', HOSTS] + cmd
         if ulimit:
             cmd = ["prlimit", "--nofile=%d" % ulimit] + cmd
         self.logf = open(self.log, "w")
@@ -804,6 +808,58 @@ def t_keepalive_refusals_answered(px, **_):
     s.close()
 
 
+def t_resolver_fair(px, **_):
+    """Lookups that never answer, many from each of a few clients, do not
+    hold up another client's lookup (issue 11, item 4).  The proxy's
+    resolver asks a DNS server on 127.0.0.54 that reads and never answers;
+    ok.test is in /etc/hosts and needs no DNS, only a resolver thread."""
+    if not HAVE_UNSHARE:
+        raise Skip("needs root and unshare for a private /etc/hosts")
+    resolv = os.path.join(TMP, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("nameserver 127.0.0.54\noptions timeout:30 attempts:1\n")
+    dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dns.bind(("127.0.0.54", 53))       # a black hole: read, never answer
+    hostile = []
+    fair = Proxy(allow="127.0.0.0/8", ports=[E1], hosts=True, resolv=resolv)
+    try:
+        for k in range(3):
+            for i in range(8):
+                h = socket.create_connection(("127.0.0.1", fair.port), 5,
+                                             source_address=("127.0.0.%d" % (10 + k), 0))
+                h.sendall(b"CONNECT hang-%d-%d.test:%d HTTP/1.1\r\n\r\n" % (k, i, E1))
+                hostile.append(h)
+        time.sleep(0.3)
+        t_end = time.time() + 3      # past the hostile requests' 504 at 2 s
+        served = 0
+        while time.time() < t_end:
+            s = fair.connect()
+            t0 = time.time()
+            s.sendall(b"CONNECT ok.test:%d HTTP/1.1\r\n\r\n" % E1)
+            head, rest = read_head(s)
+            took = time.time() - t0
+            assert head.startswith("HTTP/1.1 200"), (head, took)
+            assert took < 1.0, "a fair client waited %.2f s" % took
+            got = rest + recv_exact(s, 4 - len(rest))
+            assert got == b"[e1]", got
+            s.close()
+            served += 1
+            time.sleep(0.2)
+        assert served >= 5, served
+        for h in hostile:
+            st, _, body = read_response(h)
+            assert st == 504 and b"timed out resolving" in body, (st, body)
+        # threads stay bounded: at most 4 stuck lookups per client
+        tasks = len(os.listdir("/proc/%d/task" % fair.p.pid)) \
+            if os.path.isdir("/proc/%d/task" % fair.p.pid) else 0
+        assert tasks <= 64 + 8, tasks
+    finally:
+        for h in hostile:
+            h.close()
+        dns.close()
+        fair.stop()
+
+
 def t_port_not_allowed(px, **_):
     st, _, body = request(px, b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
     assert st == 403 and body == b"vivarium-egress: port 22 is not allowed\n", body
@@ -1077,7 +1133,7 @@ def main():
     with open(HOSTS, "w") as f:
         f.write("127.0.0.1 localhost\n127.0.0.1 private.test\n"
                 "169.254.169.254 metadata.test\n"
-                "::1 mixed.test\n127.0.0.1 mixed.test\n")
+                "::1 mixed.test\n127.0.0.1 mixed.test\n127.0.0.1 ok.test\n")
     serve(Origin("127.0.0.1", O1, "o1"))
     serve(Origin("127.0.0.2", O2, "o2"))
     serve(Echo("127.0.0.1", E1, "e1"))
