@@ -48,6 +48,7 @@ struct egress_conf {
 	long		 max_header_bytes;
 	long		 resolver_threads;
 	long		 workers;		/* event loop threads */
+	char		*host_addresses;	/* owned: file of the host's addresses */
 	int		 verbose;
 };
 
@@ -75,6 +76,10 @@ const char *policy_classify(const struct egress_conf *,
  * start and now and then; 0 or -1. */
 int	policy_refresh_self(void);
 void	policy_add_listener(const struct sockaddr_storage *);
+/* The file listing the host's addresses (host_addresses), or NULL; read by
+ * policy_refresh_host, at start and then every few seconds if changed. */
+void	policy_set_host_file(const char *);
+int	policy_refresh_host(void);
 int	policy_port_allowed(const struct egress_conf *, uint16_t);
 /* Formats the address (no port) into out; returns out. */
 const char *sockaddr_str(const struct sockaddr_storage *, char *out,

@@ -860,6 +860,50 @@ def t_resolver_fair(px, **_):
         fair.stop()
 
 
+def t_host_addresses_refused(px, **_):
+    """The host's addresses, listed in the file host_addresses names, are
+    refused even inside allow_cidrs, and a change to the file is picked up
+    while the proxy runs (issue 11, item 5)."""
+    hf = os.path.join(TMP, "host-addrs")
+    with open(hf, "w") as f:
+        f.write("# the host\n127.0.0.2\n\nnot-an-address\n")
+    hp = Proxy(allow="127.0.0.0/8", ports=[O1, O2, E1],
+               extra={"VIVARIUM_EGRESS_HOST_ADDRESSES": hf})
+    try:
+        st, _, body = request(hp, b"GET http://127.0.0.2:%d/ HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n" % O2)
+        assert st == 403 and body == b"vivarium-egress: 127.0.0.2 is not " \
+            b"allowed (an address of the proxy's host)\n", (st, body)
+        st, _, body = request(hp, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n" % O1)
+        assert st == 200 and b"origin=o1" in body, (st, body)
+        # the host's addresses change: written aside and renamed, as
+        # container.sh does
+        with open(hf + ".new", "w") as f:
+            f.write("127.0.0.1/32\n::1\n")
+        os.rename(hf + ".new", hf)
+        deadline = time.time() + 6
+        while True:
+            st, _, body = request(hp, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n"
+                                  % E1)
+            if st == 403 or time.time() > deadline:
+                break
+            time.sleep(0.3)
+        assert st == 403 and b"proxy's host" in body, (st, body)
+        st, _, body = request(hp, b"GET http://127.0.0.2:%d/ HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n" % O2)
+        assert st == 200 and b"origin=o2" in body, (st, body)
+        # a file that goes away keeps the list read last
+        os.unlink(hf)
+        time.sleep(2.5)
+        st, _, body = request(hp, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n"
+                              % E1)
+        assert st == 403, (st, body)
+    finally:
+        text = hp.stop()
+    assert "host-addrs:4: not an address or CIDR: 'not-an-address'" in text, text
+
+
 def t_port_not_allowed(px, **_):
     st, _, body = request(px, b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
     assert st == 403 and body == b"vivarium-egress: port 22 is not allowed\n", body

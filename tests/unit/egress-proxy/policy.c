@@ -9,6 +9,9 @@
 #include <stdint.h>
 
 #include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -249,6 +252,50 @@ test_own_addresses(void **state)
 	    "the proxy's own listening socket");
 }
 
+/* The host's addresses from a file: refused even inside the allow list,
+ * re-read when the file is replaced, kept when it goes away. */
+static void
+test_host_addresses(void **state)
+{
+	struct egress_conf conf;
+	char		 path[] = "/tmp/egress-hosts-XXXXXX", next[64];
+	FILE		*f;
+	int		 fd;
+
+	conf_defaults(&conf);
+	assert_int_equal(cidr_parse("0.0.0.0/0", &conf.allow[0]), 0);
+	conf.nallow = 1;
+	assert_true((fd = mkstemp(path)) >= 0);
+	assert_non_null(f = fdopen(fd, "w"));
+	fputs("# host\n  8.8.8.8  \n2606:4700::/32\nbogus\n10.1.2.3/8\n", f);
+	fclose(f);
+	policy_set_host_file(path);
+	assert_int_equal(policy_refresh_host(), 0);
+	assert_string_equal(classify(&conf, "8.8.8.8", 443),
+	    "an address of the proxy's host");
+	assert_string_equal(classify(&conf, "::ffff:8.8.8.8", 443),
+	    "an address of the proxy's host");
+	assert_string_equal(classify(&conf, "2606:4700:1::1", 443),
+	    "an address of the proxy's host");
+	assert_null(classify(&conf, "8.8.4.4", 443));
+	assert_null(classify(&conf, "10.0.0.1", 443));	/* its line was bad */
+
+	snprintf(next, sizeof(next), "%s.new", path);
+	assert_non_null(f = fopen(next, "w"));
+	fputs("8.8.4.4\n", f);
+	fclose(f);
+	assert_int_equal(rename(next, path), 0);
+	assert_int_equal(policy_refresh_host(), 0);
+	assert_null(classify(&conf, "8.8.8.8", 443));
+	assert_non_null(classify(&conf, "8.8.4.4", 443));
+
+	unlink(path);
+	assert_int_equal(policy_refresh_host(), -1);
+	assert_non_null(classify(&conf, "8.8.4.4", 443));
+	policy_set_host_file(NULL);
+	assert_int_equal(policy_refresh_host(), 0);
+}
+
 /*
  * Spellings that a host-string filter would miss.  They go through the same
  * path as the proxy: the authority parser, then getaddrinfo, then the
@@ -332,6 +379,7 @@ main(void)
 		cmocka_unit_test(test_mapped_is_rewritten),
 		cmocka_unit_test(test_allow_list),
 		cmocka_unit_test(test_own_addresses),
+		cmocka_unit_test(test_host_addresses),
 		cmocka_unit_test(test_literal_forms),
 		cmocka_unit_test(test_ports),
 	};
