@@ -174,6 +174,30 @@ for (const transport of ['tcp', 'unix']) {
       assert.ok(!t.includes('.vivarium'), t);
     });
 
+    test('names that are not UTF-8: listed escaped and marked, a PNG of one keeps the result', async () => {
+      const png = join(process.cwd(), '..', 'data', 'png', 'checker.png');
+      const r = await run(client, [
+        'import os, shutil',
+        'os.makedirs(os.fsdecode(b"odd/d\\xff"), exist_ok=True)',
+        'open(os.fsdecode(b"odd/d\\xff/x.csv"), "w").write("a")',
+        `shutil.copy(${JSON.stringify(png)}, os.fsdecode(b"odd/r\\xe9sum\\xe9.png"))`,
+        'print("ran")',
+      ].join('\n'));
+      const t = textOf(r);
+      assert.equal(r.isError, false, t);
+      assert.match(t, /ran/);
+      assert.ok(t.includes('image: odd/r\\xe9sum\\xe9.png ('), t);
+      assert.ok(t.includes('[name not UTF-8: bytes shown as \\xNN]'), t);
+      assert.equal(r.content.filter((c) => c.type === 'image').length, 1);
+      const l = await client.callTool({ name: 'list_files', arguments: {} });
+      const lt = textOf(l);
+      assert.equal(l.isError, false, lt);
+      assert.ok(lt.includes('odd/d\\xff/  [name not UTF-8'), lt);
+      assert.ok(lt.includes('odd/d\\xff/x.csv  1 B  [name not UTF-8'), lt);
+      assert.ok(lt.includes('odd/r\\xe9sum\\xe9.png  '), lt);
+      execFileSync('rm', ['-rf', join(agent.workspace, 'odd')]);
+    });
+
     test('read_text_file: reads, truncates, refuses escapes and binaries', async () => {
       const ws = agent.workspace;
       const outside = join(agent.dir, 'outside');
@@ -200,6 +224,7 @@ for (const transport of ['tcp', 'unix']) {
         ['blob.bin', /binary|UTF-8/],
         ['.vivarium/secret-state', /runner's private state/],
         ['nope.txt', /does not exist/],
+        ['notes.txt/', /'notes\.txt' is not a directory/],
       ]) {
         r = await read({ path });
         assert.equal(r.isError, true, path);
