@@ -114,5 +114,14 @@ enum MHD_Result http_reply_empty(struct MHD_Connection *, unsigned int status,
 
 /* A request header (case-insensitive), borrowed, or NULL. */
 const char *http_header(struct MHD_Connection *, const char *name);
+/*
+ * A header that carries identity (the token, the user id, the Origin),
+ * where a reader that guesses is a hole: NULL when absent; otherwise the
+ * value, unless it is sent more than once or holds a NUL byte (which
+ * would cut it short: "alice\0evil" read as "alice").  Then NULL with
+ * *refused set and the reason in why.
+ */
+const char *http_header_strict(struct MHD_Connection *, const char *name,
+	    int *refused, char *why, size_t whylen);
 
 #endif

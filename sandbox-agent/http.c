@@ -65,11 +65,19 @@ static int
 mcp_precheck(struct MHD_Connection *conn, enum MHD_Result *ret)
 {
 	const char	*id;
-	char		 msg[512];
+	char		 msg[512], why[256];
+	int		 refused;
 
 	if (conf->user_header == NULL)
 		return 0;
-	id = http_header(conn, conf->user_header);
+	/* Sent twice, or cut short by a NUL: refused, never guessed at. */
+	id = http_header_strict(conn, conf->user_header, &refused, why,
+	    sizeof(why));
+	if (refused) {
+		snprintf(msg, sizeof(msg), "Bad Request: %s", why);
+		*ret = mcp_refuse(conn, 400, msg);
+		return 1;
+	}
 	if (id == NULL) {
 		snprintf(msg, sizeof(msg), "Bad Request: the %s header is "
 		    "required (it names the user whose workspace to use)",

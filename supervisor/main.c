@@ -242,14 +242,27 @@ static int
 request_user(struct MHD_Connection *conn, enum route rt, const char *purl,
     size_t plen, char *out, size_t outlen, char *why, size_t whylen)
 {
-	const char	*u;
+	const char	*u, *h;
 	size_t		 len;
+	int		 refused;
 
+	/* Ambiguity is refused, never resolved: a header sent twice or cut
+	 * by a NUL, or a path and a header naming two users. */
+	h = http_header_strict(conn, conf.user_header, &refused, why, whylen);
+	if (refused)
+		return -1;
 	if (rt == ROUTE_USER_MCP) {
 		u = purl;
 		len = plen;
+		if (h != NULL && (strlen(h) != len || memcmp(h, u, len) != 0)) {
+			snprintf(why, whylen, "the path names user \"%.*s\" but "
+			    "the %s header names \"%.80s\": send one of them, "
+			    "or both the same", len > 80 ? 80 : (int)len, u,
+			    conf.user_header, h);
+			return -1;
+		}
 	} else {
-		u = http_header(conn, conf.user_header);
+		u = h;
 		if (u == NULL || *u == '\0') {
 			snprintf(why, whylen, "missing %s header: the supervisor "
 			    "needs to know whose sandbox to use (LibreChat: "
@@ -278,9 +291,10 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 {
 	struct http_request	*req;
 	enum route		 rt;
-	const char		*purl;
+	const char		*purl, *origin, *auth;
 	size_t			 plen;
 	char			 user[USER_ID_MAX + 1], why[512];
+	int			 refused;
 
 	rt = route_match(url, &purl, &plen);
 	if (*con_cls == NULL) {
@@ -297,15 +311,22 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		case ROUTE_USER_MCP:
 			break;
 		}
-		if (!http_origin_allowed(conf.origins,
-		    http_header(conn, "Origin")))
+		origin = http_header_strict(conn, "Origin", &refused, why,
+		    sizeof(why));
+		if (refused)
+			return reply_error(conn, 400, "%s", why);
+		if (!http_origin_allowed(conf.origins, origin))
 			return reply_error(conn, 403, "Origin %.200s is not "
 			    "allowed (allowed_origins in the supervisor's "
-			    "config)", http_header(conn, "Origin"));
-		if (!route_token_ok(http_header(conn, "Authorization"),
-		    conf.token))
-			return reply_error(conn, 401, "%s",
-			    http_header(conn, "Authorization") == NULL
+			    "config)", origin);
+		/* A malformed Authorization is a 400, not a 401: LibreChat
+		 * reads 401 as "OAuth needed". */
+		auth = http_header_strict(conn, "Authorization", &refused, why,
+		    sizeof(why));
+		if (refused)
+			return reply_error(conn, 400, "%s", why);
+		if (!route_token_ok(auth, conf.token))
+			return reply_error(conn, 401, "%s", auth == NULL
 			    ? "missing Authorization: Bearer <token> header"
 			    : "wrong token in the Authorization header");
 		if (request_user(conn, rt, purl, plen, user, sizeof(user), why,

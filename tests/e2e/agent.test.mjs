@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync, mkdirSync, symlinkSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import net from 'node:net';
 import { startAgent, textOf } from './harness.mjs';
 
 const python = process.env.VIVARIUM_PYTHON || 'python3';
@@ -299,5 +300,29 @@ describe('per-user workspaces (VIVARIUM_USER_HEADER)', () => {
     }
     r = await agent.post(ping, { headers: { 'X-User-ID': 'x'.repeat(64) } });
     assert.equal(r.status, 200);
+  });
+
+  test('a user id cut by a NUL or sent twice gets a 400 that says why', async () => {
+    const ping = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+    const { hostname, port } = new URL(agent.baseUrl);
+    const raw = (lines) => new Promise((resolve, reject) => {
+      const s = net.connect(Number(port), hostname);
+      const got = [];
+      s.on('data', (d) => got.push(d));
+      s.on('error', reject);
+      s.on('end', () => resolve(Buffer.concat(got).toString('latin1')));
+      s.write(Buffer.from(['POST /mcp HTTP/1.1', 'Host: x', 'Connection: close',
+        'Content-Type: application/json', `Content-Length: ${ping.length}`, ...lines, '', ping].join('\r\n'), 'latin1'));
+    });
+    for (const [lines, why] of [
+      [['X-User-ID: alice\0bob'], /X-User-ID header holds a NUL byte/],
+      [['X-User-ID: alice\0bob', 'Accept: application/json'], /holds a NUL byte/],
+      [['X-User-ID: alice', 'x-user-id: bob'], /X-User-ID header is sent 2 times/],
+    ]) {
+      const t = await raw(lines);
+      assert.match(t, /^HTTP\/1\.1 400 /, t);
+      assert.match(t, why, t);
+    }
+    assert.match(await raw(['X-User-ID: alice']), /^HTTP\/1\.1 200 /);
   });
 });

@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import {
   TOKEN, TAG, IMAGE, user, vp, vpTry, sleep, startPodman, stateDir, startSupervisor,
   runPython, objects, containerState, cleanup, imagePresent, ctlBin,
@@ -135,6 +136,52 @@ test('bad requests are refused clearly and the supervisor keeps serving', async 
   assert.match(r.text, /vivarium_requests_total\{code="401"\} 2/);
   assert.match(r.text, /vivarium_sandboxes\{state="ready"\} \d+/);
   assert.match(r.text, /vivarium_spawn_seconds_count [1-9]/);
+});
+
+// One raw HTTP/1.1 request (fetch can send neither a NUL in a header nor a
+// header twice): the status and the body.
+function rawPost(base, path, headerLines, body) {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(port), hostname);
+    const chunks = [];
+    s.on('data', (d) => chunks.push(d));
+    s.on('error', reject);
+    s.on('end', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      resolve({ status: m ? Number(m[1]) : 0, text });
+    });
+    s.write(Buffer.concat([
+      Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n` +
+        'Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n`, 'latin1'),
+      ...headerLines.map((h) => Buffer.concat([Buffer.from(h, 'latin1'), Buffer.from('\r\n')])),
+      Buffer.from(`\r\n${body}`),
+    ]));
+  });
+}
+
+test('ambiguous identity is refused with a 400 that says why', async () => {
+  const a = user('alice'), b = user('bob');
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  const auth = `Authorization: Bearer ${TOKEN}`;
+  for (const [name, path, lines, why] of [
+    ['a NUL inside the user id', '/mcp', [auth, `X-User-ID: ${a}\0${b}`], /X-User-ID header holds a NUL/],
+    ['a NUL and junk after the token', '/mcp', [`${auth}\0junk`, `X-User-ID: ${a}`], /Authorization header holds a NUL/],
+    ['two X-User-ID headers', '/mcp', [auth, `X-User-ID: ${a}`, `X-User-ID: ${b}`], /X-User-ID header is sent 2 times/],
+    ['two Authorization headers', '/mcp', [auth, `${auth}`, `X-User-ID: ${a}`], /Authorization header is sent 2 times/],
+    ['a path and a header naming two users', `/u/${a}/mcp`, [auth, `X-User-ID: ${b}`], new RegExp(`the path names user "${a}" but the X-User-ID header names "${b}"`)],
+    ['the header twice on the path form', `/u/${a}/mcp`, [auth, `X-User-ID: ${a}`, `x-user-id: ${a}`], /sent 2 times/],
+  ]) {
+    const r = await rawPost(sv.base, path, lines, ping);
+    assert.equal(r.status, 400, `${name}: ${r.text}`);
+    assert.match(r.text, why, name);
+  }
+  // The same name in both places is no ambiguity.
+  const r = await rawPost(sv.base, `/u/${a}/mcp`, [auth, `X-User-ID: ${a}`], ping);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(objects(b).containers.length, 0, 'nothing was made for the other name');
 });
 
 test('a killed and removed sandbox is recreated with the files intact', async () => {
