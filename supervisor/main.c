@@ -329,6 +329,13 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 			return reply_error(conn, 401, "%s", auth == NULL
 			    ? "missing Authorization: Bearer <token> header"
 			    : "wrong token in the Authorization header");
+		/*
+		 * Past the token: the connection may stay as long as a relayed
+		 * run (MHD checks this right after our reader returns, so a
+		 * run that stays silent for longer would be cut off), and is
+		 * never evicted to make room.
+		 */
+		http_guard_trust(conn, (unsigned)(conf.agent_timeout + 60));
 		if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
 		    sizeof(why)) == -1)
 			return reply_error(conn, 400, "%s", why);
@@ -472,6 +479,7 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	{
+		struct http_guard *guard;
 		struct sockaddr_storage	 ss;
 		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_PASSIVE,
 		    .ai_socktype = SOCK_STREAM }, *ai;
@@ -483,18 +491,30 @@ main(int argc, char **argv)
 			fatalx("listen address %s: %s", conf.listen_host,
 			    gai_strerror(gai));
 		memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+		/* Room is made while a few slots are still free, so the new
+		 * connection that triggers it is taken. */
+		guard = http_guard_new((unsigned)(conf.max_connections > 32 ?
+		    conf.max_connections - 16 : conf.max_connections / 2));
+		if (guard == NULL)
+			fatal("http_guard_new");
+		/*
+		 * poll(), not select(): a select() daemon refuses descriptors
+		 * past FD_SETSIZE, so about 1,100 idle connections locked
+		 * everyone out.  Before the token a connection gets
+		 * auth_timeout of silence, and the oldest of them makes room
+		 * when the total nears max_connections (http_guard).
+		 */
 		d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION
-		    | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG
+		    | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG
 		    | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		    (uint16_t)conf.listen_port, NULL, NULL, access_handler, NULL,
 		    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)conf.max_connections,
-		    /*
-		     * MHD checks this right after our reader returns: a relayed
-		     * run that stays silent for longer would be cut off.
-		     */
-		    MHD_OPTION_CONNECTION_TIMEOUT,
-		    (unsigned)(conf.agent_timeout + 60),
+		    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		    (unsigned)(conf.max_per_address < conf.max_connections ?
+		    conf.max_per_address : conf.max_connections),
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conf.auth_timeout,
+		    MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, guard,
 		    MHD_OPTION_NOTIFY_COMPLETED, http_request_completed, NULL,
 		    MHD_OPTION_END);
 		freeaddrinfo(ai);

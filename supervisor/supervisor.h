@@ -71,6 +71,8 @@ struct conf {
 	long		 egress_port;		/* the proxy's port */
 	char		*egress_alias;		/* owned */
 	long		 max_connections;
+	long		 max_per_address;	/* connections from one address */
+	long		 auth_timeout;		/* seconds idle before the token */
 };
 
 /* Defaults, then the file (when path is not NULL), then the environment.

@@ -266,6 +266,41 @@ for (const transport of ['tcp', 'unix']) {
   });
 }
 
+describe('connection floods', () => {
+  let agent;
+  before(async () => { agent = await startAgent({ transport: 'tcp' }); });
+  after(async () => { assert.equal(await agent.stop(), 0); });
+
+  test('300 silent connections: /health still answers, a run in progress is not cut', async () => {
+    const client = await agent.connect();
+    const { hostname, port } = new URL(agent.baseUrl);
+    const held = [];
+    const flood = async (n) => {
+      for (let i = 0; i < n; i++) {
+        const s = net.connect(Number(port), hostname);
+        s.on('error', () => {});
+        held.push(s);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    };
+    try {
+      const slow = run(client, 'import time\ntime.sleep(3)\nprint("survived")');
+      await new Promise((r) => setTimeout(r, 300));
+      await flood(300);    // past the cap of 256
+      const t0 = Date.now();
+      const h = await agent.get('/health');
+      assert.equal(h.status, 200);
+      assert.ok(Date.now() - t0 < 3000, `/health took ${Date.now() - t0} ms`);
+      assert.match(textOf(await slow), /survived/);
+      const r = await run(client, 'print("next")');
+      assert.match(textOf(r), /next/);
+    } finally {
+      for (const s of held) s.destroy();
+      await client.close();
+    }
+  });
+});
+
 describe('per-user workspaces (VIVARIUM_USER_HEADER)', () => {
   let agent;
   before(async () => { agent = await startAgent({ env: { VIVARIUM_USER_HEADER: 'X-User-ID' } }); });

@@ -184,6 +184,44 @@ test('ambiguous identity is refused with a 400 that says why', async () => {
   assert.equal(objects(b).containers.length, 0, 'nothing was made for the other name');
 });
 
+test('idle connections never lock the supervisor out (poll, per-address cap, room made before the token)', async () => {
+  const a = user('alice');
+  const { port } = new URL(sv.base);
+  const held = [];
+  const flood = async (src, n) => {
+    for (let i = 0; i < n; i++) {
+      const s = net.connect({ port: Number(port), host: '127.0.0.1', localAddress: src });
+      s.on('error', () => {});
+      held.push(s);
+    }
+    await sleep(1500);
+  };
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  try {
+    // Past FD_SETSIZE from one address (a select() daemon locked up at
+    // about 1,100), then more than max_connections from eight.
+    await flood('127.0.0.2', 1100);
+    let t0 = Date.now();
+    let r = await sv.get('/health');
+    assert.equal(r.status, 200);
+    r = await sv.post(ping, { userId: a });
+    assert.equal(r.status, 200, r.text);
+    for (let k = 3; k < 10; k++) await flood(`127.0.0.${k}`, 200);
+    t0 = Date.now();
+    r = await sv.get('/health');
+    assert.equal(r.status, 200);
+    r = await sv.post(ping, { userId: a });
+    assert.equal(r.status, 200, r.text);
+    assert.ok(Date.now() - t0 < 5000, `served in ${Date.now() - t0} ms`);
+    // Silent connections go after auth_timeout (10 s by default).
+    await sleep(11000);
+    const open = held.filter((s) => s.readyState === 'open' && !s.readableEnded).length;
+    assert.equal(open, 0, `${open} idle connections still open`);
+  } finally {
+    for (const s of held) s.destroy();
+  }
+});
+
 test('a killed and removed sandbox is recreated with the files intact', async () => {
   const u = user('phoenix');
   let c = await sv.client(u);
