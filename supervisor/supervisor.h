@@ -164,8 +164,8 @@ struct names {
 	char	container[USER_ID_MAX + 16];
 	char	network[USER_ID_MAX + 16];
 	char	volume[USER_ID_MAX + 32];
-	char	rundir[STATE_DIR_MAX + USER_ID_MAX + 2];
-	char	sock[STATE_DIR_MAX + USER_ID_MAX + 16];
+	char	rundir[STATE_DIR_MAX + USER_ID_MAX + 8];	/* <state_dir>/users/<id> */
+	char	sock[STATE_DIR_MAX + USER_ID_MAX + 24];
 };
 
 int	sandbox_names(const struct conf *, const char *user, struct names *);

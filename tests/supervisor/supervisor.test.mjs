@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync, rmSync } from 'node:fs';
+import { writeFileSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import {
   TOKEN, TAG, IMAGE, user, vp, vpTry, sleep, startPodman, stateDir, startSupervisor,
@@ -80,6 +80,27 @@ l = socket.socket(); l.bind(('0.0.0.0', 9000)); l.listen(1)
 ${probe(ipA)}`);
   assert.match(r.text, /CONNECTED/, `control probe failed: ${r.text}`);
   await ca.close(); await cb.close();
+});
+
+test('a user named like a file in state_dir gets users/<id>, the file stays the supervisor\'s', async () => {
+  const u = user('token');
+  // What make run's token is to a user called "token": a file of the
+  // supervisor's, in state_dir, under the user's name.
+  writeFileSync(`${state}/${u}`, 'not-for-sandboxes', { mode: 0o600 });
+  const c = await sv.client(u);
+  const r = await runPython(c, "import os; print(sorted(os.listdir('/run/vivarium')))");
+  assert.match(r.text, /\['agent\.sock'\]/);
+  await c.close();
+  const st = statSync(`${state}/${u}`);
+  assert.ok(st.isFile());
+  assert.equal(st.uid, 0, 'the file was handed to the sandbox user');
+  assert.equal(st.mode & 0o777, 0o600);
+  const d = statSync(`${state}/users/${u}`);
+  assert.ok(d.isDirectory());
+  assert.equal(d.uid, 1000);
+  const src = vp('inspect', '-f', '{{range .Mounts}}{{if eq .Destination "/run/vivarium"}}{{.Source}}{{end}}{{end}}', `vivarium-${u}`).trim();
+  assert.equal(src, `${state}/users/${u}`);
+  rmSync(`${state}/${u}`);
 });
 
 test('20 concurrent first requests for one user create one container', async () => {
@@ -473,7 +494,7 @@ test('a sandbox that swaps its agent socket for a symlink cannot reach another u
   // the host sees it (the layout is no secret).
   const r = await runPython(ce, `import os
 os.remove('/run/vivarium/agent.sock')
-os.symlink(${JSON.stringify(`${state}/${victim}/agent.sock`)}, '/run/vivarium/agent.sock')
+os.symlink(${JSON.stringify(`${state}/users/${victim}/agent.sock`)}, '/run/vivarium/agent.sock')
 print('planted')`);
   assert.match(r.text, /planted/);
   await ce.close();
