@@ -163,7 +163,7 @@ resolver_main(void *arg)
 	struct rclient		*rc;
 	struct addrinfo		 hints;
 	struct timespec		 until;
-	int			 live;
+	int			 live, timedout;
 
 	(void)arg;
 	pthread_mutex_lock(&mtx);
@@ -172,17 +172,19 @@ resolver_main(void *arg)
 			nidle++;
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += IDLE_EXIT_S;
-			if (pthread_cond_timedwait(&cond, &mtx, &until) ==
-			    ETIMEDOUT) {
-				if (ready == NULL && nthreads > minthreads) {
-					nidle--;
-					nthreads--;
-					pthread_mutex_unlock(&mtx);
-					return NULL;
-				}
-			} else if (nsignalled > 0)
+			timedout = pthread_cond_timedwait(&cond, &mtx,
+			    &until) == ETIMEDOUT;
+			/* Awake and about to look, signalled or not: one
+			 * wake-up fewer to wait for (a signal that met a
+			 * timeout must not be counted for ever). */
+			if (nsignalled > 0)
 				nsignalled--;
 			nidle--;
+			if (timedout && ready == NULL && nthreads > minthreads) {
+				nthreads--;
+				pthread_mutex_unlock(&mtx);
+				return NULL;
+			}
 		}
 		live = j->conn != NULL;
 		pthread_mutex_unlock(&mtx);
