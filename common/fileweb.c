@@ -937,6 +937,9 @@ fileweb_access(const struct fileweb *fw, struct MHD_Connection *conn,
 	    fw->max_lifetime, &l);
 	if (c != LINK_OK)
 		return refuse_link(conn, c, &l);
+	/* Authentic: as a request past the token is, it may take its time. */
+	if (fw->trust_timeout > 0)
+		http_guard_trust(conn, fw->trust_timeout);
 	want = rt.kind == RK_DOWNLOAD ? RK_DOWNLOAD : rt.kind == RK_UPLOAD ?
 	    RK_UPLOAD : RK_WORKSPACE;
 	if ((want == RK_DOWNLOAD && l.purpose != LINK_DOWNLOAD) ||

@@ -70,6 +70,9 @@ struct fileweb {
 	const struct fw_backend	*be;
 	long			 max_lifetime;	/* seconds; longer links refused */
 	unsigned long long	 upload_max;	/* bytes per upload request */
+	/* A checked link trusts its connection for this long (http_guard);
+	 * 0: leave the connection as it is. */
+	unsigned		 trust_timeout;
 };
 
 /* 1 when url is one of the routes above (then fileweb_access answers). */

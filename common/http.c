@@ -1,9 +1,13 @@
 /*
  * http.c: libmicrohttpd helpers (see http.h).
  */
+#include <sys/socket.h>
+
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,4 +341,239 @@ const char *
 http_header(struct MHD_Connection *conn, const char *name)
 {
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+/*
+ * The request's header fields in the order they came, as libmicrohttpd
+ * keeps them: pointers into its read buffer, where it parsed each line in
+ * place (the ':' and the line's CR and LF overwritten with NUL bytes).
+ */
+#define STRICT_MAX_FIELDS	256
+
+struct header_walk {
+	const char	*name;
+	int		 n;		/* fields named name */
+	int		 at;		/* index of the last of them */
+	int		 count;
+	const char	*keys[STRICT_MAX_FIELDS];
+	const char	*values[STRICT_MAX_FIELDS];
+};
+
+static enum MHD_Result
+header_walk_one(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct header_walk *w = cls;
+
+	(void)kind;
+	if (key != NULL && strcasecmp(key, w->name) == 0) {
+		w->n++;
+		w->at = w->count;
+	}
+	if (w->count < STRICT_MAX_FIELDS) {
+		w->keys[w->count] = key;
+		w->values[w->count] = value;
+	}
+	w->count++;
+	return MHD_YES;
+}
+
+/*
+ * libmicrohttpd 0.9 measures a value with strlen, so "alice\0evil" reads
+ * as "alice" through every API it has.  What follows the value in its
+ * buffer tells: after a value there are only the NUL bytes that replaced
+ * its line's end (CR LF, or a bare LF), up to the next field's name; after
+ * the last field, its line end and the empty line's.  A byte that is not
+ * NUL there came after a NUL inside the value.
+ */
+static int
+value_cut_by_nul(const struct header_walk *w)
+{
+	const char	*v, *end, *next;
+	ptrdiff_t	 gap, eol = 2;
+	int		 i, known = w->count < STRICT_MAX_FIELDS ? w->count :
+			    STRICT_MAX_FIELDS;
+
+	if (w->at >= known || (v = w->values[w->at]) == NULL)
+		return 0;
+	/* The line ends this client sends: the narrowest gap between two
+	 * fields (one NUL for a bare LF, two for CR LF). */
+	for (i = 0; i + 1 < known; i++) {
+		if (w->values[i] == NULL || w->keys[i + 1] == NULL)
+			continue;
+		gap = w->keys[i + 1] - (w->values[i] + strlen(w->values[i]));
+		if (gap >= 1 && gap < eol)
+			eol = gap;
+	}
+	end = v + strlen(v);
+	if (w->at + 1 < known) {
+		next = w->keys[w->at + 1];
+		/* Not one buffer, or not in order: nothing to tell. */
+		if (next == NULL || next <= end || next - end > 65536)
+			return 0;
+		for (; end < next; end++)
+			if (*end != '\0')
+				return 1;
+		return 0;
+	}
+	/* The last field: its line end and the empty line's, all received
+	 * (the head is complete), so reading them stays inside the buffer. */
+	for (i = 1; i < 2 * eol; i++)
+		if (end[i] != '\0')
+			return 1;
+	return 0;
+}
+
+const char *
+http_header_strict(struct MHD_Connection *conn, const char *name,
+    int *refused, char *why, size_t whylen)
+{
+	struct header_walk w;
+
+	memset(&w, 0, sizeof(w));
+	w.name = name;
+	*refused = 0;
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, header_walk_one, &w);
+	if (w.n == 0)
+		return NULL;
+	if (w.n > 1) {
+		snprintf(why, whylen, "the %s header is sent %d times: send it "
+		    "once, as which one counts would be a guess", name, w.n);
+		*refused = 1;
+		return NULL;
+	}
+	if (w.count > STRICT_MAX_FIELDS) {
+		snprintf(why, whylen, "more than %d header fields",
+		    STRICT_MAX_FIELDS);
+		*refused = 1;
+		return NULL;
+	}
+	if (value_cut_by_nul(&w)) {
+		snprintf(why, whylen, "the %s header holds a NUL byte", name);
+		*refused = 1;
+		return NULL;
+	}
+	return w.values[w.at];
+}
+
+/* ------------------------------------------------------------ guard */
+
+struct guard_conn {
+	struct guard_conn	*prev, *next;	/* oldest first */
+	struct http_guard	*g;
+	int			 fd;
+	int			 trusted;
+	int			 evicted;
+};
+
+struct http_guard {
+	pthread_mutex_t		 mtx;
+	struct guard_conn	*head, *tail;
+	unsigned		 open, soft;
+	unsigned long		 evicted;
+};
+
+struct http_guard *
+http_guard_new(unsigned soft_limit)
+{
+	struct http_guard *g;
+
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		return NULL;
+	pthread_mutex_init(&g->mtx, NULL);
+	g->soft = soft_limit;
+	return g;
+}
+
+unsigned long
+http_guard_evicted(const struct http_guard *g)
+{
+	return g->evicted;
+}
+
+void
+http_guard_notify(void *cls, struct MHD_Connection *conn,
+    void **socket_context, enum MHD_ConnectionNotificationCode code)
+{
+	struct http_guard	*g = cls;
+	struct guard_conn	*c, *v;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		if ((c = calloc(1, sizeof(*c))) == NULL)
+			return;	/* unguarded: it just cannot be evicted */
+		ci = MHD_get_connection_info(conn,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		c->fd = ci != NULL ? ci->connect_fd : -1;
+		c->g = g;
+		pthread_mutex_lock(&g->mtx);
+		c->prev = g->tail;
+		if (g->tail != NULL)
+			g->tail->next = c;
+		else
+			g->head = c;
+		g->tail = c;
+		g->open++;
+		/* Over the soft limit: the oldest silent one makes room.  The
+		 * shutdown wakes its thread, which sees EOF and closes it;
+		 * under the lock, so the fd is still that connection's (the
+		 * CLOSED notification, which unlinks it, comes first). */
+		if (g->open > g->soft)
+			for (v = g->head; v != NULL && v != c; v = v->next)
+				if (!v->trusted && !v->evicted && v->fd >= 0) {
+					(void)shutdown(v->fd, SHUT_RDWR);
+					v->evicted = 1;
+					g->evicted++;
+					break;
+				}
+		pthread_mutex_unlock(&g->mtx);
+		*socket_context = c;
+		return;
+	}
+	if (code != MHD_CONNECTION_NOTIFY_CLOSED || (c = *socket_context) == NULL)
+		return;
+	pthread_mutex_lock(&g->mtx);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		g->head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	else
+		g->tail = c->prev;
+	g->open--;
+	pthread_mutex_unlock(&g->mtx);
+	*socket_context = NULL;
+	free(c);
+}
+
+void
+http_guard_trust(struct MHD_Connection *conn, unsigned timeout_s)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct guard_conn	*c;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci != NULL && (c = ci->socket_context) != NULL && !c->trusted) {
+		pthread_mutex_lock(&c->g->mtx);
+		c->trusted = 1;
+		pthread_mutex_unlock(&c->g->mtx);
+	}
+	if (timeout_s > 0)
+		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+		    timeout_s);
+}
+
+void
+http_guard_untrust(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct guard_conn	*c;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci != NULL && (c = ci->socket_context) != NULL && c->trusted) {
+		pthread_mutex_lock(&c->g->mtx);
+		c->trusted = 0;
+		pthread_mutex_unlock(&c->g->mtx);
+	}
 }

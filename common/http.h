@@ -103,6 +103,30 @@ enum http_collect http_collect(struct MHD_Connection *, void **con_cls,
 void	http_request_completed(void *cls, struct MHD_Connection *,
 	    void **con_cls, enum MHD_RequestTerminationCode);
 
+/*
+ * A guard against idle connections taking every slot of a daemon.  Each
+ * connection starts untrusted; the access handler calls http_guard_trust
+ * once a request has earned it (the supervisor: the token checked; the
+ * agent: a request head arrived) and may give it a longer inactivity
+ * timeout then.  When a new connection arrives with more than soft_limit
+ * open, the oldest untrusted one is shut down to make room, so a flood of
+ * silent connections never locks out a client that speaks (and /health
+ * stays answerable).  One guard per daemon; pass it as
+ * MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, guard.
+ */
+struct http_guard;
+
+struct http_guard *http_guard_new(unsigned soft_limit);
+void	http_guard_notify(void *guard, struct MHD_Connection *,
+	    void **socket_context, enum MHD_ConnectionNotificationCode);
+/* Marks the connection trusted and sets its inactivity timeout (seconds,
+ * 0: leave it). */
+void	http_guard_trust(struct MHD_Connection *, unsigned timeout_s);
+/* Makes it evictable again (the agent: its request is over). */
+void	http_guard_untrust(struct MHD_Connection *);
+/* Connections shut down to make room, since the start (for logs, tests). */
+unsigned long http_guard_evicted(const struct http_guard *);
+
 /* ------------------------------------------------------------ responses */
 
 /*
@@ -126,5 +150,14 @@ enum MHD_Result http_reply_empty(struct MHD_Connection *, unsigned int status,
 
 /* A request header (case-insensitive), borrowed, or NULL. */
 const char *http_header(struct MHD_Connection *, const char *name);
+/*
+ * A header that carries identity (the token, the user id, the Origin),
+ * where a reader that guesses is a hole: NULL when absent; otherwise the
+ * value, unless it is sent more than once or holds a NUL byte (which
+ * would cut it short: "alice\0evil" read as "alice").  Then NULL with
+ * *refused set and the reason in why.
+ */
+const char *http_header_strict(struct MHD_Connection *, const char *name,
+	    int *refused, char *why, size_t whylen);
 
 #endif

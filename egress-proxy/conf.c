@@ -49,14 +49,34 @@ conf_defaults(struct egress_conf *c)
 	c->workers = usable_cpus() > 1 ? 2 : 1;
 }
 
-void
-conf_release(struct egress_conf *c)
+static void
+listen_release(struct egress_conf *c)
 {
 	int	 i;
 
 	for (i = 0; i < c->nlisten; i++)
 		free(c->listen[i]);
 	c->nlisten = 0;
+}
+
+void
+conf_release(struct egress_conf *c)
+{
+	listen_release(c);
+	free(c->host_addresses);
+	c->host_addresses = NULL;
+}
+
+static int
+set_host_addresses(struct egress_conf *c, const char *path)
+{
+	char	*p;
+
+	if (path[0] != '/' || (p = strdup(path)) == NULL)
+		return -1;
+	free(c->host_addresses);
+	c->host_addresses = p;
+	return 0;
 }
 
 int
@@ -272,7 +292,12 @@ conf_yaml(struct egress_conf *c, const struct ynode *root, struct confdiag *d)
 			yaml_list(e, "allow_ports", add_port, c, d);
 		} else if (strcmp(e->key, "allow_cidrs") == 0)
 			yaml_list(e, "allow_cidrs", add_cidr, c, d);
-		else if (strcmp(e->key, "timeouts") == 0)
+		else if (strcmp(e->key, "host_addresses") == 0) {
+			if (e->type != YNODE_SCALAR ||
+			    set_host_addresses(c, e->value) == -1)
+				confdiag_add(d, e->line, "host_addresses: "
+				    "expected an absolute path");
+		} else if (strcmp(e->key, "timeouts") == 0)
 			yaml_map(e, "timeouts", timeout_keys, 3, c, d);
 		else if (strcmp(e->key, "limits") == 0)
 			yaml_map(e, "limits", limit_keys, 3, c, d);
@@ -313,6 +338,7 @@ conf_load(struct egress_conf *c, const char *path, struct confdiag *d)
 {
 	struct confdiag	 envd, *env = &envd;
 	struct ynode	*root;
+	const char	*v;
 	int		 i;
 
 	if (path != NULL) {
@@ -325,10 +351,14 @@ conf_load(struct egress_conf *c, const char *path, struct confdiag *d)
 	/* Variables are named in their own messages, without the file. */
 	confdiag_init(env, NULL);
 	if (config_env_str("VIVARIUM_EGRESS_LISTEN", NULL) != NULL)
-		conf_release(c);
+		listen_release(c);
 	env_list("VIVARIUM_EGRESS_LISTEN", add_listen, c, &i, env);
 	env_list("VIVARIUM_EGRESS_PORTS", add_port, c, &c->nports, env);
 	env_list("VIVARIUM_EGRESS_ALLOW_CIDRS", add_cidr, c, &c->nallow, env);
+	if ((v = config_env_str("VIVARIUM_EGRESS_HOST_ADDRESSES", NULL)) != NULL &&
+	    set_host_addresses(c, v) == -1)
+		confdiag_add(env, 0, "VIVARIUM_EGRESS_HOST_ADDRESSES: expected "
+		    "an absolute path, not '%s'", v);
 	config_env_long(env, "VIVARIUM_EGRESS_HEADER_TIMEOUT",
 	    c->header_timeout, 1, 3600, &c->header_timeout);
 	config_env_long(env, "VIVARIUM_EGRESS_CONNECT_TIMEOUT",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# egress-proxy/container.sh [ensure|remove]: the egress proxy as a container
+# egress-proxy/container.sh [ensure|host-addrs|remove]: the egress proxy as a container
 # of the Podman service on $VIVARIUM_PODMAN_SOCKET (default
 # /run/podman/podman.sock).  `make run` calls it before the supervisor.
 #
@@ -17,8 +17,14 @@
 #     (the io.vivarium.egress-spec label) is replaced, and the replacement is
 #     connected to the other networks the old one was on (users' networks,
 #     where the supervisor put it), at the same addresses;
+#   - writes the host's own addresses (every interface's, from `ip addr`,
+#     plus $VIVARIUM_EGRESS_HOST_EXTRA) to $VIVARIUM_EGRESS_HOST_DIR/
+#     host-addresses, which the container reads (bind-mounted read-only)
+#     and refuses as targets, re-reading it whenever it changes;
 #   - waits until the proxy logs that it listens; if it exits instead,
 #     prints its log, removes it (no restart loop) and fails.
+# host-addrs: only rewrite the host address file (run.sh does every 30 s,
+#   so an address the host gains later is refused within seconds).
 # remove: remove the container and the network (if nothing else uses it).
 #
 # Environment:
@@ -33,6 +39,11 @@
 #   VIVARIUM_EGRESS_CONFIG     a YAML file on the host (docs/egress.md),
 #                              bind-mounted read-only; its `listen` is
 #                              overridden by the port above
+#   VIVARIUM_EGRESS_HOST_DIR   where the host address file is written,
+#                              ${VIVARIUM_RUN_DIR:-/run/vivarium}/egress
+#   VIVARIUM_EGRESS_HOST_EXTRA addresses or CIDRs of the host that are on no
+#                              interface (a public address NATed to it),
+#                              comma-separated
 #   VIVARIUM_EGRESS_MEMORY, _PIDS, _NOFILE
 #                              limits: 512m, 256, 16384 (about three
 #                              descriptors per connection: keep NOFILE above
@@ -59,6 +70,8 @@ CONF=${VIVARIUM_EGRESS_CONFIG:-}
 MEMORY=${VIVARIUM_EGRESS_MEMORY:-512m}
 PIDS=${VIVARIUM_EGRESS_PIDS:-256}
 NOFILE=${VIVARIUM_EGRESS_NOFILE:-16384}
+HOSTDIR=${VIVARIUM_EGRESS_HOST_DIR:-${VIVARIUM_RUN_DIR:-/run/vivarium}/egress}
+HOSTEXTRA=${VIVARIUM_EGRESS_HOST_EXTRA:-}
 
 say() { echo "egress: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -126,7 +139,9 @@ create_args() {
 	    --memory "$MEMORY" --memory-swap "$MEMORY" --pids-limit "$PIDS" \
 	    --ulimit "nofile=$NOFILE:$NOFILE" --ulimit nproc=4096:4096 \
 	    --init --restart always --stop-timeout 5 \
-	    --env "VIVARIUM_EGRESS_LISTEN=0.0.0.0:$PORT"
+	    --env "VIVARIUM_EGRESS_LISTEN=0.0.0.0:$PORT" \
+	    --volume "$HOSTDIR:/run/vivarium-host:ro" \
+	    --env VIVARIUM_EGRESS_HOST_ADDRESSES=/run/vivarium-host/host-addresses
 	for v in PORTS ALLOW_CIDRS HEADER_TIMEOUT CONNECT_TIMEOUT IDLE_TIMEOUT \
 	    MAX_CONNECTIONS MAX_PER_CLIENT MAX_HEADER_BYTES RESOLVER_THREADS \
 	    WORKERS VERBOSE; do
@@ -170,8 +185,32 @@ wait_listening() {
 	done
 }
 
+# The host's addresses, one a line, for the proxy to refuse: in its
+# container it sees only its own interfaces, yet the host answers on every
+# address it has (its public one included).  Written aside and renamed, so
+# the proxy never reads half a file; the directory is what is mounted, so
+# the container sees each new file.
+write_host_addrs() {
+	command -v ip >/dev/null 2>&1 || die "no ip(8) on this host: cannot list its addresses"
+	mkdir -p "$HOSTDIR"
+	chmod 0755 "$HOSTDIR"
+	tmp=$HOSTDIR/.host-addresses.$$
+	{
+		echo "# the host's addresses, written by egress-proxy/container.sh"
+		ip -o addr show | awk '{ sub("/.*", "", $4); print $4 }'
+		printf '%s\n' "$HOSTEXTRA" | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
+	} >"$tmp" || { rm -f "$tmp"; die "could not write $tmp"; }
+	chmod 0644 "$tmp"
+	if cmp -s "$tmp" "$HOSTDIR/host-addresses"; then
+		rm -f "$tmp"	# unchanged: the proxy need not re-read it
+	else
+		mv -f "$tmp" "$HOSTDIR/host-addresses"
+	fi
+}
+
 cmd_ensure() {
 	check_args
+	write_host_addrs
 	img=$(P image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null) ||
 	    die "no image $IMAGE on $SOCK (make image)"
 	ensure_network
@@ -233,6 +272,7 @@ cmd_remove() {
 
 case "${1:-ensure}" in
 ensure)	cmd_ensure ;;
+host-addrs) write_host_addrs ;;
 remove)	cmd_remove ;;
-*)	echo "usage: egress-proxy/container.sh [ensure|remove]" >&2; exit 2 ;;
+*)	echo "usage: egress-proxy/container.sh [ensure|host-addrs|remove]" >&2; exit 2 ;;
 esac

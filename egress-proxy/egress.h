@@ -48,6 +48,7 @@ struct egress_conf {
 	long		 max_header_bytes;
 	long		 resolver_threads;
 	long		 workers;		/* event loop threads */
+	char		*host_addresses;	/* owned: file of the host's addresses */
 	int		 verbose;
 };
 
@@ -75,6 +76,10 @@ const char *policy_classify(const struct egress_conf *,
  * start and now and then; 0 or -1. */
 int	policy_refresh_self(void);
 void	policy_add_listener(const struct sockaddr_storage *);
+/* The file listing the host's addresses (host_addresses), or NULL; read by
+ * policy_refresh_host, at start and then every few seconds if changed. */
+void	policy_set_host_file(const char *);
+int	policy_refresh_host(void);
 int	policy_port_allowed(const struct egress_conf *, uint16_t);
 /* Formats the address (no port) into out; returns out. */
 const char *sockaddr_str(const struct sockaddr_storage *, char *out,
@@ -176,20 +181,27 @@ struct conn;
 
 struct rworker;
 
+struct rclient;
+
 struct resolve_job {
 	struct conn		*conn;		/* NULL once cancelled */
 	struct rworker		*w;		/* the worker to hand it back to */
+	struct rclient		*client;	/* its client's queue; resolver's */
+	int			 queued;	/* still waiting for a thread */
 	char			 host[HTTP_MAX_HOST + 1];
 	int			 err;		/* getaddrinfo's */
 	struct addrinfo		*res;		/* owned */
 	struct resolve_job	*next;
 };
 
+/* Starts nthreads threads, the number kept; more are started while
+ * lookups hang (resolve.c says how many). */
 int	resolver_start(int nthreads);
 /* Each event loop thread registers once; returns the eventfd it polls for
  * its finished jobs, or -1. */
 int	resolver_register(void);
-/* Queues a lookup; 0 or -1. */
+/* Queues a lookup on the queue of the conn's client (its peer address);
+ * 0 or -1. */
 int	resolver_submit(struct conn *, const char *host,
 	    struct resolve_job **jobp);
 /* Cancels a job still owned by the resolver (the conn went away). */
@@ -232,6 +244,7 @@ struct conn {
 
 	int			 state;
 	char			 client[64];	/* "addr:port" */
+	char			 peer[INET6_ADDRSTRLEN];	/* "addr" */
 	char			 target[HTTP_MAX_HOST + 8];
 	char			 addr[64];	/* the dialled address */
 	char			 cur_host[HTTP_MAX_HOST + 1];

@@ -29,6 +29,7 @@
 
 #define TICK_MS		100
 #define SELF_REFRESH_MS	30000
+#define HOST_REFRESH_MS	2000	/* a stat(2) of the host address file */
 #define BACKOFF_MS	200	/* listeners rest this long when out of fds */
 #define CC_BUCKETS	1024
 
@@ -384,7 +385,7 @@ worker_main(void *arg)
 	struct ev	 rev;
 	struct conn	*c, *next;
 	struct resolve_job *j, *jn;
-	uint64_t	 now, next_tick = 0, next_self;
+	uint64_t	 now, next_tick = 0, next_self, next_host;
 	int		 i, n;
 
 	wa->rc = -1;
@@ -406,6 +407,7 @@ worker_main(void *arg)
 	listeners_pause(0);
 	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	next_self = now_ms() + SELF_REFRESH_MS;
+	next_host = now_ms() + HOST_REFRESH_MS;
 
 	while (!quit) {
 		n = epoll_wait(epfd, evs, 256, TICK_MS);
@@ -463,6 +465,10 @@ worker_main(void *arg)
 				policy_refresh_self();
 				next_self = now + SELF_REFRESH_MS;
 			}
+			if (wa->id == 0 && now >= next_host) {
+				policy_refresh_host();
+				next_host = now + HOST_REFRESH_MS;
+			}
 		}
 		conn_reap();
 		conn_log_flush();
@@ -498,6 +504,8 @@ loop_run(const struct egress_conf *conf)
 	sigaction(SIGINT, &sa, NULL);
 
 	policy_refresh_self();
+	policy_set_host_file(conf->host_addresses);
+	policy_refresh_host();
 	for (i = 0; i < conf->nlisten; i++)
 		if (listen_on(conf->listen[i]) == -1)
 			return -1;

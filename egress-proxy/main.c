@@ -29,7 +29,8 @@ usage(FILE *f)
 "Environment (overrides the file): VIVARIUM_EGRESS_LISTEN, _PORTS,\n"
 "_ALLOW_CIDRS (comma-separated lists), _HEADER_TIMEOUT, _CONNECT_TIMEOUT,\n"
 "_IDLE_TIMEOUT (seconds), _MAX_CONNECTIONS, _MAX_PER_CLIENT,\n"
-"_MAX_HEADER_BYTES, _RESOLVER_THREADS, _WORKERS, _VERBOSE.  See docs/egress.md.\n");
+"_MAX_HEADER_BYTES, _RESOLVER_THREADS, _WORKERS, _VERBOSE, _HOST_ADDRESSES\n"
+"(a file of the host's addresses, always refused).  See docs/egress.md.\n");
 }
 
 static void
@@ -64,6 +65,8 @@ conf_print(const struct egress_conf *c)
 	    c->max_conns, c->max_per_client, c->max_header_bytes);
 	printf("resolver_threads %ld\nworkers %ld\n", c->resolver_threads,
 	    c->workers);
+	printf("host_addresses %s\n", c->host_addresses != NULL ?
+	    c->host_addresses : "-");
 }
 
 int

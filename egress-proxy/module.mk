@@ -21,6 +21,7 @@ $(eval $(call unit_test,egress_conf,tests/unit/egress-proxy/conf.c,$(filter-out 
 TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
 FUZZ_TIME	?= 30
 FUZZ_EGRESS	:= build/fuzz/egress-parse
+FUZZ_POLICY	:= build/fuzz/egress-policy
 
 .PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 
@@ -52,12 +53,25 @@ $(FUZZ_EGRESS): tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c common/buf.c
 
+# The classifier and the host address file, against rules of its own.
+$(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
+		egress-proxy/conf.c egress-proxy/egress.h common/buf.c \
+		common/config.c common/log.c
+	@mkdir -p $(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
+		egress-proxy/conf.c common/buf.c common/config.c common/log.c \
+		-lyaml -lpthread
+
 test-fuzz-egress:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory $(FUZZ_EGRESS)
-	@mkdir -p build/fuzz/egress-corpus
+	@$(MAKE) --no-print-directory $(FUZZ_EGRESS) $(FUZZ_POLICY)
+	@mkdir -p build/fuzz/egress-corpus build/fuzz/egress-policy-corpus
 	$(FUZZ_EGRESS) -max_total_time=$(FUZZ_TIME) -max_len=8192 -print_final_stats=1 \
 		-timeout=5 build/fuzz/egress-corpus tests/fuzz/egress/corpus
+	$(FUZZ_POLICY) -max_total_time=$(FUZZ_TIME) -max_len=4096 -print_final_stats=1 \
+		-timeout=5 build/fuzz/egress-policy-corpus tests/fuzz/egress/policy-corpus
 
 # `make fuzz FUZZ_TIME=600` runs as long as you like.
 fuzz: test-fuzz-egress

@@ -13,6 +13,9 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +33,14 @@ struct range {
 
 #define V4(a, b, c, d)	{ a, b, c, d }
 
-/* Special-purpose ranges that are never public (IANA registries, RFC 6890). */
+/*
+ * Special-purpose ranges that are never public (IANA registries, RFC 6890
+ * and its updates: RFC 9637's 3fff::/20, RFC 9602's 5f00::/16).  For IPv6
+ * this list is not the rule but the reasons: only 2000::/3 is global
+ * unicast (global6 below), so an IPv6 range IANA assigns tomorrow outside
+ * it is refused without an entry here; the entries outside 2000::/3 only
+ * name what a refused address is.
+ */
 static const struct range deny[] = {
 	{ AF_INET, V4(0, 0, 0, 0), 8, "\"this\" network 0.0.0.0/8" },
 	{ AF_INET, V4(10, 0, 0, 0), 8, "private 10.0.0.0/8" },
@@ -56,10 +66,18 @@ static const struct range deny[] = {
 	{ AF_INET6, { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation 2001:db8::/32" },
 	{ AF_INET6, { 0x20, 0x01 }, 23, "IETF protocol assignments 2001::/23" },
 	{ AF_INET6, { 0x20, 0x02 }, 16, "6to4 2002::/16" },
+	{ AF_INET6, { 0x3f, 0xff }, 20, "documentation 3fff::/20" },
+	{ AF_INET6, { 0x5f, 0x00 }, 16, "SRv6 SIDs 5f00::/16" },
 	{ AF_INET6, { 0xfc }, 7, "unique local fc00::/7" },
 	{ AF_INET6, { 0xfe, 0x80 }, 10, "link-local fe80::/10" },
 	{ AF_INET6, { 0xfe, 0xc0 }, 10, "site-local fec0::/10" },
 	{ AF_INET6, { 0xff }, 8, "multicast ff00::/8" },
+};
+
+/* The only IPv6 addresses that may be public (RFC 4291 2.4, IANA's IPv6
+ * address space registry): everything else is reserved, local or special. */
+static const struct range global6 = {
+	AF_INET6, { 0x20 }, 3, "not IPv6 global unicast 2000::/3"
 };
 
 /* The proxy's own addresses: interfaces, and the listening sockets. */
@@ -69,6 +87,20 @@ static int nself;
 static pthread_rwlock_t self_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sockaddr_storage listeners[EGRESS_MAX_LISTEN];
 static int nlisteners;
+
+/*
+ * The host's addresses.  In a container the proxy sees its own interfaces
+ * only, yet the host behind it answers on its public address too; whoever
+ * starts the proxy lists the host's addresses in a file (container.sh
+ * does, from the host's interfaces), which is read at start and again
+ * whenever it changes, so an address the host gains later is refused as
+ * well.  Kept under self_lock.
+ */
+#define HOST_MAX	256
+static struct cidr hostnets[HOST_MAX];
+static int nhostnets;
+static const char *hostfile;
+static struct stat hostfile_st;		/* of the version read */
 
 static int
 prefix_match(const uint8_t *a, const uint8_t *net, int plen)
@@ -144,6 +176,18 @@ is_unspecified(const struct sockaddr_storage *ss)
 		if (b[i] != 0)
 			return 0;
 	return 1;
+}
+
+static int
+is_host(const struct sockaddr_storage *ss)
+{
+	int	 i, found = 0;
+
+	pthread_rwlock_rdlock(&self_lock);
+	for (i = 0; i < nhostnets && !found; i++)
+		found = cidr_contains(&hostnets[i], ss);
+	pthread_rwlock_unlock(&self_lock);
+	return found;
 }
 
 static int
@@ -230,6 +274,10 @@ policy_classify(const struct egress_conf *conf, struct sockaddr_storage *ss,
 
 	if (is_listener(chk, port))
 		return "the proxy's own listening socket";
+	/* The host, even inside allow_cidrs: an operator opening the LAN
+	 * does not mean the machine the sandboxes run on. */
+	if (is_host(chk))
+		return "an address of the proxy's host";
 	for (i = 0; i < (size_t)conf->nallow; i++)
 		if (cidr_contains(&conf->allow[i], chk))
 			return kind == 2 ?
@@ -239,6 +287,10 @@ policy_classify(const struct egress_conf *conf, struct sockaddr_storage *ss,
 		if (deny[i].family == chk->ss_family &&
 		    prefix_match(b, deny[i].addr, deny[i].plen))
 			return deny[i].reason;
+	/* Allowed only inside 2000::/3, then only past the list above. */
+	if (chk->ss_family == AF_INET6 &&
+	    !prefix_match(b, global6.addr, global6.plen))
+		return global6.reason;
 	/* A public address of the proxy's host reaches the host itself. */
 	if (is_self(chk))
 		return "the proxy's own address";
@@ -263,6 +315,82 @@ policy_add_listener(const struct sockaddr_storage *ss)
 {
 	if (nlisteners < EGRESS_MAX_LISTEN)
 		listeners[nlisteners++] = *ss;
+}
+
+void
+policy_set_host_file(const char *path)
+{
+	hostfile = path;
+	memset(&hostfile_st, 0, sizeof(hostfile_st));
+}
+
+/*
+ * Reads the host address file when it changed (another inode, size or
+ * modification time: writers replace it by rename).  One address or CIDR
+ * a line, '#' comments; a bad line is logged and skipped.  An unreadable
+ * file keeps the list read last.  0, or -1 when it could not be read.
+ */
+int
+policy_refresh_host(void)
+{
+	struct cidr	 nets[HOST_MAX];
+	struct stat	 st;
+	FILE		*f;
+	char		 line[256], *p, *e;
+	int		 n = 0, lineno = 0;
+
+	if (hostfile == NULL)
+		return 0;
+	if (stat(hostfile, &st) == -1) {
+		if (hostfile_st.st_ino != 1) {	/* once per outage */
+			log_warn("host addresses %s", hostfile);
+			hostfile_st.st_ino = 1;
+		}
+		return -1;
+	}
+	if (st.st_ino == hostfile_st.st_ino && st.st_dev == hostfile_st.st_dev &&
+	    st.st_size == hostfile_st.st_size &&
+	    st.st_mtim.tv_sec == hostfile_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == hostfile_st.st_mtim.tv_nsec)
+		return 0;
+	if ((f = fopen(hostfile, "re")) == NULL) {
+		log_warn("host addresses %s", hostfile);
+		return -1;
+	}
+	if (fstat(fileno(f), &st) == -1)
+		memset(&st, 0, sizeof(st));
+	while (fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		if ((e = strchr(line, '#')) != NULL)
+			*e = '\0';
+		for (p = line; *p == ' ' || *p == '\t'; p++)
+			;
+		for (e = p + strlen(p); e > p && (e[-1] == '\n' ||
+		    e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'); e--)
+			;
+		*e = '\0';
+		if (*p == '\0')
+			continue;
+		if (n == HOST_MAX) {
+			log_warnx("%s:%d: more than %d addresses, rest ignored",
+			    hostfile, lineno, HOST_MAX);
+			break;
+		}
+		if (cidr_parse(p, &nets[n]) == -1) {
+			log_warnx("%s:%d: not an address or CIDR: '%s'",
+			    hostfile, lineno, p);
+			continue;
+		}
+		n++;
+	}
+	fclose(f);
+	pthread_rwlock_wrlock(&self_lock);
+	memcpy(hostnets, nets, sizeof(nets[0]) * (size_t)n);
+	nhostnets = n;
+	hostfile_st = st;
+	pthread_rwlock_unlock(&self_lock);
+	log_info("host addresses: %d from %s", n, hostfile);
+	return 0;
 }
 
 int

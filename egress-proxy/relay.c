@@ -281,7 +281,10 @@ update_masks(struct conn *c)
 
 	switch (c->state) {
 	case ST_HEAD:
-		cm = EPOLLIN;
+		/* The next request waits until the last response is out:
+		 * a refusal then has the client side to itself. */
+		if (c->to_client.len == 0)
+			cm = EPOLLIN;
 		um = EPOLLIN;	/* a kept upstream that speaks is dropped */
 		break;
 	case ST_RESOLVE:
@@ -358,6 +361,7 @@ conn_new(const struct egress_conf *conf, int fd,
 	    ntohs(((const struct sockaddr_in6 *)peer)->sin6_port) :
 	    ntohs(((const struct sockaddr_in *)peer)->sin_port);
 	sockaddr_str(peer, a, sizeof(a));
+	snprintf(c->peer, sizeof(c->peer), "%s", a);
 	snprintf(c->client, sizeof(c->client),
 	    peer->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, port);
 	snprintf(c->target, sizeof(c->target), "-");
@@ -488,14 +492,25 @@ conn_fail(struct conn *c, int status, const char *reason)
 	    "busy" : "upstream-error";
 	set_reason(c, verdict, reason);
 	close_upstream(c);
+	if (c->job != NULL) {
+		/* A lookup still queued gives its client's turn back. */
+		resolver_cancel(c->job);
+		c->job = NULL;
+	}
 	/* Once a tunnel is up or a response has started, the client can
-	 * only be told by closing. */
+	 * only be told by closing.  resp_sent counts the current request's
+	 * response only (finish_exchange starts it again), so a refusal of
+	 * a kept-alive connection's next request is answered like a first
+	 * request's. */
 	if (c->state == ST_TUNNEL || c->resp_sent > 0) {
 		conn_free(c);
 		return;
 	}
 	n = snprintf(body, sizeof(body), "vivarium-egress: %s\n", reason);
-	buf_reset(&c->to_client);
+	/* Between requests the queue holds whole earlier responses, which
+	 * go first; otherwise only this request's unsent start, dropped. */
+	if (c->state != ST_HEAD)
+		buf_reset(&c->to_client);
 	if (buf_appendf(&c->to_client, "HTTP/1.1 %d %s\r\nContent-Type: "
 	    "text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 	    status, status_text(status), n, body) == -1 || flush(c, 0) == -1) {
@@ -775,6 +790,8 @@ try_parse(struct conn *c)
 	long		 k;
 	int		 rc, reuse, sent, err;
 
+	if (c->to_client.len > 0)
+		return;	/* conn_event parses once the last response is out */
 	rc = http_parse_request(c->in.data ? c->in.data : "", c->in.len,
 	    (size_t)c->conf->max_header_bytes, &req);
 	if (rc == HTTP_NEED_MORE)
@@ -883,6 +900,7 @@ finish_exchange(struct conn *c)
 		return;
 	}
 	c->state = ST_HEAD;
+	c->resp_sent = 0;	/* the next request's response has not begun */
 	c->deadline = now_ms() + (uint64_t)c->conf->header_timeout * 1000;
 	update_masks(c);
 	if (c->in.len > 0)
@@ -1259,6 +1277,14 @@ conn_event(struct conn *c, struct ev *ev, uint32_t events)
 		    splice_flush(c, 0) == -1)) {
 			conn_free(c);
 			return;
+		}
+		/* A pipelined request waited for the response before it. */
+		if ((events & EPOLLOUT) && c->state == ST_HEAD &&
+		    c->to_client.len == 0 && c->in.len > 0) {
+			try_parse(c);
+			if (c->state == ST_DEAD)
+				return;
+			events &= ~(uint32_t)EPOLLIN;	/* next turn, with its mask */
 		}
 		/* HUP: the client's FIN came and our side is shut too (or
 		 * it reset); nothing more can pass, and level-triggered

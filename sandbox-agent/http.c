@@ -33,6 +33,7 @@
 
 #define MAX_CONNECTIONS		256
 #define IDLE_TIMEOUT_S		300
+#define FIRST_REQUEST_S		10	/* silence allowed before a request */
 
 static struct MHD_Daemon	*tcp_daemon, *unix_daemon;
 static const struct agent_config *conf;
@@ -66,11 +67,19 @@ static int
 mcp_precheck(struct MHD_Connection *conn, enum MHD_Result *ret)
 {
 	const char	*id;
-	char		 msg[512];
+	char		 msg[512], why[256];
+	int		 refused;
 
 	if (conf->user_header == NULL)
 		return 0;
-	id = http_header(conn, conf->user_header);
+	/* Sent twice, or cut short by a NUL: refused, never guessed at. */
+	id = http_header_strict(conn, conf->user_header, &refused, why,
+	    sizeof(why));
+	if (refused) {
+		snprintf(msg, sizeof(msg), "Bad Request: %s", why);
+		*ret = mcp_refuse(conn, 400, msg);
+		return 1;
+	}
 	if (id == NULL) {
 		snprintf(msg, sizeof(msg), "Bad Request: the %s header is "
 		    "required (it names the user whose workspace to use)",
@@ -151,6 +160,8 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	const char		*origin;
 	int			 on_unix = cls != NULL, fresh = *con_cls == NULL;
 
+	/* In a request: never evicted, and idle up to IDLE_TIMEOUT_S after. */
+	http_guard_trust(conn, IDLE_TIMEOUT_S);
 	if (strcmp(url, "/health") == 0) {
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return http_reply_empty(conn,
@@ -232,6 +243,7 @@ agent_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	if (*con_cls != NULL)
 		__atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
+	http_guard_untrust(conn);	/* idle again: may make room */
 	http_request_completed(cls, conn, con_cls, why);
 }
 
@@ -376,13 +388,23 @@ daemon_start(int fd, int is_unix)
 
 	struct MHD_Daemon *d;
 
+	struct http_guard *guard;
+
+	/* Silent connections (no request yet, or idle between requests)
+	 * make room for new ones near the cap, so /health and the
+	 * supervisor always get in; one in a request never does. */
+	if ((guard = http_guard_new(MAX_CONNECTIONS - 16)) == NULL) {
+		close(fd);
+		return NULL;
+	}
 	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
 	    MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
 	    0, NULL, NULL, agent_access, is_unix ? &unix_mark : NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
 	    MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)FIRST_REQUEST_S,
+	    MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, guard,
 	    MHD_OPTION_NOTIFY_COMPLETED, agent_completed, NULL,
 	    MHD_OPTION_END);
 	if (d == NULL) {

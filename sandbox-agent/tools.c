@@ -4,6 +4,7 @@
  * jobs.c runs it in a thread of its own, in the foreground or the
  * background.
  */
+#include <limits.h>
 #include <signal.h>
 #include <math.h>
 #include <time.h>
@@ -304,7 +305,18 @@ arg_long(const char *tool, json_t *args, const char *name, long def,
 static json_t *
 text_content(const char *text, size_t len)
 {
-	return json_pack("{s:s, s:s%}", "type", "text", "text", text, len);
+	struct buf	 b = BUF_INIT(TEXT_MAX * 4);
+	json_t		*t;
+
+	if ((t = json_pack("{s:s, s:s%}", "type", "text", "text", text,
+	    len)) != NULL)
+		return t;
+	/* Not UTF-8 somewhere: a result is never lost over its bytes. */
+	if (workspace_escape(&b, text, len, 0) == 1)
+		t = json_pack("{s:s, s:s%}", "type", "text", "text",
+		    buf_str(&b), b.len);
+	buf_release(&b);
+	return t;
 }
 
 static json_t *
@@ -472,14 +484,19 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		buf_appends(&b, "(no output)\n");
 	for (i = 0; i < res->nimages; i++) {
 		const struct run_image *im = &res->images[i];
+		struct buf	 nm = BUF_INIT(PATH_MAX * 4);
+		const char	*mark;
 
+		mark = workspace_escape(&nm, im->name, strlen(im->name),
+		    ESCAPE_CONTROL) == 1 ? " " NAME_ESCAPED_MARK : "";
 		if (im->width != im->orig_width || im->height != im->orig_height)
-			buf_appendf(&b, "image: %s (%dx%d, shown at %dx%d)\n",
-			    im->name, im->orig_width, im->orig_height,
-			    im->width, im->height);
+			buf_appendf(&b, "image: %s (%dx%d, shown at %dx%d)%s\n",
+			    buf_str(&nm), im->orig_width, im->orig_height,
+			    im->width, im->height, mark);
 		else
-			buf_appendf(&b, "image: %s (%dx%d)\n", im->name,
-			    im->width, im->height);
+			buf_appendf(&b, "image: %s (%dx%d)%s\n", buf_str(&nm),
+			    im->width, im->height, mark);
+		buf_release(&nm);
 	}
 	if (res->images_skipped > 0)
 		buf_appendf(&b, "%zu more new or changed PNG file(s) not shown "

@@ -98,6 +98,44 @@ fail:
 
 /* ------------------------------------------------------------ list_files */
 
+int
+workspace_escape(struct buf *out, const char *s, size_t n, int flags)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t		 i;
+	int		 k, esc = (flags & ESCAPE_ALWAYS) != 0;
+	char		 x[4] = { '\\', 'x', 0, 0 };
+
+	/* A name is mostly clean: one pass to find out, then as it is. */
+	for (i = 0; i < n && !esc; i += (size_t)k) {
+		if ((flags & ESCAPE_CONTROL) && (p[i] < 0x20 || p[i] == 0x7f))
+			esc = 1;
+		else if ((k = utf8_seq(p + i, n - i)) <= 0)
+			esc = 1;
+	}
+	if (!esc)
+		return buf_append(out, s, n) == -1 ? -1 : 0;
+	for (i = 0; i < n; i += (size_t)k) {
+		k = utf8_seq(p + i, n - i);
+		if (k > 0 && !((flags & ESCAPE_CONTROL) && (p[i] < 0x20 ||
+		    p[i] == 0x7f))) {
+			if (p[i] == '\\' ? buf_append(out, "\\\\", 2) :
+			    buf_append(out, s + i, (size_t)k))
+				return -1;
+			continue;
+		}
+		/* An invalid sequence goes byte by byte: its next byte may
+		 * start a valid one. */
+		k = 1;
+		x[2] = hex[p[i] >> 4];
+		x[3] = hex[p[i] & 15];
+		if (buf_append(out, x, 4) == -1)
+			return -1;
+	}
+	return 1;
+}
+
 struct listing {
 	struct buf	 lines;
 	size_t		 shown, files, dirs, others, walked;
@@ -133,16 +171,23 @@ listing_line(struct listing *L, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * prefix: the shown path of the directory, "" or ending in '/'; escaped
+ * says it holds escapes, so every name under it is shown escaped too.
+ */
 static void
-list_dir(struct listing *L, int dfd, const char *prefix, int depth)
+list_dir(struct listing *L, int dfd, const char *prefix, int escaped,
+    int depth)
 {
 	DIR		*d;
 	struct dirent	*de;
-	char		**names = NULL, **tmp, path[PATH_MAX];
+	char		**names = NULL, **tmp;
+	struct buf	 shown = BUF_INIT(PATH_MAX * 4);
+	const char	*path, *mark;
 	size_t		 n = 0, cap = 0, i;
 	struct stat	 st;
 	char		 size[32];
-	int		 sub;
+	int		 sub, esc;
 
 	if ((d = fdopendir(dfd)) == NULL) {
 		close(dfd);
@@ -177,12 +222,18 @@ list_dir(struct listing *L, int dfd, const char *prefix, int depth)
 		L->walked++;
 		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
-		if (snprintf(path, sizeof(path), "%s%s", prefix, names[i]) >=
-		    (int)sizeof(path))
+		/* The name as the model can read it: a name that is not
+		 * UTF-8 would make the whole listing invalid JSON text. */
+		buf_reset(&shown);
+		if (buf_appends(&shown, prefix) == -1 ||
+		    (esc = workspace_escape(&shown, names[i], strlen(names[i]),
+		    ESCAPE_CONTROL | (escaped ? ESCAPE_ALWAYS : 0))) == -1)
 			continue;
+		path = buf_str(&shown);
+		mark = esc ? "  " NAME_ESCAPED_MARK : "";
 		if (S_ISDIR(st.st_mode)) {
 			L->dirs++;
-			listing_line(L, "%s/\n", path);
+			listing_line(L, "%s/%s\n", path, mark);
 			if (depth + 1 >= LIST_MAX_DEPTH) {
 				L->walk_cut = 1;
 				continue;
@@ -190,12 +241,9 @@ list_dir(struct listing *L, int dfd, const char *prefix, int depth)
 			sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY |
 			    O_NOFOLLOW | O_CLOEXEC);
 			if (sub != -1) {
-				char	 sp[PATH_MAX];
-				int	 k;
-
-				k = snprintf(sp, sizeof(sp), "%s/", path);
-				if (k > 0 && (size_t)k < sizeof(sp))
-					list_dir(L, sub, sp, depth + 1);
+				if (buf_append(&shown, "/", 1) == 0)
+					list_dir(L, sub, buf_str(&shown), esc,
+					    depth + 1);
 				else
 					close(sub);
 			}
@@ -203,18 +251,20 @@ list_dir(struct listing *L, int dfd, const char *prefix, int depth)
 			L->files++;
 			L->bytes += (unsigned long long)st.st_size;
 			human_size((unsigned long long)st.st_size, size, sizeof(size));
-			listing_line(L, "%s  %s\n", path, size);
+			listing_line(L, "%s  %s%s\n", path, size, mark);
 		} else if (S_ISLNK(st.st_mode)) {
 			L->others++;
-			listing_line(L, "%s  (symbolic link)\n", path);
+			listing_line(L, "%s  (symbolic link)%s\n", path, mark);
 		} else {
 			L->others++;
-			listing_line(L, "%s  (not a regular file)\n", path);
+			listing_line(L, "%s  (not a regular file)%s\n", path,
+			    mark);
 		}
 	}
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	buf_release(&shown);
 	closedir(d);
 }
 
@@ -239,7 +289,7 @@ workspace_list(const char *root, struct buf *out, char *err, size_t errlen)
 		buf_release(&L.lines);
 		return -1;
 	}
-	list_dir(&L, fd, "", 0);
+	list_dir(&L, fd, "", 0, 0);
 	if (L.files + L.dirs + L.others == 0) {
 		buf_appends(out, "The workspace is empty.\n");
 		buf_release(&L.lines);
@@ -306,7 +356,7 @@ open_beneath(int rootfd, const char *path, char *err, size_t errlen)
 {
 	char		 comp[NAME_MAX + 1];
 	const char	*p = path, *e;
-	int		 fd, nfd, first = 1;
+	int		 fd, nfd, first = 1, dir_wanted;
 	size_t		 n;
 
 	fd = dup(rootfd);
@@ -333,6 +383,8 @@ open_beneath(int rootfd, const char *path, char *err, size_t errlen)
 		}
 		memcpy(comp, p, n);
 		comp[n] = '\0';
+		/* "name/" names a directory (POSIX), never a file. */
+		dir_wanted = *e == '/';
 		while (*e == '/')
 			e++;
 		if (strcmp(comp, ".") == 0) {
@@ -357,7 +409,7 @@ open_beneath(int rootfd, const char *path, char *err, size_t errlen)
 			return -1;
 		}
 		first = 0;
-		if (*e == '\0') {
+		if (*e == '\0' && !dir_wanted) {
 			nfd = openat(fd, comp, O_RDONLY | O_NOFOLLOW |
 			    O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		} else {

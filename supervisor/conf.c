@@ -167,6 +167,8 @@ conf_defaults(struct conf *c)
 	c->egress_alias = xstrdup("egress");
 	c->egress_port = 3128;
 	c->max_connections = 1024;
+	c->max_per_address = 256;
+	c->auth_timeout = 10;
 	c->download_lifetime = 86400;
 	c->upload_lifetime = 3600;
 	c->link_max_lifetime = 7 * 86400;
@@ -534,6 +536,10 @@ conf_file(struct conf *c, const struct ynode *root, struct confdiag *d)
 			c->max_response = (size_t)sz;
 		} else if (strcmp(k, "max_connections") == 0)
 			y_long(d, n, 4, 65536, &c->max_connections);
+		else if (strcmp(k, "max_connections_per_address") == 0)
+			y_long(d, n, 1, 65536, &c->max_per_address);
+		else if (strcmp(k, "auth_timeout") == 0)
+			y_duration(d, n, 1, 600, &c->auth_timeout);
 		else if (strcmp(k, "limits") == 0) {
 			if (is_map(d, n))
 				y_limits(d, n, &c->limits);
@@ -609,8 +615,9 @@ conf_file(struct conf *c, const struct ynode *root, struct confdiag *d)
 			    "user_header, allowed_origins, podman, state_dir, "
 			    "image, provisioning, idle_stop_after, "
 			    "ready_timeout, agent_timeout, max_body, "
-			    "max_response, max_connections, limits, sandbox, "
-			    "users, egress, links");
+			    "max_response, max_connections, "
+			    "max_connections_per_address, auth_timeout, limits, "
+			    "sandbox, users, egress, links");
 	}
 }
 

@@ -306,6 +306,8 @@ files_init(const struct conf *c)
 	web.be = &relay_backend;
 	web.max_lifetime = c->link_max_lifetime;
 	web.upload_max = c->upload_max;
+	/* Until then, the short auth_timeout of every unchecked connection. */
+	web.trust_timeout = (unsigned)(c->agent_timeout + 60);
 }
 
 int

@@ -263,14 +263,27 @@ static int
 request_user(struct MHD_Connection *conn, enum route rt, const char *purl,
     size_t plen, char *out, size_t outlen, char *why, size_t whylen)
 {
-	const char	*u;
+	const char	*u, *h;
 	size_t		 len;
+	int		 refused;
 
+	/* Ambiguity is refused, never resolved: a header sent twice or cut
+	 * by a NUL, or a path and a header naming two users. */
+	h = http_header_strict(conn, conf.user_header, &refused, why, whylen);
+	if (refused)
+		return -1;
 	if (rt == ROUTE_USER_MCP) {
 		u = purl;
 		len = plen;
+		if (h != NULL && (strlen(h) != len || memcmp(h, u, len) != 0)) {
+			snprintf(why, whylen, "the path names user \"%.*s\" but "
+			    "the %s header names \"%.80s\": send one of them, "
+			    "or both the same", len > 80 ? 80 : (int)len, u,
+			    conf.user_header, h);
+			return -1;
+		}
 	} else {
-		u = http_header(conn, conf.user_header);
+		u = h;
 		if (u == NULL || *u == '\0') {
 			snprintf(why, whylen, "missing %s header: the supervisor "
 			    "needs to know whose sandbox to use (LibreChat: "
@@ -299,9 +312,10 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 {
 	struct http_request	*req;
 	enum route		 rt;
-	const char		*purl;
+	const char		*purl, *origin, *auth;
 	size_t			 plen;
 	char			 user[USER_ID_MAX + 1], why[512];
+	int			 refused;
 
 	/* File links carry their own authority: no token, any Origin. */
 	if (files_match(url))
@@ -322,17 +336,31 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		case ROUTE_USER_MCP:
 			break;
 		}
-		if (!http_origin_allowed(conf.origins,
-		    http_header(conn, "Origin")))
+		origin = http_header_strict(conn, "Origin", &refused, why,
+		    sizeof(why));
+		if (refused)
+			return reply_error(conn, 400, "%s", why);
+		if (!http_origin_allowed(conf.origins, origin))
 			return reply_error(conn, 403, "Origin %.200s is not "
 			    "allowed (allowed_origins in the supervisor's "
-			    "config)", http_header(conn, "Origin"));
-		if (!route_token_ok(http_header(conn, "Authorization"),
-		    conf.token))
-			return reply_error(conn, 401, "%s",
-			    http_header(conn, "Authorization") == NULL
+			    "config)", origin);
+		/* A malformed Authorization is a 400, not a 401: LibreChat
+		 * reads 401 as "OAuth needed". */
+		auth = http_header_strict(conn, "Authorization", &refused, why,
+		    sizeof(why));
+		if (refused)
+			return reply_error(conn, 400, "%s", why);
+		if (!route_token_ok(auth, conf.token))
+			return reply_error(conn, 401, "%s", auth == NULL
 			    ? "missing Authorization: Bearer <token> header"
 			    : "wrong token in the Authorization header");
+		/*
+		 * Past the token: the connection may stay as long as a relayed
+		 * run (MHD checks this right after our reader returns, so a
+		 * run that stays silent for longer would be cut off), and is
+		 * never evicted to make room.
+		 */
+		http_guard_trust(conn, (unsigned)(conf.agent_timeout + 60));
 		if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
 		    sizeof(why)) == -1)
 			return reply_error(conn, 400, "%s", why);
@@ -483,6 +511,7 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	{
+		struct http_guard *guard;
 		struct sockaddr_storage	 ss;
 		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_PASSIVE,
 		    .ai_socktype = SOCK_STREAM }, *ai;
@@ -494,18 +523,30 @@ main(int argc, char **argv)
 			fatalx("listen address %s: %s", conf.listen_host,
 			    gai_strerror(gai));
 		memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+		/* Room is made while a few slots are still free, so the new
+		 * connection that triggers it is taken. */
+		guard = http_guard_new((unsigned)(conf.max_connections > 32 ?
+		    conf.max_connections - 16 : conf.max_connections / 2));
+		if (guard == NULL)
+			fatal("http_guard_new");
+		/*
+		 * poll(), not select(): a select() daemon refuses descriptors
+		 * past FD_SETSIZE, so about 1,100 idle connections locked
+		 * everyone out.  Before the token a connection gets
+		 * auth_timeout of silence, and the oldest of them makes room
+		 * when the total nears max_connections (http_guard).
+		 */
 		d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION
-		    | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG
+		    | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG
 		    | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		    (uint16_t)conf.listen_port, NULL, NULL, access_handler, NULL,
 		    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		    MHD_OPTION_CONNECTION_LIMIT, (unsigned)conf.max_connections,
-		    /*
-		     * MHD checks this right after our reader returns: a relayed
-		     * run that stays silent for longer would be cut off.
-		     */
-		    MHD_OPTION_CONNECTION_TIMEOUT,
-		    (unsigned)(conf.agent_timeout + 60),
+		    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		    (unsigned)(conf.max_per_address < conf.max_connections ?
+		    conf.max_per_address : conf.max_connections),
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conf.auth_timeout,
+		    MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, guard,
 		    MHD_OPTION_NOTIFY_COMPLETED, http_request_completed, NULL,
 		    MHD_OPTION_END);
 		freeaddrinfo(ai);

@@ -21,6 +21,7 @@ $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(SV_LIB_OBJS) $(COMMON_OBJS)
 $(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
+$(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run

@@ -15,6 +15,8 @@
 #      $VIVARIUM_EGRESS_CONFIG, else /etc/vivarium/egress.yaml when present,
 #      and the VIVARIUM_EGRESS_* variables (docs/egress.md).  It is left
 #      running on exit: sandboxes that outlive this run keep their way out.
+#      While this runs, the host's addresses the proxy refuses are written
+#      again every 30 s (container.sh host-addrs).
 #   4. Config: $VIVARIUM_SUPERVISOR_CONFIG, else /etc/vivarium/supervisor.yaml
 #      when present, else built-in defaults (127.0.0.1:8787, auto
 #      provisioning) plus an egress section naming the proxy (written to
@@ -32,7 +34,9 @@ ping_sock() {
 }
 
 svc_pid=""
+hosts_pid=""
 cleanup() {
+	[ -z "$hosts_pid" ] || kill -TERM "$hosts_pid" 2>/dev/null || :
 	if [ -n "$svc_pid" ]; then
 		kill -TERM "$svc_pid" 2>/dev/null || :
 		wait "$svc_pid" 2>/dev/null || :
@@ -96,6 +100,17 @@ if [ "$egress" = 1 ]; then
 		export VIVARIUM_EGRESS_CONFIG=/etc/vivarium/egress.yaml
 	fi
 	"$(dirname "$0")/../egress-proxy/container.sh" ensure
+	# The host's addresses may change (DHCP, a new interface): the proxy
+	# re-reads the file container.sh writes whenever it changes.
+	(
+		trap 'kill "$s" 2>/dev/null; exit 0' TERM
+		while :; do
+			sleep 30 & s=$!
+			wait "$s"
+			"$(dirname "$0")/../egress-proxy/container.sh" host-addrs || :
+		done
+	) &
+	hosts_pid=$!
 else
 	echo "run: VIVARIUM_EGRESS=0: no egress proxy; sandboxes have no network" >&2
 fi

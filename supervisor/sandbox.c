@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "banned.h"
 
 #define AGENT_SOCK_IN	"/run/vivarium/agent.sock"
+#define USERS_DIR	"users"		/* <state_dir>/users/<user>: run dirs */
 
 int
 sandbox_names(const struct conf *c, const char *user, struct names *n)
@@ -30,7 +32,9 @@ sandbox_names(const struct conf *c, const char *user, struct names *n)
 	snprintf(n->container, sizeof(n->container), "vivarium-%s", user);
 	snprintf(n->network, sizeof(n->network), "vivarium-%s", user);
 	snprintf(n->volume, sizeof(n->volume), "vivarium-%s-workspace", user);
-	snprintf(n->rundir, sizeof(n->rundir), "%s/%s", c->state_dir, user);
+	/* A namespace of their own: a user named "token" is not the file. */
+	snprintf(n->rundir, sizeof(n->rundir), "%s/" USERS_DIR "/%s",
+	    c->state_dir, user);
 	snprintf(n->sock, sizeof(n->sock), "%s/agent.sock", n->rundir);
 	return 0;
 }
@@ -282,33 +286,132 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The directory bind-mounted at /run/vivarium, owned by the sandbox user. */
+/* What an entry that could not be opened as a directory is, for errors. */
+static const char *
+entry_kind(int dfd, const char *name)
+{
+	struct stat	 st;
+	int		 saved = errno;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return strerror(saved);
+	if (S_ISLNK(st.st_mode))
+		return "a symbolic link";
+	if (S_ISREG(st.st_mode))
+		return "a file";
+	if (!S_ISDIR(st.st_mode))
+		return "not a regular file";
+	return strerror(saved);
+}
+
+/*
+ * The directory bind-mounted at /run/vivarium, owned by the sandbox user:
+ * <state_dir>/users/<user>.  Made and handed over through descriptors
+ * (mkdirat, openat with O_NOFOLLOW, fchown), never by path, so neither a
+ * symlink planted at users/ or users/<user> nor a rename racing with us
+ * makes the supervisor chown or mount anything else; an entry that is not
+ * the directory expected (a file, a link, another owner's directory) is
+ * refused, not repaired.
+ */
 static int
 rundir_make(const struct conf *c, const struct names *n, struct perr *e)
 {
+	const char	*user = strrchr(n->rundir, '/') + 1;
 	unsigned int	 uid, gid;
+	struct stat	 st;
 	char		 extra;
+	int		 sfd = -1, ufd = -1, rfd = -1, numeric, r = -1;
 
+	numeric = sscanf(c->sandbox_user, "%u:%u%c", &uid, &gid, &extra) == 2;
 	if (mkdir(c->state_dir, 0755) == -1 && errno != EEXIST) {
 		perr_set(e, 500, "cannot create the state directory %s: %s",
 		    c->state_dir, strerror(errno));
-		return -1;
+		goto fail;
 	}
-	if (mkdir(n->rundir, 0700) == -1 && errno != EEXIST) {
+	if ((sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+	    == -1) {
+		perr_set(e, 500, "cannot open the state directory %s: %s",
+		    c->state_dir, strerror(errno));
+		goto fail;
+	}
+	if (mkdirat(sfd, USERS_DIR, 0755) == -1 && errno != EEXIST) {
+		perr_set(e, 500, "cannot create %s/" USERS_DIR ": %s",
+		    c->state_dir, strerror(errno));
+		goto fail;
+	}
+	if ((ufd = openat(sfd, USERS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || fstat(ufd, &st) == -1) {
+		perr_set(e, 500, "%s/" USERS_DIR " is not a directory (%s): "
+		    "refusing to use it", c->state_dir, entry_kind(sfd,
+		    USERS_DIR));
+		goto fail;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		perr_set(e, 500, "%s/" USERS_DIR " belongs to uid %u or is "
+		    "writable by others: refusing to use it", c->state_dir,
+		    (unsigned)st.st_uid);
+		goto fail;
+	}
+	if (mkdirat(ufd, user, 0700) == -1 && errno != EEXIST) {
 		perr_set(e, 500, "cannot create %s: %s", n->rundir,
 		    strerror(errno));
-		return -1;
+		goto fail;
 	}
-	if (sscanf(c->sandbox_user, "%u:%u%c", &uid, &gid, &extra) == 2) {
-		if (geteuid() == 0 && chown(n->rundir, uid, gid) == -1) {
+	if ((rfd = openat(ufd, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || fstat(rfd, &st) == -1) {
+		perr_set(e, 500, "%s is not a directory (%s): refusing to use "
+		    "it", n->rundir, entry_kind(ufd, user));
+		goto fail;
+	}
+	/* Ours (new), or already the sandbox user's (made before). */
+	if (st.st_uid != geteuid() && !(numeric && st.st_uid == uid)) {
+		perr_set(e, 500, "%s belongs to uid %u, neither the supervisor "
+		    "nor the sandbox user: refusing to use it", n->rundir,
+		    (unsigned)st.st_uid);
+		goto fail;
+	}
+	if (numeric) {
+		if (geteuid() == 0 && fchown(rfd, uid, gid) == -1) {
 			perr_set(e, 500, "cannot hand %s to the sandbox user: %s",
 			    n->rundir, strerror(errno));
-			return -1;
+			goto fail;
 		}
-	} else if (chmod(n->rundir, 0777) == -1) {
+		if (fchmod(rfd, 0700) == -1) {
+			perr_set(e, 500, "cannot set the mode of %s: %s",
+			    n->rundir, strerror(errno));
+			goto fail;
+		}
+	} else if (fchmod(rfd, 0777) == -1) {
 		perr_set(e, 500, "cannot open up %s: %s", n->rundir,
 		    strerror(errno));
-		return -1;
+		goto fail;
+	}
+	r = 0;
+fail:
+	if (rfd != -1)
+		close(rfd);
+	if (ufd != -1)
+		close(ufd);
+	if (sfd != -1)
+		close(sfd);
+	return r;
+}
+
+/* Whether the container inspected mounts n's run directory at
+ * /run/vivarium (one made before users/ existed mounts <state_dir>/<user>). */
+static int
+rundir_mounted(const json_t *ins, const struct names *n)
+{
+	const json_t	*m;
+	size_t		 i;
+
+	json_array_foreach(json_object_get(ins, "Mounts"), i, m) {
+		const char *dst = json_string_value(json_object_get(m,
+		    "Destination"));
+		const char *src = json_string_value(json_object_get(m, "Source"));
+
+		if (dst != NULL && strcmp(dst, "/run/vivarium") == 0)
+			return src != NULL && strcmp(src, n->rundir) == 0;
 	}
 	return 0;
 }
@@ -529,6 +632,8 @@ ctr_current(const struct conf *c, struct podman *p, const char *user,
 		return 0;
 	want = sandbox_env(c, user, ip[0] != '\0' ? ip : NULL);
 	stale = env_stale(ins, want);
+	if (stale == NULL && !rundir_mounted(ins, n))
+		stale = "the run directory, now under " USERS_DIR "/";
 	if (stale != NULL)
 		log_info("%s: made with other settings (%s); making it again "
 		    "on the same workspace volume", n->container, stale);
@@ -543,51 +648,31 @@ ctr_current(const struct conf *c, struct podman *p, const char *user,
 }
 
 /*
- * A running sandbox whose link key or public URL is not the supervisor's
- * (the key file was replaced, public_url changed) would hand out links
- * that never open: it is stopped and removed, to be made again on the same
- * volume.  1: current, 0: removed, -1: error.
+ * Why a running container is not as this supervisor would make it, or
+ * NULL: its run directory is from before users/ (its socket is not where
+ * we look), or its links are signed with another key or for another
+ * address (the key file was replaced, public_url changed), so its new
+ * links would never open.  Stopped, it is made again on the same volume.
  */
-static int
-links_current(const struct conf *c, struct podman *p, const char *user,
-    const struct names *n, int allow_create, struct perr *e)
+static const char *
+running_stale(const struct conf *c, const char *user, const json_t *ins,
+    const struct names *n)
 {
-	json_t		*ins, *want;
-	const char	*stale;
+	static char	 why[128];
+	const char	*k;
+	json_t		*links;
 
-	if ((want = json_object()) == NULL) {
-		perr_set(e, 500, "out of memory");
-		return -1;
-	}
-	link_env(c, user, want);
-	if (json_object_size(want) == 0) {
-		json_decref(want);
-		return 1;
-	}
-	if (podman_container_inspect(p, n->container, &ins, e) == -1) {
-		json_decref(want);
-		return -1;
-	}
-	stale = ins != NULL ? env_stale(ins, want) : NULL;
-	if (stale != NULL && !allow_create)
-		log_warnx("%s: its file links are signed with another key or for "
-		    "another address (%s), so they will not open; this "
-		    "supervisor does not make sandboxes: `vivariumctl "
-		    "remove-user` and `add-user` make it again", n->container,
-		    stale);
-	else if (stale != NULL)
-		log_info("%s: its file links are signed with another key or for "
-		    "another address (%s); making it again on the same "
-		    "workspace volume", n->container, stale);
-	json_decref(want);
-	json_decref(ins);
-	if (stale == NULL || !allow_create)
-		return 1;
-	if ((podman_container_stop(p, n->container, (int)c->stop_timeout, e)
-	    == -1 && e->status != 404) || (podman_container_remove(p,
-	    n->container, e) == -1 && e->status != 404))
-		return -1;
-	return 0;
+	if (!rundir_mounted(ins, n))
+		return "its run directory moved under " USERS_DIR "/";
+	if ((links = json_object()) == NULL)
+		return NULL;
+	link_env(c, user, links);
+	k = env_stale(ins, links);
+	if (k != NULL)
+		snprintf(why, sizeof(why), "its file links are signed with "
+		    "another key or for another address (%s)", k);
+	json_decref(links);
+	return k != NULL ? why : NULL;
 }
 
 int
@@ -678,6 +763,7 @@ sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
 	struct names	 n;
 	json_t		*ins = NULL;
 	enum ctr_state	 st;
+	const char	*stale;
 	char		 ip[INET_ADDRSTRLEN];
 	int		 tries = 0, redo = 0, made, r;
 
@@ -692,15 +778,22 @@ again:
 	if (podman_container_inspect(p, n.container, &ins, e) == -1)
 		return -1;
 	st = podman_ctr_state(ins);
+	/* Running, but not as we would make it: stopped here, it is made
+	 * again below on the same volume. */
+	if (st == CTR_RUNNING && ins != NULL &&
+	    (stale = running_stale(c, user, ins, &n)) != NULL && redo++ < 3) {
+		json_decref(ins);
+		log_info("%s: %s; making it again on the same workspace volume",
+		    n.container, stale);
+		if (podman_container_stop(p, n.container, (int)c->stop_timeout,
+		    e) == -1 && e->status != 404)
+			return -1;
+		goto again;
+	}
 	json_decref(ins);
 	ins = NULL;
 	switch (st) {
 	case CTR_RUNNING:
-		/* Adopted after a restart: links signed as this supervisor signs? */
-		if ((r = links_current(c, p, user, &n, allow_create, e)) == -1)
-			return -1;
-		if (r == 0 && redo++ < 3)
-			goto again;
 		return wait_ready(c, p, &n, e);
 	case CTR_TRANSIENT:
 		if (++tries > 50) {

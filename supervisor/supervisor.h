@@ -72,6 +72,8 @@ struct conf {
 	long		 egress_port;		/* the proxy's port */
 	char		*egress_alias;		/* owned */
 	long		 max_connections;
+	long		 max_per_address;	/* connections from one address */
+	long		 auth_timeout;		/* seconds idle before the token */
 	/* File links (links: in the file; docs/supervisor.md). */
 	char		*public_url;		/* owned; no trailing slash */
 	char		*link_key_file;		/* owned */
@@ -200,8 +202,8 @@ struct names {
 	char	container[USER_ID_MAX + 16];
 	char	network[USER_ID_MAX + 16];
 	char	volume[USER_ID_MAX + 32];
-	char	rundir[STATE_DIR_MAX + USER_ID_MAX + 2];
-	char	sock[STATE_DIR_MAX + USER_ID_MAX + 16];
+	char	rundir[STATE_DIR_MAX + USER_ID_MAX + 8];	/* <state_dir>/users/<id> */
+	char	sock[STATE_DIR_MAX + USER_ID_MAX + 24];
 };
 
 int	sandbox_names(const struct conf *, const char *user, struct names *);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync, mkdirSync, symlinkSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import net from 'node:net';
 import { startAgent, textOf } from './harness.mjs';
 
 const python = process.env.VIVARIUM_PYTHON || 'python3';
@@ -184,6 +185,30 @@ for (const transport of ['tcp', 'unix']) {
       assert.ok(!t.includes('.vivarium'), t);
     });
 
+    test('names that are not UTF-8: listed escaped and marked, a PNG of one keeps the result', async () => {
+      const png = join(process.cwd(), '..', 'data', 'png', 'checker.png');
+      const r = await run(client, [
+        'import os, shutil',
+        'os.makedirs(os.fsdecode(b"odd/d\\xff"), exist_ok=True)',
+        'open(os.fsdecode(b"odd/d\\xff/x.csv"), "w").write("a")',
+        `shutil.copy(${JSON.stringify(png)}, os.fsdecode(b"odd/r\\xe9sum\\xe9.png"))`,
+        'print("ran")',
+      ].join('\n'));
+      const t = textOf(r);
+      assert.equal(r.isError, false, t);
+      assert.match(t, /ran/);
+      assert.ok(t.includes('image: odd/r\\xe9sum\\xe9.png ('), t);
+      assert.ok(t.includes('[name not UTF-8: bytes shown as \\xNN]'), t);
+      assert.equal(r.content.filter((c) => c.type === 'image').length, 1);
+      const l = await client.callTool({ name: 'list_files', arguments: {} });
+      const lt = textOf(l);
+      assert.equal(l.isError, false, lt);
+      assert.ok(lt.includes('odd/d\\xff/  [name not UTF-8'), lt);
+      assert.ok(lt.includes('odd/d\\xff/x.csv  1 B  [name not UTF-8'), lt);
+      assert.ok(lt.includes('odd/r\\xe9sum\\xe9.png  '), lt);
+      execFileSync('rm', ['-rf', join(agent.workspace, 'odd')]);
+    });
+
     test('read_text_file: reads, truncates, refuses escapes and binaries', async () => {
       const ws = agent.workspace;
       const outside = join(agent.dir, 'outside');
@@ -210,6 +235,7 @@ for (const transport of ['tcp', 'unix']) {
         ['blob.bin', /binary|UTF-8/],
         ['.vivarium/secret-state', /runner's private state/],
         ['nope.txt', /does not exist/],
+        ['notes.txt/', /'notes\.txt' is not a directory/],
       ]) {
         r = await read({ path });
         assert.equal(r.isError, true, path);
@@ -250,6 +276,41 @@ for (const transport of ['tcp', 'unix']) {
   });
 }
 
+describe('connection floods', () => {
+  let agent;
+  before(async () => { agent = await startAgent({ transport: 'tcp' }); });
+  after(async () => { assert.equal(await agent.stop(), 0); });
+
+  test('300 silent connections: /health still answers, a run in progress is not cut', async () => {
+    const client = await agent.connect();
+    const { hostname, port } = new URL(agent.baseUrl);
+    const held = [];
+    const flood = async (n) => {
+      for (let i = 0; i < n; i++) {
+        const s = net.connect(Number(port), hostname);
+        s.on('error', () => {});
+        held.push(s);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    };
+    try {
+      const slow = run(client, 'import time\ntime.sleep(3)\nprint("survived")');
+      await new Promise((r) => setTimeout(r, 300));
+      await flood(300);    // past the cap of 256
+      const t0 = Date.now();
+      const h = await agent.get('/health');
+      assert.equal(h.status, 200);
+      assert.ok(Date.now() - t0 < 3000, `/health took ${Date.now() - t0} ms`);
+      assert.match(textOf(await slow), /survived/);
+      const r = await run(client, 'print("next")');
+      assert.match(textOf(r), /next/);
+    } finally {
+      for (const s of held) s.destroy();
+      await client.close();
+    }
+  });
+});
+
 describe('per-user workspaces (VIVARIUM_USER_HEADER)', () => {
   let agent;
   before(async () => { agent = await startAgent({ env: { VIVARIUM_USER_HEADER: 'X-User-ID' } }); });
@@ -284,5 +345,29 @@ describe('per-user workspaces (VIVARIUM_USER_HEADER)', () => {
     }
     r = await agent.post(ping, { headers: { 'X-User-ID': 'x'.repeat(64) } });
     assert.equal(r.status, 200);
+  });
+
+  test('a user id cut by a NUL or sent twice gets a 400 that says why', async () => {
+    const ping = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+    const { hostname, port } = new URL(agent.baseUrl);
+    const raw = (lines) => new Promise((resolve, reject) => {
+      const s = net.connect(Number(port), hostname);
+      const got = [];
+      s.on('data', (d) => got.push(d));
+      s.on('error', reject);
+      s.on('end', () => resolve(Buffer.concat(got).toString('latin1')));
+      s.write(Buffer.from(['POST /mcp HTTP/1.1', 'Host: x', 'Connection: close',
+        'Content-Type: application/json', `Content-Length: ${ping.length}`, ...lines, '', ping].join('\r\n'), 'latin1'));
+    });
+    for (const [lines, why] of [
+      [['X-User-ID: alice\0bob'], /X-User-ID header holds a NUL byte/],
+      [['X-User-ID: alice\0bob', 'Accept: application/json'], /holds a NUL byte/],
+      [['X-User-ID: alice', 'x-user-id: bob'], /X-User-ID header is sent 2 times/],
+    ]) {
+      const t = await raw(lines);
+      assert.match(t, /^HTTP\/1\.1 400 /, t);
+      assert.match(t, why, t);
+    }
+    assert.match(await raw(['X-User-ID: alice']), /^HTTP\/1\.1 200 /);
   });
 });

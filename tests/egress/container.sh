@@ -45,6 +45,7 @@ export VIVARIUM_EGRESS_CONTAINER="vivtest-egress-$tag"
 export VIVARIUM_EGRESS_NETWORK="vivtest-egress-$tag"
 export VIVARIUM_EGRESS_BRIDGE="vte$tag"
 export VIVARIUM_EGRESS_IMAGE="$IMAGE"
+export VIVARIUM_EGRESS_HOST_DIR="$VP_SVC_DIR/egress-host"
 EG=$VIVARIUM_EGRESS_CONTAINER
 ORIGIN=vivtest-origin-$tag
 ORIGIN_NET=vivtest-origin-$tag
@@ -146,8 +147,13 @@ nets=$(vpodman inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{
 check "on network $VIVARIUM_EGRESS_NETWORK only ($nets)" test "$nets" = "$VIVARIUM_EGRESS_NETWORK "
 check "the network is normal (not internal)" \
     test "$(vpodman network inspect --format '{{.Internal}}' "$VIVARIUM_EGRESS_NETWORK")" = false
-vols=$(vpodman inspect --format '{{len .Mounts}}' "$EG")
-check "no anonymous /workspace volume ($vols mounts)" test "$vols" = 0
+vols=$(vpodman inspect --format '{{range .Mounts}}{{.Type}}:{{.Destination}} {{end}}' "$EG")
+check "no anonymous /workspace volume, the host address directory read-only ($vols)" \
+    test "$vols" = "bind:/run/vivarium-host "
+check "the host address file lists the host's addresses" \
+    sh -c 'grep -qx 127.0.0.1 "$1" && grep -qx "$2" "$1"' - \
+    "$VIVARIUM_EGRESS_HOST_DIR/host-addresses" \
+    "$(ip -o -4 addr show dev "vto$tag" | awk '{ sub("/.*", "", $4); print $4 }')"
 
 ensure && out=$(cat "$VP_SVC_DIR/ensure.log") || out="failed"
 check "a second run leaves it alone ($out)" \
@@ -167,7 +173,11 @@ client() {
 	    --read-only -v "$PWD/tests/egress/container-client.py:/t/client.py:ro" \
 	    --entrypoint python3 "$IMAGE" /t/client.py "$proxy_ip" 3128 "$@"
 }
+# The origin network's gateway is the host (its bridge address): inside the
+# allowed subnet, and refused all the same.
+origin_gw=$(ip -o -4 addr show dev "vto$tag" | awk '{ sub("/.*", "", $4); print $4; exit }')
 res=$(client "get=get:$origin_ip:8000" "connect=connect:$origin_ip:8000" \
+    "hostgw=get:$origin_gw:8000" \
     "direct=direct:$origin_ip:8000" "self=get:SELF:8000" \
     "loop=get:127.0.0.1:8000" "port=get:$origin_ip:8001" \
     "selfconnect=connect:SELF:8000" 2>&1) || :
@@ -180,8 +190,22 @@ check "a private address not allowed (the client's own) gets 403 ($(line self))"
     sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line self)"
 check "CONNECT to it gets 403 ($(line selfconnect))" \
     sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line selfconnect)"
+check "the host's address gets 403 even inside allow_cidrs ($(line hostgw))" \
+    sh -c 'case "$1" in "403 "*"proxy'"'"'s host"*) ;; *) exit 1 ;; esac' - "$(line hostgw)"
 check "loopback gets 403 ($(line loop))" sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line loop)"
 check "a port not allowed gets 403 ($(line port))" sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line port)"
+# An address the host gains while the proxy runs: container.sh host-addrs
+# (what run.sh runs every 30 s) lists it and the proxy refuses it soon.
+new_ip=${origin_subnet%.*/*}.200
+ip addr add "$new_ip/32" dev "vto$tag"
+res=$(client "new=get:$new_ip:8000" 2>&1) || :
+check "before: a new host address is not yet known ($(line new))" \
+    sh -c 'case "$1" in "403 "*) exit 1 ;; esac' - "$(line new)"
+egress-proxy/container.sh host-addrs
+sleep 3
+res=$(client "new=get:$new_ip:8000" 2>&1) || :
+check "after host-addrs the new host address gets 403 ($(line new))" \
+    sh -c 'case "$1" in "403 "*"proxy'"'"'s host"*) ;; *) exit 1 ;; esac' - "$(line new)"
 logs=$(vpodman logs "$EG" 2>&1)
 check "the proxy logged the allowed request" \
     sh -c 'echo "$1" | grep -q "target=$2:8000 .*verdict=allow"' - "$logs" "$origin_ip"

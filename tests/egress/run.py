@@ -185,7 +185,7 @@ def reset_close(c):
 
 class Proxy:
     def __init__(self, allow=None, ports=None, extra=None, hosts=False,
-                 ulimit=None, config=None):
+                 ulimit=None, config=None, resolv=None):
         self.port = free_port()
         self.log = os.path.join(TMP, "proxy-%d.log" % self.port)
         env = dict(os.environ)
@@ -201,9 +201,13 @@ class Proxy:
         env.update(extra or {})
         cmd = [PROXY] + (["-f", config] if config else [])
         if hosts:
-            # Private mount namespace: this process's /etc/hosts only.
+            # Private mount namespace: this process's /etc/hosts only
+            # (and its /etc/resolv.conf when resolv names one).
+            mounts = 'mount --bind "$0" /etc/hosts'
+            if resolv:
+                mounts += ' && mount --bind %s /etc/resolv.conf' % resolv
             cmd = ["unshare", "-m", "sh", "-c",
-                   'mount --bind "$0" /etc/hosts && exec "$@"', HOSTS] + cmd
+                   mounts + ' && exec "$@"', HOSTS] + cmd
         if ulimit:
             cmd = ["prlimit", "--nofile=%d" % ulimit] + cmd
         self.logf = open(self.log, "w")
@@ -759,6 +763,147 @@ def t_keepalive_rechecks_host(px, **_):
     s.close()
 
 
+def t_keepalive_refusals_answered(px, **_):
+    """A refusal of a second request on a kept-alive connection is answered
+    like the same refusal of a first request: a status and a reason, then
+    the close (issue 11, item 9)."""
+    cases = [
+        (b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n", 403,
+         b"vivarium-egress: port 22 is not allowed\n"),
+        (b"GET http://127.0.0.1:22/ HTTP/1.1\r\nHost: x\r\n\r\n", 403,
+         b"vivarium-egress: port 22 is not allowed\n"),
+        (b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"
+         % O1, 400, None),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 400, None),
+        (b"CONNECT [::1]:%d HTTP/1.1\r\n\r\n" % E1, 403,
+         b"vivarium-egress: ::1 is not allowed (loopback ::1)\n"),
+        (b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % CLOSED, 502, None),
+    ]
+    for raw, want, wbody in cases:
+        s = px.connect()
+        s.sendall(b"GET http://127.0.0.1:%d/first HTTP/1.1\r\nHost: x\r\n\r\n"
+                  % O1)
+        st, _, body = read_response(s)
+        assert st == 200 and b"target=/first" in body, (st, body)
+        s.sendall(raw)
+        s.settimeout(5)
+        try:
+            st, head, body = read_response(s)
+        except (AssertionError, ConnectionResetError) as e:
+            raise AssertionError("no answer to %r after a kept-alive "
+                                 "exchange: %s" % (raw[:40], e))
+        assert st == want, (raw[:40], st, body)
+        assert wbody is None or body == wbody, (raw[:40], body)
+        assert body.startswith(b"vivarium-egress: ") and "Connection: close" in head
+        assert expect_eof(s, 3)
+        s.close()
+    # pipelined: the refusal waits for the response before it, whole
+    s = px.connect()
+    s.sendall(b"GET http://127.0.0.1:%d/one HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n" % O1)
+    st, _, body = read_response(s)
+    assert st == 200 and b"target=/one" in body, (st, body)
+    st, _, body = read_response(s)
+    assert st == 403 and b"port 22" in body, (st, body)
+    s.close()
+
+
+def t_resolver_fair(px, **_):
+    """Lookups that never answer, many from each of a few clients, do not
+    hold up another client's lookup (issue 11, item 4).  The proxy's
+    resolver asks a DNS server on 127.0.0.54 that reads and never answers;
+    ok.test is in /etc/hosts and needs no DNS, only a resolver thread."""
+    if not HAVE_UNSHARE:
+        raise Skip("needs root and unshare for a private /etc/hosts")
+    resolv = os.path.join(TMP, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("nameserver 127.0.0.54\noptions timeout:30 attempts:1\n")
+    dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dns.bind(("127.0.0.54", 53))       # a black hole: read, never answer
+    hostile = []
+    fair = Proxy(allow="127.0.0.0/8", ports=[E1], hosts=True, resolv=resolv)
+    try:
+        for k in range(3):
+            for i in range(8):
+                h = socket.create_connection(("127.0.0.1", fair.port), 5,
+                                             source_address=("127.0.0.%d" % (10 + k), 0))
+                h.sendall(b"CONNECT hang-%d-%d.test:%d HTTP/1.1\r\n\r\n" % (k, i, E1))
+                hostile.append(h)
+        time.sleep(0.3)
+        t_end = time.time() + 3      # past the hostile requests' 504 at 2 s
+        served = 0
+        while time.time() < t_end:
+            s = fair.connect()
+            t0 = time.time()
+            s.sendall(b"CONNECT ok.test:%d HTTP/1.1\r\n\r\n" % E1)
+            head, rest = read_head(s)
+            took = time.time() - t0
+            assert head.startswith("HTTP/1.1 200"), (head, took)
+            assert took < 1.0, "a fair client waited %.2f s" % took
+            got = rest + recv_exact(s, 4 - len(rest))
+            assert got == b"[e1]", got
+            s.close()
+            served += 1
+            time.sleep(0.2)
+        assert served >= 5, served
+        for h in hostile:
+            st, _, body = read_response(h)
+            assert st == 504 and b"timed out resolving" in body, (st, body)
+        # threads stay bounded: at most 4 stuck lookups per client
+        tasks = len(os.listdir("/proc/%d/task" % fair.p.pid)) \
+            if os.path.isdir("/proc/%d/task" % fair.p.pid) else 0
+        assert tasks <= 64 + 8, tasks
+    finally:
+        for h in hostile:
+            h.close()
+        dns.close()
+        fair.stop()
+
+
+def t_host_addresses_refused(px, **_):
+    """The host's addresses, listed in the file host_addresses names, are
+    refused even inside allow_cidrs, and a change to the file is picked up
+    while the proxy runs (issue 11, item 5)."""
+    hf = os.path.join(TMP, "host-addrs")
+    with open(hf, "w") as f:
+        f.write("# the host\n127.0.0.2\n\nnot-an-address\n")
+    hp = Proxy(allow="127.0.0.0/8", ports=[O1, O2, E1],
+               extra={"VIVARIUM_EGRESS_HOST_ADDRESSES": hf})
+    try:
+        st, _, body = request(hp, b"GET http://127.0.0.2:%d/ HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n" % O2)
+        assert st == 403 and body == b"vivarium-egress: 127.0.0.2 is not " \
+            b"allowed (an address of the proxy's host)\n", (st, body)
+        st, _, body = request(hp, b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n" % O1)
+        assert st == 200 and b"origin=o1" in body, (st, body)
+        # the host's addresses change: written aside and renamed, as
+        # container.sh does
+        with open(hf + ".new", "w") as f:
+            f.write("127.0.0.1/32\n::1\n")
+        os.rename(hf + ".new", hf)
+        deadline = time.time() + 6
+        while True:
+            st, _, body = request(hp, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n"
+                                  % E1)
+            if st == 403 or time.time() > deadline:
+                break
+            time.sleep(0.3)
+        assert st == 403 and b"proxy's host" in body, (st, body)
+        st, _, body = request(hp, b"GET http://127.0.0.2:%d/ HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n" % O2)
+        assert st == 200 and b"origin=o2" in body, (st, body)
+        # a file that goes away keeps the list read last
+        os.unlink(hf)
+        time.sleep(2.5)
+        st, _, body = request(hp, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n"
+                              % E1)
+        assert st == 403, (st, body)
+    finally:
+        text = hp.stop()
+    assert "host-addrs:4: not an address or CIDR: 'not-an-address'" in text, text
+
+
 def t_port_not_allowed(px, **_):
     st, _, body = request(px, b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n")
     assert st == 403 and body == b"vivarium-egress: port 22 is not allowed\n", body
@@ -783,7 +928,10 @@ def t_denied_without_allow_list(px, denyproxy, **_):
     for target in (b"127.0.0.1", b"2130706433", b"0x7f.1", b"017700000001",
                    b"127.1", b"[::ffff:127.0.0.1]", b"[::127.0.0.1]",
                    b"[::1]", b"[64:ff9b::a9fe:a9fe]", b"[2002:a9fe:a9fe::1]",
-                   b"169.254.169.254", b"0"):
+                   b"169.254.169.254", b"0",
+                   # IPv6 outside 2000::/3, and special ranges inside it
+                   b"[fe00::1]", b"[4000::1]", b"[64:ff9b:2::1]", b"[100:0:0:1::1]",
+                   b"[3fff::1]", b"[5f00::1]", b"[2001:db8::1]"):
         st, _, body = request(denyproxy, b"CONNECT %s:%d HTTP/1.1\r\n\r\n"
                               % (target, E1))
         assert st == 403, (target, st, body)
@@ -1029,7 +1177,7 @@ def main():
     with open(HOSTS, "w") as f:
         f.write("127.0.0.1 localhost\n127.0.0.1 private.test\n"
                 "169.254.169.254 metadata.test\n"
-                "::1 mixed.test\n127.0.0.1 mixed.test\n")
+                "::1 mixed.test\n127.0.0.1 mixed.test\n127.0.0.1 ok.test\n")
     serve(Origin("127.0.0.1", O1, "o1"))
     serve(Origin("127.0.0.2", O2, "o2"))
     serve(Echo("127.0.0.1", E1, "e1"))

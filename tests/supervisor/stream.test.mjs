@@ -27,7 +27,7 @@ function listen(server, path) {
 }
 
 before(async () => {
-  mkdirSync(join(state, user), { recursive: true });
+  mkdirSync(join(state, 'users', user), { recursive: true });
   podman = createServer((req, res) => {
     const u = req.url;
     let body = null;
@@ -56,7 +56,7 @@ before(async () => {
   });
   agent.connections = 0;
   agent.on('connection', () => { agent.connections++; });
-  await listen(agent, join(state, user, 'agent.sock'));
+  await listen(agent, join(state, 'users', user, 'agent.sock'));
   sv = await startServer(supervisorBin, {
     env: {
       VIVARIUM_SUPERVISOR_TOKEN: TOKEN, VIVARIUM_PODMAN_SOCKET: join(state, 'podman.sock'),

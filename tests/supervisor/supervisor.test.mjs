@@ -4,7 +4,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync, rmSync } from 'node:fs';
+import { writeFileSync, rmSync, statSync } from 'node:fs';
+import net from 'node:net';
 import {
   TOKEN, TAG, IMAGE, user, vp, vpTry, sleep, startPodman, stateDir, startSupervisor,
   runPython, objects, containerState, cleanup, imagePresent, ctlBin,
@@ -81,6 +82,27 @@ ${probe(ipA)}`);
   await ca.close(); await cb.close();
 });
 
+test('a user named like a file in state_dir gets users/<id>, the file stays the supervisor\'s', async () => {
+  const u = user('token');
+  // What make run's token is to a user called "token": a file of the
+  // supervisor's, in state_dir, under the user's name.
+  writeFileSync(`${state}/${u}`, 'not-for-sandboxes', { mode: 0o600 });
+  const c = await sv.client(u);
+  const r = await runPython(c, "import os; print(sorted(os.listdir('/run/vivarium')))");
+  assert.match(r.text, /\['agent\.sock'\]/);
+  await c.close();
+  const st = statSync(`${state}/${u}`);
+  assert.ok(st.isFile());
+  assert.equal(st.uid, 0, 'the file was handed to the sandbox user');
+  assert.equal(st.mode & 0o777, 0o600);
+  const d = statSync(`${state}/users/${u}`);
+  assert.ok(d.isDirectory());
+  assert.equal(d.uid, 1000);
+  const src = vp('inspect', '-f', '{{range .Mounts}}{{if eq .Destination "/run/vivarium"}}{{.Source}}{{end}}{{end}}', `vivarium-${u}`).trim();
+  assert.equal(src, `${state}/users/${u}`);
+  rmSync(`${state}/${u}`);
+});
+
 test('20 concurrent first requests for one user create one container', async () => {
   const u = user('crowd');
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
@@ -135,6 +157,91 @@ test('bad requests are refused clearly and the supervisor keeps serving', async 
   assert.match(r.text, /vivarium_requests_total\{code="401"\} 2/);
   assert.match(r.text, /vivarium_sandboxes\{state="ready"\} \d+/);
   assert.match(r.text, /vivarium_spawn_seconds_count [1-9]/);
+});
+
+// One raw HTTP/1.1 request (fetch can send neither a NUL in a header nor a
+// header twice): the status and the body.
+function rawPost(base, path, headerLines, body) {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(port), hostname);
+    const chunks = [];
+    s.on('data', (d) => chunks.push(d));
+    s.on('error', reject);
+    s.on('end', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      resolve({ status: m ? Number(m[1]) : 0, text });
+    });
+    s.write(Buffer.concat([
+      Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n` +
+        'Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n`, 'latin1'),
+      ...headerLines.map((h) => Buffer.concat([Buffer.from(h, 'latin1'), Buffer.from('\r\n')])),
+      Buffer.from(`\r\n${body}`),
+    ]));
+  });
+}
+
+test('ambiguous identity is refused with a 400 that says why', async () => {
+  // b has no sandbox: none may be made for it by any of these.
+  const a = user('alice'), b = user('mallet');
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  const auth = `Authorization: Bearer ${TOKEN}`;
+  for (const [name, path, lines, why] of [
+    ['a NUL inside the user id', '/mcp', [auth, `X-User-ID: ${a}\0${b}`], /X-User-ID header holds a NUL/],
+    ['a NUL and junk after the token', '/mcp', [`${auth}\0junk`, `X-User-ID: ${a}`], /Authorization header holds a NUL/],
+    ['two X-User-ID headers', '/mcp', [auth, `X-User-ID: ${a}`, `X-User-ID: ${b}`], /X-User-ID header is sent 2 times/],
+    ['two Authorization headers', '/mcp', [auth, `${auth}`, `X-User-ID: ${a}`], /Authorization header is sent 2 times/],
+    ['a path and a header naming two users', `/u/${a}/mcp`, [auth, `X-User-ID: ${b}`], new RegExp(`the path names user \\\\"${a}\\\\" but the X-User-ID header names \\\\"${b}\\\\"`)],
+    ['the header twice on the path form', `/u/${a}/mcp`, [auth, `X-User-ID: ${a}`, `x-user-id: ${a}`], /sent 2 times/],
+  ]) {
+    const r = await rawPost(sv.base, path, lines, ping);
+    assert.equal(r.status, 400, `${name}: ${r.text}`);
+    assert.match(r.text, why, name);
+  }
+  // The same name in both places is no ambiguity.
+  const r = await rawPost(sv.base, `/u/${a}/mcp`, [auth, `X-User-ID: ${a}`], ping);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(objects(b).containers.length, 0, 'nothing was made for the other name');
+});
+
+test('idle connections never lock the supervisor out (poll, per-address cap, room made before the token)', async () => {
+  const a = user('alice');
+  const { port } = new URL(sv.base);
+  const held = [];
+  const flood = async (src, n) => {
+    for (let i = 0; i < n; i++) {
+      const s = net.connect({ port: Number(port), host: '127.0.0.1', localAddress: src });
+      s.on('error', () => {});
+      held.push(s);
+    }
+    await sleep(1500);
+  };
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  try {
+    // Past FD_SETSIZE from one address (a select() daemon locked up at
+    // about 1,100), then more than max_connections from eight.
+    await flood('127.0.0.2', 1100);
+    let t0 = Date.now();
+    let r = await sv.get('/health');
+    assert.equal(r.status, 200);
+    r = await sv.post(ping, { userId: a });
+    assert.equal(r.status, 200, r.text);
+    for (let k = 3; k < 10; k++) await flood(`127.0.0.${k}`, 200);
+    t0 = Date.now();
+    r = await sv.get('/health');
+    assert.equal(r.status, 200);
+    r = await sv.post(ping, { userId: a });
+    assert.equal(r.status, 200, r.text);
+    assert.ok(Date.now() - t0 < 5000, `served in ${Date.now() - t0} ms`);
+    // Silent connections go after auth_timeout (10 s by default).
+    await sleep(11000);
+    const open = held.filter((s) => s.readyState === 'open' && !s.readableEnded).length;
+    assert.equal(open, 0, `${open} idle connections still open`);
+  } finally {
+    for (const s of held) s.destroy();
+  }
 });
 
 test('a killed and removed sandbox is recreated with the files intact', async () => {
@@ -388,7 +495,7 @@ test('a sandbox that swaps its agent socket for a symlink cannot reach another u
   // the host sees it (the layout is no secret).
   const r = await runPython(ce, `import os
 os.remove('/run/vivarium/agent.sock')
-os.symlink(${JSON.stringify(`${state}/${victim}/agent.sock`)}, '/run/vivarium/agent.sock')
+os.symlink(${JSON.stringify(`${state}/users/${victim}/agent.sock`)}, '/run/vivarium/agent.sock')
 print('planted')`);
   assert.match(r.text, /planted/);
   await ce.close();

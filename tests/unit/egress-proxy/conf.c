@@ -49,6 +49,7 @@ clear_env(void)
 	unsetenv("VIVARIUM_EGRESS_ALLOW_CIDRS");
 	unsetenv("VIVARIUM_EGRESS_HEADER_TIMEOUT");
 	unsetenv("VIVARIUM_EGRESS_LISTEN");
+	unsetenv("VIVARIUM_EGRESS_HOST_ADDRESSES");
 }
 
 static void
@@ -83,8 +84,11 @@ test_file_and_env(void **state)
 	    "allow_cidrs:\n  - 127.0.0.0/8\n  - fd00::/8\n"
 	    "timeouts:\n  header: 3\n  connect: 4\n  idle: 60\n"
 	    "limits:\n  connections: 10\n  per_client: 2\n"
-	    "resolver_threads: 2\n");
+	    "resolver_threads: 2\n"
+	    "host_addresses: /run/vivarium-host/host-addresses\n");
 	setenv("VIVARIUM_EGRESS_HEADER_TIMEOUT", "7", 1);
+	/* LISTEN replaces the file's listeners, and nothing else */
+	setenv("VIVARIUM_EGRESS_LISTEN", "127.0.0.1:9000,[::1]:9000", 1);
 	setenv("VIVARIUM_EGRESS_PORTS", "80", 1);
 	conf_defaults(&c);
 	confdiag_init(&d, path);
@@ -100,6 +104,7 @@ test_file_and_env(void **state)
 	assert_int_equal(c.max_conns, 10);
 	assert_int_equal(c.max_per_client, 2);
 	assert_int_equal(c.resolver_threads, 2);
+	assert_string_equal(c.host_addresses, "/run/vivarium-host/host-addresses");
 	confdiag_release(&d);
 	conf_release(&c);
 	clear_env();
@@ -116,13 +121,17 @@ test_all_errors_reported(void **state)
 	write_file("allow_ports: [443, -1, 70000]\n"
 	    "allow_cidrs: [10.1.2.3/8, nonsense]\n"
 	    "timeouts:\n  header: soon\n  slow: 1\n"
-	    "colour: blue\n");
+	    "colour: blue\n"
+	    "host_addresses: relative/file\n");
 	setenv("VIVARIUM_EGRESS_ALLOW_CIDRS", "300.0.0.0/8", 1);
+	setenv("VIVARIUM_EGRESS_HOST_ADDRESSES", "hosts.txt", 1);
 	conf_defaults(&c);
 	confdiag_init(&d, path);
 	assert_int_equal(conf_load(&c, path, &d), -1);
 	t = buf_str(&d.text);
-	assert_int_equal(d.count, 8);
+	assert_int_equal(d.count, 10);
+	assert_non_null(strstr(t, ":7: host_addresses: expected an absolute path"));
+	assert_non_null(strstr(t, "VIVARIUM_EGRESS_HOST_ADDRESSES: expected"));
 	assert_non_null(strstr(t, ":1: allow_ports: bad value '-1'"));
 	assert_non_null(strstr(t, ":1: allow_ports: bad value '70000'"));
 	assert_non_null(strstr(t, ":2: allow_cidrs: bad value '10.1.2.3/8'"));

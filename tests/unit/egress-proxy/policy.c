@@ -9,6 +9,9 @@
 #include <stdint.h>
 
 #include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -64,14 +67,16 @@ static const struct probe v6[] = {
 	/* IPv4-compatible: decoded, and never dialled even when public */
 	{ "::2", 1 }, { "::127.0.0.1", 1 }, { "::169.254.169.254", 1 },
 	{ "::8.8.8.8", 1 }, { "::255.255.255.255", 1 },
-	{ "::1:0:0", 0 }, { "::1:0:0:0", 0 }, { "::fffe:ffff:ffff", 0 },
-	{ "64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "64:ff9b::", 1 },
+	/* Outside 2000::/3 nothing is global unicast: denied, listed or not. */
+	{ "::1:0:0", 1 }, { "::1:0:0:0", 1 }, { "::fffe:ffff:ffff", 1 },
+	{ "64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "64:ff9b::", 1 },
 	{ "64:ff9b::a9fe:a9fe", 1 }, { "64:ff9b::ffff:ffff", 1 },
-	{ "64:ff9b::1:0:0", 0 },
-	{ "64:ff9b:0:ffff:ffff:ffff:ffff:ffff", 0 }, { "64:ff9b:1::", 1 },
-	{ "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", 1 }, { "64:ff9b:2::", 0 },
-	{ "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "100::", 1 },
-	{ "100::ffff:ffff:ffff:ffff", 1 }, { "100:0:0:1::", 0 },
+	{ "64:ff9b::1:0:0", 1 },
+	{ "64:ff9b:0:ffff:ffff:ffff:ffff:ffff", 1 }, { "64:ff9b:1::", 1 },
+	{ "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", 1 }, { "64:ff9b:2::", 1 },
+	{ "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "100::", 1 },
+	{ "100::ffff:ffff:ffff:ffff", 1 }, { "100:0:0:1::", 1 },
+	{ "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "2000::", 0 },
 	{ "2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "2001::", 1 },
 	{ "2001:0:a9fe:a9fe::1", 1 },
 	{ "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "2001:200::", 0 },
@@ -80,9 +85,14 @@ static const struct probe v6[] = {
 	{ "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "2002::", 1 },
 	{ "2002:a9fe:a9fe::1", 1 },
 	{ "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "2003::", 0 },
-	{ "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "fc00::", 1 },
-	{ "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "fe00::", 0 },
-	{ "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "fe80::", 1 },
+	/* documentation 3fff::/20 (RFC 9637), at the top of 2000::/3 */
+	{ "3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "3fff::", 1 },
+	{ "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "3fff:1000::", 0 },
+	{ "3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0 }, { "4000::", 1 },
+	{ "5f00::", 1 }, { "5f00:ffff::1", 1 }, { "8000::", 1 }, { "e000::1", 1 },
+	{ "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "fc00::", 1 },
+	{ "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "fe00::", 1 },
+	{ "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "fe80::", 1 },
 	{ "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "fec0::", 1 },
 	{ "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 }, { "ff00::", 1 },
 	{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 1 },
@@ -160,6 +170,14 @@ test_reasons_name_the_range(void **state)
 	    "IPv4-compatible IPv6 address ::/96");
 	assert_string_equal(classify(&conf, "64:ff9b::a9fe:a9fe", 80),
 	    "NAT64 64:ff9b::/96");
+	assert_string_equal(classify(&conf, "3fff::1", 80),
+	    "documentation 3fff::/20");
+	assert_string_equal(classify(&conf, "5f00::1", 80),
+	    "SRv6 SIDs 5f00::/16");
+	assert_string_equal(classify(&conf, "4000::1", 80),
+	    "not IPv6 global unicast 2000::/3");
+	assert_string_equal(classify(&conf, "fe00::1", 80),
+	    "not IPv6 global unicast 2000::/3");
 }
 
 /* What is dialled is what was checked: a mapped address becomes IPv4. */
@@ -232,6 +250,50 @@ test_own_addresses(void **state)
 	    "the proxy's own listening socket");
 	assert_string_equal(classify(&conf, "0.0.0.0", 3128),
 	    "the proxy's own listening socket");
+}
+
+/* The host's addresses from a file: refused even inside the allow list,
+ * re-read when the file is replaced, kept when it goes away. */
+static void
+test_host_addresses(void **state)
+{
+	struct egress_conf conf;
+	char		 path[] = "/tmp/egress-hosts-XXXXXX", next[64];
+	FILE		*f;
+	int		 fd;
+
+	conf_defaults(&conf);
+	assert_int_equal(cidr_parse("0.0.0.0/0", &conf.allow[0]), 0);
+	conf.nallow = 1;
+	assert_true((fd = mkstemp(path)) >= 0);
+	assert_non_null(f = fdopen(fd, "w"));
+	fputs("# host\n  8.8.8.8  \n2606:4700::/32\nbogus\n10.1.2.3/8\n", f);
+	fclose(f);
+	policy_set_host_file(path);
+	assert_int_equal(policy_refresh_host(), 0);
+	assert_string_equal(classify(&conf, "8.8.8.8", 443),
+	    "an address of the proxy's host");
+	assert_string_equal(classify(&conf, "::ffff:8.8.8.8", 443),
+	    "an address of the proxy's host");
+	assert_string_equal(classify(&conf, "2606:4700:1::1", 443),
+	    "an address of the proxy's host");
+	assert_null(classify(&conf, "8.8.4.4", 443));
+	assert_null(classify(&conf, "10.0.0.1", 443));	/* its line was bad */
+
+	snprintf(next, sizeof(next), "%s.new", path);
+	assert_non_null(f = fopen(next, "w"));
+	fputs("8.8.4.4\n", f);
+	fclose(f);
+	assert_int_equal(rename(next, path), 0);
+	assert_int_equal(policy_refresh_host(), 0);
+	assert_null(classify(&conf, "8.8.8.8", 443));
+	assert_non_null(classify(&conf, "8.8.4.4", 443));
+
+	unlink(path);
+	assert_int_equal(policy_refresh_host(), -1);
+	assert_non_null(classify(&conf, "8.8.4.4", 443));
+	policy_set_host_file(NULL);
+	assert_int_equal(policy_refresh_host(), 0);
 }
 
 /*
@@ -317,6 +379,7 @@ main(void)
 		cmocka_unit_test(test_mapped_is_rewritten),
 		cmocka_unit_test(test_allow_list),
 		cmocka_unit_test(test_own_addresses),
+		cmocka_unit_test(test_host_addresses),
 		cmocka_unit_test(test_literal_forms),
 		cmocka_unit_test(test_ports),
 	};

@@ -18,6 +18,7 @@
 static struct run_result	 scripted;
 static struct run_request	 seen;
 static int			 setup_fails;
+static const char		*image_name = "chart.png";
 
 static char *
 dup_str(const char *s)
@@ -50,7 +51,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	res->footer = scripted.footer ? dup_str(scripted.footer) : NULL;
 	if (scripted.nimages > 0) {
 		res->images = calloc(1, sizeof(*res->images));
-		res->images[0].name = dup_str("chart.png");
+		res->images[0].name = dup_str(image_name);
 		res->images[0].png = malloc(4);
 		memcpy(res->images[0].png, "\x89PNG", 4);
 		res->images[0].png_len = 4;
@@ -72,6 +73,7 @@ reset(void **state)
 	memset(&seen, 0, sizeof(seen));
 	memset(&cfg, 0, sizeof(cfg));
 	setup_fails = 0;
+	image_name = "chart.png";
 	cfg.max_timeout = 300;
 	cfg.output_limit = 20000;
 	cfg.max_images = 4;
@@ -371,6 +373,50 @@ test_result_images(void **state)
 	json_decref(r);
 }
 
+/* A PNG whose name is not UTF-8 keeps the run's result: the name is shown
+ * escaped and marked. */
+static void
+test_result_image_name_not_utf8(void **state)
+{
+	struct rpc_error	 err;
+	json_t			*r;
+
+	scripted.nimages = 1;
+	scripted.out = "made it\n";
+	scripted.out_len = 8;
+	image_name = "plots/r\xe9sum\xe9.png";
+	r = call("run_python", "{\"code\": \"plot()\"}", &err);
+	assert_non_null(r);
+	assert_int_equal(json_array_size(json_object_get(r, "content")), 2);
+	assert_non_null(strstr(text_of(r), "made it"));
+	assert_non_null(strstr(text_of(r), "image: plots/r\\xe9sum\\xe9.png "
+	    "(2560x1280, shown at 1280x640) [name not UTF-8: bytes shown as "
+	    "\\xNN]"));
+	json_decref(r);
+}
+
+/* list_files over a workspace with such a name answers, never fails. */
+static void
+test_list_files_name_not_utf8(void **state)
+{
+	struct agent_ctx	 c2 = ctx;
+	struct rpc_error	 err;
+	char			 dir[] = "/tmp/viv-tools-XXXXXX", cmd[256];
+	json_t			*r;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "printf x >%s/caf$(printf '\\351').csv", dir);
+	assert_int_equal(system(cmd), 0);
+	c2.workspace = dir;
+	memset(&err, 0, sizeof(err));
+	r = tools_call(&c2, "list_files", NULL, &err);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_non_null(r);
+	assert_non_null(strstr(text_of(r), "caf\\xe9.csv  1 B  [name not UTF-8"));
+	json_decref(r);
+}
+
 static void
 test_base64(void **state)
 {
@@ -400,6 +446,8 @@ main(void)
 		cmocka_unit_test_setup(test_result_error_exit, reset),
 		cmocka_unit_test_setup(test_result_timeout_signal_spawn, reset),
 		cmocka_unit_test_setup(test_result_images, reset),
+		cmocka_unit_test_setup(test_result_image_name_not_utf8, reset),
+		cmocka_unit_test_setup(test_list_files_name_not_utf8, reset),
 		cmocka_unit_test_setup(test_base64, reset),
 	};
 

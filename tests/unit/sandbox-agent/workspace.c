@@ -141,7 +141,8 @@ test_read_escapes_refused(void **state)
 		"../outside/secret.txt", "data/../../outside/secret.txt",
 		"data/..", "..", "/etc/passwd", "out/secret.txt", "secret",
 		"inlink", ".vivarium/ns.pkl", "./.vivarium/ns.pkl", "",
-		"data", "data/", ".", "missing.txt", "data/a.csv/x", NULL
+		"data", "data/", ".", "missing.txt", "data/a.csv/x",
+		"data/a.csv/", "utf8.txt/", "utf8.txt//", "data/a.csv/.", NULL
 	};
 	struct buf	 b = BUF_INIT(1 << 20);
 	char		 err[512];
@@ -162,6 +163,13 @@ test_read_escapes_refused(void **state)
 	assert_non_null(strstr(err, "symbolic link"));
 	rd("missing.txt", 100, &b, err);
 	assert_non_null(strstr(err, "does not exist"));
+	/* A trailing slash names a directory (POSIX): a file is not one. */
+	rd("data/a.csv/", 100, &b, err);
+	assert_string_equal(err, "'data/a.csv/': 'a.csv' is not a directory");
+	rd("utf8.txt/", 100, &b, err);
+	assert_string_equal(err, "'utf8.txt/': 'utf8.txt' is not a directory");
+	rd("data/", 100, &b, err);
+	assert_non_null(strstr(err, "is a directory"));
 	buf_release(&b);
 }
 
@@ -231,6 +239,41 @@ test_list(void **state)
 	buf_release(&b);
 }
 
+/* Names that are not UTF-8 (or hold control characters) are listed with
+ * their bytes escaped and the line marked; the listing stays valid text. */
+static void
+test_list_names_not_utf8(void **state)
+{
+	struct buf	 b = BUF_INIT(1 << 20);
+	char		 err[256];
+	size_t		 cut;
+	long		 n;
+
+	sh("mkdir -p %s/ws/odd/r$(printf '\\351')s && "
+	    "printf abcd >%s/ws/odd/caf$(printf '\\351').csv && "
+	    "printf x >%s/ws/odd/r$(printf '\\351')s/x.txt && "
+	    "printf x >\"%s/ws/odd/two$(printf '\\nline').txt\" && "
+	    "printf x >'%s/ws/odd/back\\x41slash.txt' && "
+	    "printf x >%s/ws/odd/ok$(printf '\\303\\251').txt", tmp, tmp, tmp, tmp,
+	    tmp, tmp);
+	assert_int_equal(workspace_list(root, &b, err, sizeof(err)), 0);
+	assert_non_null(strstr(buf_str(&b), "odd/caf\\xe9.csv  4 B  "
+	    "[name not UTF-8: bytes shown as \\xNN]\n"));
+	assert_non_null(strstr(buf_str(&b), "odd/r\\xe9s/  "
+	    "[name not UTF-8: bytes shown as \\xNN]\n"));
+	assert_non_null(strstr(buf_str(&b), "odd/r\\xe9s/x.txt  1 B  "
+	    "[name not UTF-8: bytes shown as \\xNN]\n"));
+	assert_non_null(strstr(buf_str(&b), "odd/two\\x0aline.txt  1 B  "
+	    "[name not UTF-8: bytes shown as \\xNN]\n"));
+	/* a backslash is itself only when nothing needed escaping */
+	assert_non_null(strstr(buf_str(&b), "odd/back\\x41slash.txt  1 B\n"));
+	assert_non_null(strstr(buf_str(&b), "odd/ok\xc3\xa9.txt  1 B\n"));
+	assert_int_equal(text_scan((const unsigned char *)b.data, b.len, 1,
+	    1 << 20, &cut, &n, err, sizeof(err)), 0);
+	sh("rm -rf %s/ws/odd", tmp);
+	buf_release(&b);
+}
+
 static void
 test_list_bounded(void **state)
 {
@@ -273,6 +316,7 @@ main(void)
 		cmocka_unit_test(test_read_binary_refused),
 		cmocka_unit_test(test_read_truncation),
 		cmocka_unit_test(test_utf8_scan),
+		cmocka_unit_test(test_list_names_not_utf8),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_list_bounded),
 		cmocka_unit_test(test_lock_reentry_after_release),

@@ -242,9 +242,11 @@ test_create_missing_image(void **state)
 	assert_int_equal(sandbox_create(&c, p, "bob", &e), -1);
 	assert_non_null(strstr(e.msg, "make image"));
 	assert_non_null(strstr(e.msg, c.image));
-	snprintf(rundir, sizeof(rundir), "%s/bob", dir);
+	snprintf(rundir, sizeof(rundir), "%s/users/bob", dir);
 	assert_int_equal(stat(rundir, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
+	rmdir(rundir);
+	snprintf(rundir, sizeof(rundir), "%s/users", dir);
 	rmdir(rundir);
 	rmdir(dir);
 	conf_release(&c);
