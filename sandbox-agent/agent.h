@@ -34,6 +34,8 @@ struct agent_config {
 	long		 output_limit;		/* characters per stream */
 	long		 max_images;
 	long		 max_image_side;
+	long		 max_image_bytes;	/* per returned PNG */
+	long		 max_result_image_bytes; /* all PNGs of one result */
 	int		 persist_namespace;
 	unsigned long long namespace_max_bytes;
 	int		 state_summary;

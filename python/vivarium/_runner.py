@@ -92,7 +92,28 @@ def _user_traceback(exc):
     return t if t is not None else tb
 
 
+_error = [None]      # what the code ended with, for report.json's "error"
+
+
+def _error_line(exc):
+    """'KeyError: 'missing'' as the traceback's last line says it, on one
+    line and short: the agent puts it first in the result."""
+    t = type(exc)
+    name = t.__qualname__ if t.__module__ in ("builtins", "__main__") \
+        else "%s.%s" % (t.__module__, t.__qualname__)
+    try:
+        msg = str(exc)
+    except Exception:
+        msg = ""
+    line = ("%s: %s" % (name, msg) if msg else name).replace("\n", " ")
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
 def _print_exception(exc, tb):
+    try:
+        _error[0] = _error_line(exc)
+    except Exception:
+        _error[0] = type(exc).__name__
     traceback = _import("traceback")
     try:
         traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
@@ -106,6 +127,7 @@ def _exit_status(code):
         return 0
     if isinstance(code, bool) or not isinstance(code, int):
         try:
+            _error[0] = _error_line(SystemExit(code))
             sys.stderr.write("%s\n" % (code,))
         except Exception:
             pass
@@ -367,9 +389,10 @@ def _json_str(s):
     return '"' + "".join(out) + '"'
 
 
-def _write_report(run_dir, exit_code, footer):
-    text = '{"version": 1, "exit_code": %d, "footer": %s}\n' % (
-        exit_code, "null" if footer is None else _json_str(footer))
+def _write_report(run_dir, exit_code, footer, error=None):
+    text = '{"version": 1, "exit_code": %d, "footer": %s%s}\n' % (
+        exit_code, "null" if footer is None else _json_str(footer),
+        "" if error is None else ', "error": ' + _json_str(error))
     tmp = os.path.join(run_dir, "report.json.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -382,6 +405,7 @@ def main(env=None):
     env = os.environ if env is None else env
     cfg = Config(env)
     _workspace[0] = cfg.workspace
+    _error[0] = None
     if not cfg.run_dir:
         sys.stderr.write("vivarium runner: VIVARIUM_RUN_DIR is not set\n")
         return 2
@@ -435,7 +459,7 @@ def main(env=None):
             footer = _footer(cfg, st, before, after)
         except Exception as e:  # the footer must never cost the result
             footer = "--- state ---\n(footer failed: %s: %s)" % (type(e).__name__, e)
-    _write_report(cfg.run_dir, status, footer)
+    _write_report(cfg.run_dir, status, footer, _error[0] if status else None)
     return status
 
 
