@@ -627,55 +627,118 @@ fit_rescale(struct pngctx *ctx, uint32_t w, uint32_t h)
 	return 0;
 }
 
+/* The scale that should bring len to about max bytes (bytes grow about
+ * with the pixel count), with a margin, within [lo, hi]. */
+static double
+fit_factor(size_t len, size_t max, double lo, double hi)
+{
+	double	 f = sqrt((double)max / (double)len * 0.85);
+
+	return f < lo ? lo : f > hi ? hi : f;
+}
+
 /*
  * Encodes the decoded image, smaller each time until it fits
- * ctx->max_bytes.  PNG bytes grow about with the pixel count, so each
- * attempt scales the area by the ratio still to go, with a margin.
- * Returns 0 when it fits (or no budget is set), 1 when even the smallest
- * attempt did not, -1 on error.
+ * ctx->max_bytes.  An attempt that lands well under the budget after a
+ * shrink grows once toward the smallest size known to be over, so noise
+ * (whose bytes fall faster than its pixels once averaged) is not returned
+ * as a thumbnail of a quarter of its budget.  The best fitting PNG is
+ * kept in ctx->out.  Returns 0 when one fits (or no budget is set), 1 when
+ * even the smallest attempt did not, -1 on error.
  */
 static int
 fit_budget(struct pngctx *ctx, struct img_thumb *t)
 {
 	const unsigned char *px = ctx->sc.out;
-	uint32_t	 w = ctx->sc.dw, h = ctx->sc.dh, nw, nh, longest;
-	double		 f;
+	unsigned char	*best = NULL;
+	size_t		 best_len = 0;
+	uint32_t	 w = ctx->sc.dw, h = ctx->sc.dh, longest, over = 0, next;
+	uint32_t	 l0 = w > h ? w : h, best_long = 0;
 	int		 attempt, colors, translucent = ctx->sc.translucent;
+	int		 best_w = 0, best_h = 0, best_colors = 0, grows = 0, rc = 1;
+	double		 f;
 
 	for (attempt = 0;; attempt++) {
-		if (fit_encode(ctx, px, w, h, translucent, &colors) == -1)
+		if (fit_encode(ctx, px, w, h, translucent, &colors) == -1) {
+			free(best);
 			return -1;
-		t->width = (int)w;
-		t->height = (int)h;
-		t->colors = colors;
-		t->len = ctx->out.len;
+		}
 		t->attempts = attempt + 1;
-		if (ctx->max_bytes == 0 || ctx->out.len <= ctx->max_bytes)
-			return 0;
 		longest = w > h ? w : h;
-		if (longest <= IMG_MIN_SIDE || attempt + 1 >= IMG_FIT_ATTEMPTS)
-			return 1;
-		f = sqrt((double)ctx->max_bytes / (double)ctx->out.len * 0.85);
-		if (f > 0.9)
-			f = 0.9;
-		if (f < 0.2)
-			f = 0.2;
-		if ((double)longest * f < IMG_MIN_SIDE)
-			f = (double)IMG_MIN_SIDE / longest;
-		nw = (uint32_t)((double)w * f + 0.5);
-		nh = (uint32_t)((double)h * f + 0.5);
-		if (nw < 1)
-			nw = 1;
-		if (nh < 1)
-			nh = 1;
-		if (fit_rescale(ctx, nw, nh) == -1)
+		if (ctx->max_bytes == 0 || ctx->out.len <= ctx->max_bytes) {
+			t->width = (int)w;
+			t->height = (int)h;
+			t->colors = colors;
+			t->len = ctx->out.len;
+			if (attempt == 0)
+				return 0;
+			free(best);
+			best = (unsigned char *)buf_detach(&ctx->out, &best_len);
+			if (best == NULL)
+				return -1;
+			best_w = (int)w;
+			best_h = (int)h;
+			best_long = longest;
+			best_colors = colors;
+			rc = 0;
+			f = fit_factor(best_len, ctx->max_bytes, 1.0, 4.0);
+			next = (uint32_t)((double)longest * f);
+		} else {
+			if (over == 0 || longest < over)
+				over = longest;
+			t->width = (int)w;
+			t->height = (int)h;
+			t->len = ctx->out.len;
+			if (best == NULL && longest <= IMG_MIN_SIDE)
+				return 1;
+			f = fit_factor(ctx->out.len, ctx->max_bytes, 0.2, 0.9);
+			next = (uint32_t)((double)longest * f);
+			if (next < IMG_MIN_SIDE)
+				next = IMG_MIN_SIDE;
+		}
+		if (best != NULL) {
+			/* Grow back toward the smallest size known to be over,
+			 * bisecting once a guess overshot. */
+			if (best_len * 10 >= ctx->max_bytes * 6 ||
+			    grows >= IMG_FIT_GROWS)
+				break;
+			if (over > 0 && (next >= over || longest != best_long))
+				next = best_long + (over - best_long) / 2;
+			if (next <= best_long + 2)
+				break;
+			grows++;
+		}
+		if (attempt + 1 >= IMG_FIT_ATTEMPTS) {
+			if (best == NULL)
+				return 1;
+			break;
+		}
+		w = (uint32_t)(((uint64_t)ctx->sc.dw * next + l0 / 2) / l0);
+		h = (uint32_t)(((uint64_t)ctx->sc.dh * next + l0 / 2) / l0);
+		if (w < 1)
+			w = 1;
+		if (h < 1)
+			h = 1;
+		if (fit_rescale(ctx, w, h) == -1) {
+			free(best);
 			return -1;
+		}
 		px = ctx->sc2.out;
-		w = nw;
-		h = nh;
 		translucent = ctx->sc2.translucent;
 		t->shrunk = 1;
 	}
+	/* The best fit goes back into ctx->out for the caller. */
+	buf_reset(&ctx->out);
+	if (buf_append(&ctx->out, best, best_len) == -1) {
+		free(best);
+		return -1;
+	}
+	free(best);
+	t->width = best_w;
+	t->height = best_h;
+	t->colors = best_colors;
+	t->len = best_len;
+	return rc;
 }
 
 int

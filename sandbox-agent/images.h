@@ -73,11 +73,13 @@ ssize_t	img_snap_changed(const struct img_snap *before,
  * stays under what the eye notices on a chart (40 dB PSNR: anti-aliased
  * lines and text pass, photographs and noise do not).  Past the budget the
  * image is averaged down again, at most IMG_FIT_ATTEMPTS encodings in all,
- * never below IMG_MIN_SIDE on its longest side.
+ * never below IMG_MIN_SIDE on its longest side; one that lands under 60%
+ * of the budget grows back toward the smallest size known to be over.
  */
 #define IMG_QUANT_MIN_PSNR	40.0
 #define IMG_MIN_SIDE		48
 #define IMG_FIT_ATTEMPTS	8
+#define IMG_FIT_GROWS		3	/* of them, back up after a shrink overshot */
 
 struct img_thumb {
 	unsigned char	*png;		/* owned; NULL when it did not fit */
