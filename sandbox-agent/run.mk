@@ -55,3 +55,25 @@ TEST_SUITES += test-fuzz-png
 
 # Warm runs: unit and e2e tests, bench-run.
 include sandbox-agent/warm.mk
+
+# bench-images: bytes and time per returned PNG before (averaged to
+# max_side, truecolour, as it was) and after (palette when faithful, then
+# smaller until the per-image budget fits), on the same figures in one run.
+BENCH_IMAGES := build/bench/images
+BENCH_FIGURES := chart.png scatter3000.png noise1.png noise2.png noise3.png \
+	noise4.png gradient.png
+
+$(BENCH_IMAGES): bench/images/bench.c sandbox-agent/images.c \
+		sandbox-agent/images.h sandbox-agent/quant.c sandbox-agent/quant.h \
+		common/buf.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Isandbox-agent $(call PC_cflags,libpng) -o $@ \
+		bench/images/bench.c sandbox-agent/images.c sandbox-agent/quant.c \
+		common/buf.c $(ALL_LDFLAGS) $(call PC_libs,libpng) -lm
+
+.PHONY: bench-images
+bench-images: $(BENCH_IMAGES)
+	@scripts/deps build test
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	PYTHONPATH=python MPLBACKEND=Agg $(PYTHON) bench/images/figures.py "$$d" >/dev/null && \
+	$(BENCH_IMAGES) "$$d" 1280 25600 $(BENCH_FIGURES)
