@@ -69,7 +69,7 @@ quant_exact(const unsigned char *rgba, size_t n, int max_colors,
 	return 1;
 }
 
-/* ---------------------------------------------------------------- median cut */
+/* ------------------------------------------------------------ median cut */
 
 struct cube {
 	int		 bits;		/* per channel: 5 opaque, 4 with alpha */

@@ -281,24 +281,27 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 	json_t		*content, *item;
 	char		*b64;
 	size_t		 i, room;
-	const char	*out = res->out ? res->out : "", *err = res->err ? res->err : "";
+	const char	*out = res->out ? res->out : "";
+	const char	*err = res->err ? res->err : "";
 	size_t		 out_len = res->out_len, err_len = res->err_len;
 	unsigned long long out_cut = res->out_cut, err_cut = res->err_cut;
 
 	/* Errors first: no client shows isError to the model. */
 	run_result_error_line(&b, res);
 	if (res->spawn_failed)
-		buf_appendf(&b, "error: Python could not be started, so the code did "
-		    "not run.%s%s\n", res->note[0] ? " " : "", res->note);
+		buf_appendf(&b, "error: Python could not be started, so the "
+		    "code did not run.%s%s\n", res->note[0] ? " " : "",
+		    res->note);
 	else if (res->timed_out)
-		buf_appendf(&b, "error: Timed out after %ld s: the run was stopped and "
-		    "its whole process group (any child processes too) was "
-		    "killed. Output printed before that is below; nothing from "
-		    "this run was saved to the namespace.\n", timeout_s);
+		buf_appendf(&b, "error: Timed out after %ld s: the run was "
+		    "stopped and its whole process group (any child processes "
+		    "too) was killed. Output printed before that is below; "
+		    "nothing from this run was saved to the namespace.\n",
+		    timeout_s);
 	else if (res->signaled)
-		buf_appendf(&b, "error: The Python process was killed by signal %d "
-		    "(%s); nothing from this run was saved to the namespace.\n",
-		    res->signal, signal_name(res->signal));
+		buf_appendf(&b, "error: The Python process was killed by "
+		    "signal %d (%s); nothing from this run was saved to the "
+		    "namespace.\n", res->signal, signal_name(res->signal));
 	else if (res->exit_code == 0)
 		buf_appendf(&b, "exit code: %d\n", res->exit_code);
 	if (asked_s != timeout_s)
