@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "config.h"
 #include "link.h"
+#include "text.h"
 
 /* Protocol versions we speak, newest first. */
 #define MCP_LATEST_VERSION	"2025-11-25"
@@ -36,6 +37,8 @@ struct agent_config {
 	long		 output_limit;		/* characters per stream */
 	long		 max_images;
 	long		 max_image_side;
+	long		 max_image_bytes;	/* per returned PNG */
+	long		 max_result_image_bytes; /* all PNGs of one result */
 	int		 persist_namespace;
 	unsigned long long namespace_max_bytes;
 	int		 state_summary;
@@ -95,18 +98,6 @@ int	workspace_read_text(const char *root, const char *path, long max_chars,
 int	workspace_open_file(const char *root, const char *path, struct stat *st,
 	    char *err, size_t errlen);
 
-/*
- * Appends s (n bytes) to out for a model to read.  As it is when it is
- * valid UTF-8 (and, with ESCAPE_CONTROL, has no control character);
- * otherwise, or always with ESCAPE_ALWAYS, each offending byte becomes
- * \xNN and each backslash \\, so the text stays valid and the bytes can
- * still be told apart.  Returns 1 when it escaped, 0 when s went as it
- * is, -1 when out is full.  Escaped file names carry NAME_ESCAPED_MARK.
- */
-#define ESCAPE_CONTROL	0x1	/* file names: a newline would forge a line */
-#define ESCAPE_ALWAYS	0x2	/* a part of a line already escaped */
-#define NAME_ESCAPED_MARK	"[name not UTF-8: bytes shown as \\xNN]"
-int	workspace_escape(struct buf *out, const char *s, size_t n, int flags);
 
 /* Serialises runs per workspace: lock and unlock by the workspace path. */
 struct wslock;

@@ -336,6 +336,15 @@ agent_config_load(struct agent_config *cfg, struct confdiag *d)
 	config_env_long(d, "VIVARIUM_MAX_IMAGES", 4, 0, 100, &cfg->max_images);
 	config_env_long(d, "VIVARIUM_MAX_IMAGE_SIDE", 1280, 16, 16384,
 	    &cfg->max_image_side);
+	/*
+	 * Defaults that let a chart through LibreChat to a model of a 32k
+	 * context (docs/agent.md); the upper bound keeps a whole result under
+	 * RESULT_MAX_BYTES (tools.c) whatever the code draws.
+	 */
+	config_env_long(d, "VIVARIUM_MAX_IMAGE_BYTES", 25600, 1024, 4194304,
+	    &cfg->max_image_bytes);
+	config_env_long(d, "VIVARIUM_MAX_RESULT_IMAGE_BYTES", 102400, 1024,
+	    4194304, &cfg->max_result_image_bytes);
 	config_env_bool(d, "VIVARIUM_PERSIST_NAMESPACE", 1,
 	    &cfg->persist_namespace);
 	config_env_size(d, "VIVARIUM_NAMESPACE_MAX_BYTES", 268435456ULL,

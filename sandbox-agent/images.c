@@ -1,10 +1,11 @@
 /*
  * images.c: PNG change detection in the workspace, and thumbnails made with
- * libpng (see images.h).
+ * libpng, palette-quantised and shrunk to a byte budget (see images.h).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "buf.h"
 #include "images.h"
+#include "quant.h"
 #include "banned.h"
 
 /* ---------------------------------------------------------------- snapshot */
@@ -365,9 +367,11 @@ struct pngctx {
 	unsigned char	*row;
 	unsigned char	*image;		/* interlaced only */
 	png_bytep	*rows;
-	struct scaler	 sc;
+	struct scaler	 sc;		/* the first scaling: max_side */
+	struct scaler	 sc2;		/* a smaller one, to fit max_bytes */
 	struct buf	 out;
 	int		 max_side;
+	size_t		 max_bytes;	/* 0: none */
 	uint32_t	 w, h;
 };
 
@@ -511,13 +515,20 @@ png_decode(struct pngctx *ctx)
 	return 0;
 }
 
-/* Encodes ctx->sc.out into ctx->out. */
+/*
+ * Encodes w x h RGBA pixels into ctx->out: as a palette PNG when q is not
+ * NULL (its indices and colours), else as RGB, or RGBA when translucent.
+ */
 static int
-png_encode(struct pngctx *ctx)
+png_encode(struct pngctx *ctx, const unsigned char *px, uint32_t w,
+    uint32_t h, int translucent, const struct quant_result *q)
 {
-	struct scaler	*sc = &ctx->sc;
+	png_color	 plte[QUANT_MAX_COLORS];
+	png_byte	 trns[QUANT_MAX_COLORS];
 	uint32_t	 y;
+	int		 i, depth = 8;
 
+	buf_reset(&ctx->out);
 	ctx->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx,
 	    png_ctx_error, png_ctx_warning);
 	if (ctx->png == NULL || (ctx->info = png_create_info_struct(ctx->png)) == NULL) {
@@ -527,28 +538,217 @@ png_encode(struct pngctx *ctx)
 	if (setjmp(png_jmpbuf(ctx->png)))
 		return -1;
 	png_set_write_fn(ctx->png, ctx, png_ctx_write, png_ctx_flush);
-	png_set_IHDR(ctx->png, ctx->info, sc->dw, sc->dh, 8,
-	    sc->translucent ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
-	    PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-	    PNG_FILTER_TYPE_DEFAULT);
+	if (q != NULL) {
+		/* The fewest bits that hold the indices: a two-colour chart
+		 * packs eight pixels a byte. */
+		depth = q->ncolors <= 2 ? 1 : q->ncolors <= 4 ? 2 :
+		    q->ncolors <= 16 ? 4 : 8;
+		png_set_IHDR(ctx->png, ctx->info, w, h, depth,
+		    PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE,
+		    PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+		for (i = 0; i < q->ncolors; i++) {
+			plte[i].red = q->palette[i][0];
+			plte[i].green = q->palette[i][1];
+			plte[i].blue = q->palette[i][2];
+			trns[i] = q->palette[i][3];
+		}
+		png_set_PLTE(ctx->png, ctx->info, plte, q->ncolors);
+		if (q->translucent)
+			png_set_tRNS(ctx->png, ctx->info, trns, q->ncolors, NULL);
+		/* Filters rarely help indices (the PNG spec's advice). */
+		png_set_filter(ctx->png, 0, PNG_FILTER_NONE);
+		png_set_compression_level(ctx->png, 9);
+	} else
+		png_set_IHDR(ctx->png, ctx->info, w, h, 8,
+		    translucent ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
+		    PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+		    PNG_FILTER_TYPE_DEFAULT);
 	png_write_info(ctx->png, ctx->info);
-	/* Opaque: the rows stay RGBA here and libpng drops the alpha byte. */
-	if (!sc->translucent)
-		png_set_filler(ctx->png, 0, PNG_FILLER_AFTER);
-	for (y = 0; y < sc->dh; y++)
-		png_write_row(ctx->png, sc->out + (size_t)y * sc->dw * 4);
+	if (q != NULL) {
+		if (depth < 8)
+			png_set_packing(ctx->png);
+		for (y = 0; y < h; y++)
+			png_write_row(ctx->png, q->index + (size_t)y * w);
+	} else {
+		/* Opaque: the rows stay RGBA here and libpng drops the alpha. */
+		if (!translucent)
+			png_set_filler(ctx->png, 0, PNG_FILLER_AFTER);
+		for (y = 0; y < h; y++)
+			png_write_row(ctx->png, px + (size_t)y * w * 4);
+	}
 	png_write_end(ctx->png, NULL);
 	return 0;
 }
 
+/*
+ * One encoding of w x h pixels: palette-quantised when a byte budget is
+ * set and the palette is faithful, else truecolour.
+ */
+static int
+fit_encode(struct pngctx *ctx, const unsigned char *px, uint32_t w,
+    uint32_t h, int translucent, int *colors)
+{
+	struct quant_result q;
+	int		 rc, use;
+
+	*colors = 0;
+	if (ctx->max_bytes == 0) {
+		rc = png_encode(ctx, px, w, h, translucent, NULL);
+		png_destroy_write_struct(&ctx->png, &ctx->info);
+		return rc;
+	}
+	if (quant_image(px, w, h, QUANT_MAX_COLORS, &q) == -1) {
+		snprintf(ctx->msg, sizeof(ctx->msg), "out of memory");
+		return -1;
+	}
+	use = q.exact || q.psnr >= IMG_QUANT_MIN_PSNR;
+	rc = png_encode(ctx, px, w, h, translucent, use ? &q : NULL);
+	png_destroy_write_struct(&ctx->png, &ctx->info);
+	if (rc == 0 && use)
+		*colors = q.ncolors;
+	quant_release(&q);
+	return rc;
+}
+
+/* Averages ctx->sc.out down to w x h into ctx->sc2 (from the first
+ * scaling each time, so blur does not add up over attempts). */
+static int
+fit_rescale(struct pngctx *ctx, uint32_t w, uint32_t h)
+{
+	uint32_t	 y;
+
+	scaler_free(&ctx->sc2);
+	if (scaler_init(&ctx->sc2, ctx->sc.dw, ctx->sc.dh, w, h) == -1) {
+		snprintf(ctx->msg, sizeof(ctx->msg), "out of memory");
+		return -1;
+	}
+	for (y = 0; y < ctx->sc.dh; y++)
+		scaler_row(&ctx->sc2, ctx->sc.out + (size_t)y * ctx->sc.dw * 4);
+	return 0;
+}
+
+/* The scale that should bring len to about max bytes (bytes grow about
+ * with the pixel count), with a margin, within [lo, hi]. */
+static double
+fit_factor(size_t len, size_t max, double lo, double hi)
+{
+	double	 f = sqrt((double)max / (double)len * 0.85);
+
+	return f < lo ? lo : f > hi ? hi : f;
+}
+
+/*
+ * Encodes the decoded image, smaller each time until it fits
+ * ctx->max_bytes.  An attempt that lands well under the budget after a
+ * shrink grows once toward the smallest size known to be over, so noise
+ * (whose bytes fall faster than its pixels once averaged) is not returned
+ * as a thumbnail of a quarter of its budget.  The best fitting PNG is
+ * kept in ctx->out.  Returns 0 when one fits (or no budget is set), 1 when
+ * even the smallest attempt did not, -1 on error.
+ */
+static int
+fit_budget(struct pngctx *ctx, struct img_thumb *t)
+{
+	const unsigned char *px = ctx->sc.out;
+	unsigned char	*best = NULL;
+	size_t		 best_len = 0;
+	uint32_t	 w = ctx->sc.dw, h = ctx->sc.dh, longest, over = 0, next;
+	uint32_t	 l0 = w > h ? w : h, best_long = 0;
+	int		 attempt, colors, translucent = ctx->sc.translucent;
+	int		 best_w = 0, best_h = 0, best_colors = 0, grows = 0, rc = 1;
+	double		 f;
+
+	for (attempt = 0;; attempt++) {
+		if (fit_encode(ctx, px, w, h, translucent, &colors) == -1) {
+			free(best);
+			return -1;
+		}
+		t->attempts = attempt + 1;
+		longest = w > h ? w : h;
+		if (ctx->max_bytes == 0 || ctx->out.len <= ctx->max_bytes) {
+			t->width = (int)w;
+			t->height = (int)h;
+			t->colors = colors;
+			t->len = ctx->out.len;
+			if (attempt == 0)
+				return 0;
+			free(best);
+			best = (unsigned char *)buf_detach(&ctx->out, &best_len);
+			if (best == NULL)
+				return -1;
+			best_w = (int)w;
+			best_h = (int)h;
+			best_long = longest;
+			best_colors = colors;
+			rc = 0;
+			f = fit_factor(best_len, ctx->max_bytes, 1.0, 4.0);
+			next = (uint32_t)((double)longest * f);
+		} else {
+			if (over == 0 || longest < over)
+				over = longest;
+			t->width = (int)w;
+			t->height = (int)h;
+			t->len = ctx->out.len;
+			if (best == NULL && longest <= IMG_MIN_SIDE)
+				return 1;
+			f = fit_factor(ctx->out.len, ctx->max_bytes, 0.2, 0.9);
+			next = (uint32_t)((double)longest * f);
+			if (next < IMG_MIN_SIDE)
+				next = IMG_MIN_SIDE;
+		}
+		if (best != NULL) {
+			/* Grow back toward the smallest size known to be over,
+			 * bisecting once a guess overshot. */
+			if (best_len * 10 >= ctx->max_bytes * 6 ||
+			    grows >= IMG_FIT_GROWS)
+				break;
+			if (over > 0 && (next >= over || longest != best_long))
+				next = best_long + (over - best_long) / 2;
+			if (next <= best_long + 2)
+				break;
+			grows++;
+		}
+		if (attempt + 1 >= IMG_FIT_ATTEMPTS) {
+			if (best == NULL)
+				return 1;
+			break;
+		}
+		w = (uint32_t)(((uint64_t)ctx->sc.dw * next + l0 / 2) / l0);
+		h = (uint32_t)(((uint64_t)ctx->sc.dh * next + l0 / 2) / l0);
+		if (w < 1)
+			w = 1;
+		if (h < 1)
+			h = 1;
+		if (fit_rescale(ctx, w, h) == -1) {
+			free(best);
+			return -1;
+		}
+		px = ctx->sc2.out;
+		translucent = ctx->sc2.translucent;
+		t->shrunk = 1;
+	}
+	/* The best fit goes back into ctx->out for the caller. */
+	buf_reset(&ctx->out);
+	if (buf_append(&ctx->out, best, best_len) == -1) {
+		free(best);
+		return -1;
+	}
+	free(best);
+	t->width = best_w;
+	t->height = best_h;
+	t->colors = best_colors;
+	t->len = best_len;
+	return rc;
+}
+
 int
-img_thumb_fd(int fd, int max_side, struct img_thumb *t, char *errbuf,
-    size_t errlen)
+img_fit_fd(int fd, int max_side, size_t max_bytes, struct img_thumb *t,
+    char *errbuf, size_t errlen)
 {
 	struct pngctx	*ctx;
 	unsigned char	 sig[8];
 	struct stat	 st;
-	int		 dfd = -1, rc = -1;
+	int		 dfd = -1, rc = -1, fit;
 	size_t		 n;
 
 	memset(t, 0, sizeof(*t));
@@ -558,6 +758,7 @@ img_thumb_fd(int fd, int max_side, struct img_thumb *t, char *errbuf,
 	}
 	buf_init(&ctx->out, IMG_MAX_OUTPUT_BYTES);
 	ctx->max_side = max_side;
+	ctx->max_bytes = max_bytes;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		snprintf(errbuf, errlen, "not a regular file");
 		goto done;
@@ -585,16 +786,27 @@ img_thumb_fd(int fd, int max_side, struct img_thumb *t, char *errbuf,
 		goto done;
 	}
 	png_destroy_read_struct(&ctx->png, &ctx->info, NULL);
-	if (png_encode(ctx) == -1) {
+	/* The source rows are not needed past the first scaling. */
+	free(ctx->row);
+	free(ctx->image);
+	free(ctx->rows);
+	ctx->row = ctx->image = NULL;
+	ctx->rows = NULL;
+	t->orig_width = (int)ctx->w;
+	t->orig_height = (int)ctx->h;
+	t->fit_width = (int)ctx->sc.dw;
+	t->fit_height = (int)ctx->sc.dh;
+	if ((fit = fit_budget(ctx, t)) == -1) {
 		snprintf(errbuf, errlen, "cannot encode: %s", ctx->msg);
 		png_destroy_write_struct(&ctx->png, &ctx->info);
 		goto done;
 	}
-	png_destroy_write_struct(&ctx->png, &ctx->info);
-	t->orig_width = (int)ctx->w;
-	t->orig_height = (int)ctx->h;
-	t->width = (int)ctx->sc.dw;
-	t->height = (int)ctx->sc.dh;
+	if (fit == 1) {
+		snprintf(errbuf, errlen, "%zu bytes even at %dx%d, over the "
+		    "%zu-byte budget", t->len, t->width, t->height, max_bytes);
+		rc = 1;
+		goto done;
+	}
 	t->png = (unsigned char *)buf_detach(&ctx->out, &t->len);
 	rc = t->png != NULL ? 0 : -1;
 done:
@@ -604,14 +816,22 @@ done:
 	free(ctx->image);
 	free(ctx->rows);
 	scaler_free(&ctx->sc);
+	scaler_free(&ctx->sc2);
 	buf_release(&ctx->out);
 	free(ctx);
 	return rc;
 }
 
 int
-img_thumb_file(const char *workspace, const char *rel, int max_side,
-    struct img_thumb *t, char *errbuf, size_t errlen)
+img_thumb_fd(int fd, int max_side, struct img_thumb *t, char *errbuf,
+    size_t errlen)
+{
+	return img_fit_fd(fd, max_side, 0, t, errbuf, errlen);
+}
+
+int
+img_fit_file(const char *workspace, const char *rel, int max_side,
+    size_t max_bytes, struct img_thumb *t, char *errbuf, size_t errlen)
 {
 	int	 wfd, fd, rc;
 
@@ -626,9 +846,16 @@ img_thumb_file(const char *workspace, const char *rel, int max_side,
 		snprintf(errbuf, errlen, "%s", strerror(errno));
 		return -1;
 	}
-	rc = img_thumb_fd(fd, max_side, t, errbuf, errlen);
+	rc = img_fit_fd(fd, max_side, max_bytes, t, errbuf, errlen);
 	close(fd);
 	return rc;
+}
+
+int
+img_thumb_file(const char *workspace, const char *rel, int max_side,
+    struct img_thumb *t, char *errbuf, size_t errlen)
+{
+	return img_fit_file(workspace, rel, max_side, 0, t, errbuf, errlen);
 }
 
 void

@@ -39,6 +39,10 @@ usage(FILE *f)
 "  VIVARIUM_OUTPUT_LIMIT       characters kept per stream, tail [20000]\n"
 "  VIVARIUM_MAX_IMAGES         PNGs returned per call, 0 = none [4]\n"
 "  VIVARIUM_MAX_IMAGE_SIDE     longest side of returned PNGs, px [1280]\n"
+"  VIVARIUM_MAX_IMAGE_BYTES    bytes per returned PNG: palette when faithful,\n"
+"                              then smaller until it fits [25600]\n"
+"  VIVARIUM_MAX_RESULT_IMAGE_BYTES  bytes of all PNGs of one call; an image\n"
+"                              that cannot fit is left out, and named [102400]\n"
 "  VIVARIUM_PERSIST_NAMESPACE  keep the Python namespace between calls [1]\n"
 "  VIVARIUM_NAMESPACE_MAX_BYTES  cap on the stored namespace [268435456]\n"
 "  VIVARIUM_STATE_SUMMARY      append the '--- state ---' footer [1]\n"
@@ -85,6 +89,8 @@ print_config(const struct agent_config *c)
 	printf("output_limit       %ld characters\n", c->output_limit);
 	printf("max_images         %ld\n", c->max_images);
 	printf("max_image_side     %ld px\n", c->max_image_side);
+	printf("max_image_bytes    %ld bytes per image, %ld per result\n",
+	    c->max_image_bytes, c->max_result_image_bytes);
 	printf("file links         %s%s\n", c->link_user ? "signed for one "
 	    "user (from the supervisor)" : c->link_key_file ? "served on the "
 	    "TCP listener, key " : "off (no TCP listener, no key)",

@@ -40,6 +40,7 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs \
+		images.test.mjs \
 		namespace.test.mjs longrun.test.mjs files_full.test.mjs
 
 # Leftover processes killed after runs (VIVARIUM_SWEEP): unit tests, and the

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "run.h"
+#include "text.h"
 
 #include "banned.h"
 
@@ -61,4 +63,193 @@ run_result_note(struct run_result *res, const char *fmt, ...)
 	}
 	memcpy(res->note + used, line, n);
 	res->note[used + n] = '\0';
+}
+
+/* ---------------------------------------------------------------- wording */
+
+/* Bytes c takes inside a JSON string (jansson's escapes, counted high). */
+static size_t
+json_char_len(unsigned char c)
+{
+	if (c == '"' || c == '\\')
+		return 2;
+	if (c < 0x20)
+		return 6;
+	return 1;
+}
+
+size_t
+run_text_json_len(const char *s, size_t n)
+{
+	size_t	 i, j = 0;
+
+	for (i = 0; i < n; i++)
+		j += json_char_len((unsigned char)s[i]);
+	return j;
+}
+
+void
+run_text_fit_tail(const char **text, size_t *len, unsigned long long *cut,
+    size_t max_json)
+{
+	const char	*s = *text;
+	size_t		 n = *len, j = 0, start = n, i;
+
+	/* Walk back from the end while the tail still fits. */
+	while (start > 0) {
+		j += json_char_len((unsigned char)s[start - 1]);
+		if (j > max_json)
+			break;
+		start--;
+	}
+	if (start == 0)
+		return;
+	/* Start at a character, not inside one. */
+	while (start < n && ((unsigned char)s[start] & 0xc0) == 0x80)
+		start++;
+	for (i = 0; i < start; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			(*cut)++;
+	*text = s + start;
+	*len = n - start;
+}
+
+size_t
+run_text_fit_head(const char *s, size_t n, size_t max_json)
+{
+	size_t	 i, j = 0;
+
+	for (i = 0; i < n; i++) {
+		j += json_char_len((unsigned char)s[i]);
+		if (j > max_json)
+			break;
+	}
+	while (i > 0 && i < n && ((unsigned char)s[i] & 0xc0) == 0x80)
+		i--;
+	return i;
+}
+
+/*
+ * Appends a workspace path for the text, at most RUN_NAME_MAX bytes (an
+ * ellipsis past that).  A name that is not UTF-8, or holds a control
+ * character, is escaped (text_escape); returns 1 then, so the line can
+ * carry NAME_ESCAPED_MARK.
+ */
+static int
+append_name(struct buf *b, const char *name)
+{
+	size_t	 n = strlen(name), cut = n;
+	int	 r;
+
+	if (cut > RUN_NAME_MAX) {
+		cut = RUN_NAME_MAX;
+		while (cut > 0 && ((unsigned char)name[cut] & 0xc0) == 0x80)
+			cut--;
+	}
+	r = text_escape(b, name, cut, ESCAPE_CONTROL);
+	if (cut < n)
+		buf_appends(b, "\xe2\x80\xa6");
+	return r == 1;
+}
+
+/* 15 KB, 1.2 MB: the sizes the text gives (1 KB = 1000 bytes, as LibreChat
+ * and most people count). */
+static void
+append_kb(struct buf *b, size_t n)
+{
+	if (n < 1000)
+		buf_appendf(b, "%zu bytes", n);
+	else if (n < 1000000)
+		buf_appendf(b, "%zu KB", (n + 500) / 1000);
+	else
+		buf_appendf(b, "%.1f MB", (double)n / 1e6);
+}
+
+void
+run_result_error_line(struct buf *b, const struct run_result *res)
+{
+	if (res->spawn_failed || res->timed_out || res->signaled ||
+	    res->exit_code == 0)
+		return;		/* those say so in their own first line */
+	buf_appends(b, "error: ");
+	if (res->error[0] != '\0')
+		buf_appendf(b, "%s (exit code %d)\n", res->error, res->exit_code);
+	else
+		buf_appendf(b, "exit code %d\n", res->exit_code);
+}
+
+static size_t
+names_listed(const char *s)
+{
+	size_t	 n = *s != '\0';
+
+	while ((s = strstr(s, ", ")) != NULL) {
+		n++;
+		s += 2;
+	}
+	return n;
+}
+
+void
+run_result_images_text(struct buf *b, const struct run_result *res,
+    long max_images)
+{
+	size_t	 i, shown = 0, k = 0;
+	int	 escaped;
+
+	for (i = 0; i < res->nimages; i++)
+		if (!res->images[i].omitted)
+			shown++;
+	for (i = 0; i < res->nimages; i++) {
+		const struct run_image *im = &res->images[i];
+
+		if (im->omitted) {
+			buf_appends(b, "image left out: ");
+			escaped = append_name(b, im->name);
+			if (im->width > 0) {
+				buf_appendf(b, " (%dx%d): still ", im->orig_width,
+				    im->orig_height);
+				append_kb(b, im->png_len);
+				buf_appendf(b, " at %dx%d, over the ", im->width,
+				    im->height);
+			} else
+				buf_appends(b, ": only ");
+			append_kb(b, im->budget);
+			buf_appends(b, im->width > 0 ? " it could have" :
+			    " of the result's image budget was left");
+			buf_appends(b, "; the file is in the workspace at full "
+			    "size.");
+			buf_appends(b, escaped ? " " NAME_ESCAPED_MARK "\n" : "\n");
+			continue;
+		}
+		if (shown > 1)
+			buf_appendf(b, "image %zu of %zu: ", ++k, shown);
+		else
+			buf_appends(b, "image: ");
+		escaped = append_name(b, im->name);
+		buf_appendf(b, " (%dx%d", im->orig_width, im->orig_height);
+		if (im->shrunk) {
+			buf_appendf(b, ", shrunk to %dx%d to fit ", im->width,
+			    im->height);
+			append_kb(b, im->budget);
+		} else if (im->width != im->orig_width ||
+		    im->height != im->orig_height)
+			buf_appendf(b, ", shown at %dx%d", im->width, im->height);
+		buf_appends(b, ", ");
+		append_kb(b, im->png_len);
+		buf_appends(b, escaped ? ") " NAME_ESCAPED_MARK "\n" : ")\n");
+	}
+	if (shown > 1)
+		buf_appendf(b, "The %zu images are attached after this text in "
+		    "that order.\n", shown);
+	if (res->images_skipped > 0) {
+		buf_appendf(b, "%zu more new or changed PNG file(s) not shown "
+		    "(at most %ld images per call): ", res->images_skipped,
+		    max_images);
+		if (append_name(b, res->skipped_names))
+			buf_appends(b, " " NAME_ESCAPED_MARK);
+		if (res->images_skipped > names_listed(res->skipped_names))
+			buf_appends(b, ", …");
+		buf_appends(b, "; they are in the workspace.\n");
+	}
 }

@@ -36,6 +36,8 @@ extern char **environ;
 /* Paths taken from the report's files_written (the runner sends 200). */
 #define REPORT_FILES_MAX	200
 #define RUNDIR_MAX_DEPTH	8
+/* A budget under this is no image worth sending: the PNG is left out. */
+#define IMAGE_MIN_BUDGET	1024
 /* Decoding attempts past max_images, for PNGs that fail to load. */
 #define IMAGE_EXTRA_TRIES	8
 
@@ -488,9 +490,35 @@ report_files(json_t *v, struct run_result *res)
 }
 
 /*
+ * The report's "error" as one line of at most errlen - 1 bytes: control
+ * characters (a multi-line message, a NUL) become spaces, and a cut falls
+ * between characters (the string is UTF-8: jansson checked it).
+ */
+static void
+report_error(json_t *e, char *error, size_t errlen)
+{
+	const char	*s;
+	size_t		 n, i;
+
+	error[0] = '\0';
+	if (!json_is_string(e) || errlen == 0)
+		return;
+	s = json_string_value(e);
+	n = json_string_length(e);
+	if (n > errlen - 1) {
+		n = errlen - 1;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	for (i = 0; i < n; i++)
+		error[i] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
+	error[n] = '\0';
+}
+
+/*
  * Reads the runner's report.json: never trusted, capped, type-checked.
- * Returns RUN_REPORT_OK with *footer set (owned, or NULL) and res->files
- * filled, or another status with the reason in why.
+ * Returns RUN_REPORT_OK with *footer set (owned, or NULL), res->files and
+ * res->error filled, or another status with the reason in why.
  */
 static int
 report_read(const char *rundir, int exit_code, char **footer,
@@ -577,6 +605,9 @@ report_read(const char *rundir, int exit_code, char **footer,
 		*footer = NULL;
 		goto done;
 	}
+	/* Optional: older runners do not write it. */
+	report_error(json_object_get(root, "error"), res->error,
+	    sizeof(res->error));
 	rc = RUN_REPORT_OK;
 done:
 	json_decref(root);
@@ -587,6 +618,39 @@ done:
 
 /* ---------------------------------------------------------------- images */
 
+/* Names a PNG left out for max_images, while there is room to. */
+static void
+images_skip(struct run_result *res, const char *path)
+{
+	size_t	 used = strlen(res->skipped_names);
+
+	res->images_skipped++;
+	if (used + strlen(path) + 3 < sizeof(res->skipped_names))
+		snprintf(res->skipped_names + used,
+		    sizeof(res->skipped_names) - used, "%s%s", used ? ", " : "",
+		    path);
+}
+
+/*
+ * The budget of the next image: its share of what is left of the result's,
+ * so that one large image cannot starve the ones after it, and never more
+ * than the per-image budget.  Unused shares roll over.
+ */
+static size_t
+images_budget(const struct run_limits *lim, size_t used, size_t left)
+{
+	size_t	 rest, share;
+
+	if (lim->max_image_bytes == 0 && lim->max_result_image_bytes == 0)
+		return 0;	/* tests and benchmarks: no budget at all */
+	rest = lim->max_result_image_bytes > used ?
+	    lim->max_result_image_bytes - used : 0;
+	share = left > 0 ? rest / left : rest;
+	if (lim->max_image_bytes > 0 && share > lim->max_image_bytes)
+		share = lim->max_image_bytes;
+	return share;
+}
+
 static void
 images_collect(const struct run_limits *lim, const struct run_request *rq,
     const struct img_snap *before, struct run_result *res)
@@ -594,10 +658,12 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 	struct img_snap	 after = IMG_SNAP_INIT;
 	const struct img_file **ch = NULL;
 	struct img_thumb t;
-	struct run_image *im;
+	struct run_image *im, tmp;
 	char		 err[256];
 	ssize_t		 n, i;
-	size_t		 tries = 0, max = (size_t)lim->max_images;
+	size_t		 tries = 0, max = (size_t)lim->max_images, used = 0;
+	size_t		 left, budget, k;
+	int		 rc;
 
 	if (img_snap_take(&after, rq->workspace, err, sizeof(err)) == -1) {
 		log_warnx("images: %s", err);
@@ -607,22 +673,35 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 		goto done;
 	if ((res->images = calloc(max, sizeof(*res->images))) == NULL)
 		goto done;
+	/* Newest first: when there are more than max_images, the last ones
+	 * drawn are the ones the model asked for. */
 	for (i = 0; i < n; i++) {
 		if (res->nimages >= max || tries >= max + IMAGE_EXTRA_TRIES) {
-			res->images_skipped++;
+			images_skip(res, ch[i]->path);
 			continue;
 		}
 		tries++;
-		if (img_thumb_file(rq->workspace, ch[i]->path,
-		    lim->max_image_side, &t, err, sizeof(err)) == -1) {
-			run_result_note(res, "%s could not be shown: %s.", ch[i]->path,
-			    err);
-			continue;
-		}
+		left = max - res->nimages;
+		if ((size_t)(n - i) < left)
+			left = (size_t)(n - i);
+		budget = images_budget(lim, used, left);
 		im = &res->images[res->nimages];
+		memset(&t, 0, sizeof(t));
+		if (budget > 0 && budget < IMAGE_MIN_BUDGET) {
+			/* Nothing worth seeing fits in what is left. */
+			rc = 1;
+		} else {
+			rc = img_fit_file(rq->workspace, ch[i]->path,
+			    lim->max_image_side, budget, &t, err, sizeof(err));
+			if (rc == -1) {
+				run_result_note(res, "%s could not be shown: %s.",
+				    ch[i]->path, err);
+				continue;
+			}
+		}
 		if ((im->name = strdup(ch[i]->path)) == NULL) {
 			img_thumb_release(&t);
-			res->images_skipped++;
+			images_skip(res, ch[i]->path);
 			continue;
 		}
 		im->png = t.png;
@@ -631,7 +710,20 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 		im->height = t.height;
 		im->orig_width = t.orig_width;
 		im->orig_height = t.orig_height;
+		im->colors = t.colors;
+		im->shrunk = t.shrunk;
+		im->omitted = rc == 1;
+		im->budget = budget;
+		if (rc == 0)
+			used += t.len;
 		res->nimages++;
+	}
+	/* Attached in the order they were written, which is the order the
+	 * code printed about them (the chart helpers' descriptions). */
+	for (k = 0; k < res->nimages / 2; k++) {
+		tmp = res->images[k];
+		res->images[k] = res->images[res->nimages - 1 - k];
+		res->images[res->nimages - 1 - k] = tmp;
 	}
 done:
 	if (after.truncated)

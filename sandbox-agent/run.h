@@ -15,6 +15,8 @@ struct run_limits {
 	size_t		 output_limit;		/* characters kept per stream (tail) */
 	int		 max_images;		/* VIVARIUM_MAX_IMAGES, 0 disables */
 	int		 max_image_side;	/* VIVARIUM_MAX_IMAGE_SIDE, px */
+	size_t		 max_image_bytes;	/* VIVARIUM_MAX_IMAGE_BYTES */
+	size_t		 max_result_image_bytes; /* VIVARIUM_MAX_RESULT_IMAGE_BYTES */
 	int		 persist_namespace;	/* passed to the runner */
 	unsigned long long namespace_max_bytes;
 	int		 state_summary;
@@ -39,13 +41,20 @@ struct run_request {
 	void		*observe_arg;
 };
 
-/* One returned image: a PNG, already downscaled. */
+/*
+ * One new or changed PNG: a copy sized for the model, or (png NULL,
+ * omitted) the reason it was left out to keep the result in its budget.
+ */
 struct run_image {
 	char		*name;			/* owned; path relative to the workspace */
-	unsigned char	*png;			/* owned */
-	size_t		 png_len;
-	int		 width, height;		/* as returned */
+	unsigned char	*png;			/* owned; NULL when omitted */
+	size_t		 png_len;		/* when omitted: the smallest try */
+	int		 width, height;		/* as returned (or last tried) */
 	int		 orig_width, orig_height;
+	int		 colors;		/* palette size; 0: truecolour */
+	int		 shrunk;		/* made smaller than max_side to fit */
+	int		 omitted;		/* no copy fit its budget */
+	size_t		 budget;		/* the bytes it was allowed */
 };
 
 /* What became of the runner's report.json (docs/runner-contract.md). */
@@ -77,10 +86,14 @@ struct run_result {
 	char		**files;		/* owned; report.json's files_written:
 						 * workspace paths new or changed */
 	size_t		 nfiles;
-	struct run_image *images;		/* owned; at most max_images */
-	size_t		 nimages;
+	struct run_image *images;		/* owned; at most max_images, in
+						 * the order they were written */
+	size_t		 nimages;		/* omitted ones included */
 	size_t		 images_skipped;	/* changed PNGs over max_images */
+	char		 skipped_names[256];	/* the first of them, ", "-separated */
 	char		 note[512];		/* a plain-words problem to report, or "" */
+	char		 error[256];		/* report.json's "error": what the code
+						 * ended with ("KeyError: 'x'"), or "" */
 	int		 report;		/* enum run_report */
 };
 
@@ -104,6 +117,35 @@ void	run_result_release(struct run_result *);	/* frees; leaves it empty */
  * boundary when the note is full. */
 void	run_result_note(struct run_result *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/*
+ * The whole CallToolResult of a run stays under RESULT_MAX_BYTES as JSON,
+ * whatever the code prints or draws (LibreChat refuses a response over
+ * 16 MiB and loses our text with it): images are capped by
+ * VIVARIUM_MAX_RESULT_IMAGE_BYTES (at most 4 MiB), fixed text by
+ * RESULT_TEXT_FIXED, and stdout and stderr share what is left.
+ */
+#define RESULT_MAX_BYTES	(8u << 20)
+#define RESULT_TEXT_FIXED	(256u << 10)
+#define RESULT_FOOTER_MAX	(128u << 10)	/* as JSON */
+#define RUN_NAME_MAX		300	/* bytes of a file name in the text */
+
+struct buf;
+/* Bytes s takes as a JSON string's contents (counted high). */
+size_t	run_text_json_len(const char *s, size_t n);
+/* Drops the front of *text until the rest takes at most max_json bytes as
+ * JSON, at a character boundary; adds the characters dropped to *cut. */
+void	run_text_fit_tail(const char **text, size_t *len,
+	    unsigned long long *cut, size_t max_json);
+/* The length of the longest head of s that takes at most max_json. */
+size_t	run_text_fit_head(const char *s, size_t n, size_t max_json);
+/* "error: KeyError: 'x' (exit code 1)\n" for a run that exited non-zero;
+ * nothing otherwise (timeouts, signals, failed starts have their own). */
+void	run_result_error_line(struct buf *, const struct run_result *);
+/* One line per image: shown (size, bytes, shrunk to fit), left out, and
+ * the PNGs over max_images, by name. */
+void	run_result_images_text(struct buf *, const struct run_result *,
+	    long max_images);
+
 /*
  * With lim->warm: starts the zygote if needed and waits at most `seconds`
  * until it is ready (runs do not wait: they run cold until then).  0 when

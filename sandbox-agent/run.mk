@@ -3,9 +3,10 @@
 # Included by sandbox-agent/module.mk.
 
 $(eval $(call unit_test,common_spawn,tests/unit/common/spawn.c,,))
-$(eval $(call unit_test,agent_png,tests/unit/sandbox-agent/png.c,,libpng))
-$(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/warm.o,jansson libpng))
-$(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/warm.o,jansson libpng))
+$(eval $(call unit_test,agent_quant,tests/unit/sandbox-agent/quant.c,,))
+$(eval $(call unit_test,agent_png,tests/unit/sandbox-agent/png.c,$(O)/sandbox-agent/quant.o,libpng))
+$(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
+$(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
 
 # The tests of spawning, tails, images and run_python under valgrind (a build
 # without sanitizers: the two do not mix).  The child side of a fork is not
@@ -16,8 +17,10 @@ VALGRIND_RUN := valgrind -q --error-exitcode=9 --leak-check=full \
 .PHONY: test-valgrind-agent
 test-valgrind-agent:
 	@$(MAKE) --no-print-directory SANITIZE= build/rel/t/common_spawn \
-		build/rel/t/agent_png build/rel/t/agent_run_output build/rel/t/agent_run
+		build/rel/t/agent_quant build/rel/t/agent_png \
+		build/rel/t/agent_run_output build/rel/t/agent_run
 	SPAWN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/common_spawn
+	$(VALGRIND_RUN) build/rel/t/agent_quant
 	$(VALGRIND_RUN) build/rel/t/agent_png
 	$(VALGRIND_RUN) build/rel/t/agent_run_output
 	RUN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/agent_run
@@ -29,13 +32,14 @@ TEST_SUITES += test-valgrind-agent
 FUZZ_PNG := build/fuzz/agent-png
 
 $(FUZZ_PNG): tests/fuzz/png/fuzz_thumb.c sandbox-agent/images.c \
-		sandbox-agent/images.h common/buf.c
+		sandbox-agent/images.h sandbox-agent/quant.c sandbox-agent/quant.h \
+		common/buf.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Isandbox-agent \
 		$(call PC_cflags,libpng) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/png/fuzz_thumb.c sandbox-agent/images.c \
-		common/buf.c $(call PC_libs,libpng)
+		sandbox-agent/quant.c common/buf.c $(call PC_libs,libpng) -lm
 
 .PHONY: test-fuzz-png fuzz
 test-fuzz-png:
@@ -51,3 +55,25 @@ TEST_SUITES += test-fuzz-png
 
 # Warm runs: unit and e2e tests, bench-run.
 include sandbox-agent/warm.mk
+
+# bench-images: bytes and time per returned PNG before (averaged to
+# max_side, truecolour, as it was) and after (palette when faithful, then
+# smaller until the per-image budget fits), on the same figures in one run.
+BENCH_IMAGES := build/bench/images
+BENCH_FIGURES := chart.png scatter3000.png noise1.png noise2.png noise3.png \
+	noise4.png gradient.png
+
+$(BENCH_IMAGES): bench/images/bench.c sandbox-agent/images.c \
+		sandbox-agent/images.h sandbox-agent/quant.c sandbox-agent/quant.h \
+		common/buf.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Isandbox-agent $(call PC_cflags,libpng) -o $@ \
+		bench/images/bench.c sandbox-agent/images.c sandbox-agent/quant.c \
+		common/buf.c $(ALL_LDFLAGS) $(call PC_libs,libpng) -lm
+
+.PHONY: bench-images
+bench-images: $(BENCH_IMAGES)
+	@scripts/deps build test
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	PYTHONPATH=python MPLBACKEND=Agg $(PYTHON) bench/images/figures.py "$$d" >/dev/null && \
+	$(BENCH_IMAGES) "$$d" 1280 25600 $(BENCH_FIGURES)

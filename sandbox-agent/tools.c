@@ -312,7 +312,7 @@ text_content(const char *text, size_t len)
 	    len)) != NULL)
 		return t;
 	/* Not UTF-8 somewhere: a result is never lost over its bytes. */
-	if (workspace_escape(&b, text, len, 0) == 1)
+	if (text_escape(&b, text, len, 0) == 1)
 		t = json_pack("{s:s, s:s%}", "type", "text", "text",
 		    buf_str(&b), b.len);
 	buf_release(&b);
@@ -412,9 +412,15 @@ run_structured(const struct run_result *res, const char *job_id)
 	images = json_array();
 	files = json_array();
 	for (i = 0; images != NULL && i < res->nimages; i++) {
-		im = json_pack("{s:s, s:i, s:i}", "name", res->images[i].name,
+		struct buf nm = BUF_INIT(PATH_MAX * 4);
+
+		/* As the text shows it: a JSON string must be UTF-8. */
+		(void)text_escape(&nm, res->images[i].name,
+		    strlen(res->images[i].name), ESCAPE_CONTROL);
+		im = json_pack("{s:s%, s:i, s:i}", "name", buf_str(&nm), nm.len,
 		    "width", res->images[i].orig_width,
 		    "height", res->images[i].orig_height);
+		buf_release(&nm);
 		if (im == NULL || json_array_append_new(images, im) == -1) {
 			json_decref(images);
 			images = NULL;
@@ -438,6 +444,22 @@ run_structured(const struct run_result *res, const char *job_id)
 	return sc;
 }
 
+/*
+ * What stdout and stderr may each take as JSON so that the whole result
+ * stays under RESULT_MAX_BYTES (run.h): what the images and the fixed
+ * text leave, halved.
+ */
+static size_t
+result_stream_room(const struct run_result *res)
+{
+	size_t	 used = RESULT_TEXT_FIXED, i;
+
+	for (i = 0; i < res->nimages; i++)
+		if (res->images[i].png != NULL)
+			used += (res->images[i].png_len + 2) / 3 * 4 + 64;
+	return used >= RESULT_MAX_BYTES ? 0 : (RESULT_MAX_BYTES - used) / 2;
+}
+
 /* Turns a run into the CallToolResult the model reads. */
 static json_t *
 run_result_json(const struct run_result *res, long timeout_s, long asked_s,
@@ -448,62 +470,53 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 	struct buf	 b = BUF_INIT(TEXT_MAX);
 	json_t		*content, *item;
 	char		*b64;
-	size_t		 i;
+	size_t		 i, room;
+	const char	*out = res->out ? res->out : "";
+	const char	*err = res->err ? res->err : "";
+	size_t		 out_len = res->out_len, err_len = res->err_len;
+	unsigned long long out_cut = res->out_cut, err_cut = res->err_cut;
 
+	/* Errors first: no client shows isError to the model. */
+	run_result_error_line(&b, res);
+	if (res->spawn_failed)
+		buf_appendf(&b, "error: Python could not be started, so the "
+		    "code did not run.%s%s\n", res->note[0] ? " " : "",
+		    res->note);
+	else if (res->timed_out)
+		buf_appendf(&b, "error: Timed out after %ld s: the run was "
+		    "stopped and its whole process group (any child processes "
+		    "too) was killed. Output printed before that is below; "
+		    "nothing from this run was saved to the namespace.\n",
+		    timeout_s);
+	else if (res->stopped)
+		buf_appendf(&b, "error: Stopped after %.1f s: the run's whole "
+		    "process group was killed. Output printed before that is "
+		    "below; nothing from this run was saved to the namespace.\n",
+		    res->duration);
+	else if (res->signaled)
+		buf_appendf(&b, "error: The Python process was killed by "
+		    "signal %d (%s); nothing from this run was saved to the "
+		    "namespace.\n", res->signal, signal_name(res->signal));
+	else if (res->exit_code == 0)
+		buf_appendf(&b, "exit code: %d\n", res->exit_code);
 	if (asked_s != timeout_s)
 		buf_appendf(&b, "note: timeout_seconds=%ld is above this "
 		    "server's limit; %ld was used.\n", asked_s, timeout_s);
-	if (res->spawn_failed)
-		buf_appendf(&b, "Python could not be started, so the code did "
-		    "not run.%s%s\n", res->note[0] ? " " : "", res->note);
-	else if (res->timed_out)
-		buf_appendf(&b, "Timed out after %ld s: the run was stopped and "
-		    "its whole process group (any child processes too) was "
-		    "killed. Output printed before that is below; nothing from "
-		    "this run was saved to the namespace.\n", timeout_s);
-	else if (res->stopped)
-		buf_appendf(&b, "Stopped after %.1f s: the run's whole process "
-		    "group was killed. Output printed before that is below; "
-		    "nothing from this run was saved to the namespace.\n",
-		    res->duration);
-	else if (res->signaled)
-		buf_appendf(&b, "The Python process was killed by signal %d "
-		    "(%s); nothing from this run was saved to the namespace.\n",
-		    res->signal, signal_name(res->signal));
-	else
-		buf_appendf(&b, "exit code: %d\n", res->exit_code);
 	if (res->note[0] && !res->spawn_failed)
 		buf_appendf(&b, "note: %s\n", res->note);
 
-	stream_section(&b, "stdout", res->out ? res->out : "", res->out_len,
-	    res->out_cut);
-	stream_section(&b, "stderr", res->err ? res->err : "", res->err_len,
-	    res->err_cut);
+	room = result_stream_room(res);
+	run_text_fit_tail(&out, &out_len, &out_cut, room);
+	run_text_fit_tail(&err, &err_len, &err_cut, room);
+	stream_section(&b, "stdout", out, out_len, out_cut);
+	stream_section(&b, "stderr", err, err_len, err_cut);
 	if (!res->spawn_failed && res->out_len == 0 && res->out_cut == 0 &&
 	    res->err_len == 0 && res->err_cut == 0)
 		buf_appends(&b, "(no output)\n");
-	for (i = 0; i < res->nimages; i++) {
-		const struct run_image *im = &res->images[i];
-		struct buf	 nm = BUF_INIT(PATH_MAX * 4);
-		const char	*mark;
-
-		mark = workspace_escape(&nm, im->name, strlen(im->name),
-		    ESCAPE_CONTROL) == 1 ? " " NAME_ESCAPED_MARK : "";
-		if (im->width != im->orig_width || im->height != im->orig_height)
-			buf_appendf(&b, "image: %s (%dx%d, shown at %dx%d)%s\n",
-			    buf_str(&nm), im->orig_width, im->orig_height,
-			    im->width, im->height, mark);
-		else
-			buf_appendf(&b, "image: %s (%dx%d)%s\n", buf_str(&nm),
-			    im->width, im->height, mark);
-		buf_release(&nm);
-	}
-	if (res->images_skipped > 0)
-		buf_appendf(&b, "%zu more new or changed PNG file(s) not shown "
-		    "(at most %ld images per call); they are in the workspace.\n",
-		    res->images_skipped, max_images);
+	run_result_images_text(&b, res, max_images);
 	if (res->footer != NULL) {
-		buf_appends(&b, res->footer);
+		buf_append(&b, res->footer, run_text_fit_head(res->footer,
+		    strlen(res->footer), RESULT_FOOTER_MAX));
 		if (b.len > 0 && b.data[b.len - 1] != '\n')
 			buf_append(&b, "\n", 1);
 	}
@@ -517,6 +530,8 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		return NULL;
 	}
 	for (i = 0; i < res->nimages; i++) {
+		if (res->images[i].png == NULL)
+			continue;	/* left out; the text says so */
 		b64 = base64(res->images[i].png, res->images[i].png_len);
 		if (b64 == NULL)
 			break;
@@ -708,6 +723,8 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	lim.output_limit = (size_t)cfg->output_limit;
 	lim.max_images = (int)cfg->max_images;
 	lim.max_image_side = (int)cfg->max_image_side;
+	lim.max_image_bytes = (size_t)cfg->max_image_bytes;
+	lim.max_result_image_bytes = (size_t)cfg->max_result_image_bytes;
 	lim.persist_namespace = cfg->persist_namespace;
 	lim.namespace_max_bytes = cfg->namespace_max_bytes;
 	lim.state_summary = cfg->state_summary;

@@ -93,10 +93,45 @@ def bounded_join(items, limit, sep="  "):
     return sep.join(out)
 
 
+LARGE = 10            # items from which a container counts as data
+LONG_TEXT = 1000      # characters from which a string does
+
+
+def weight(value):
+    """(rank, -size) to sort a value by: what the model works on comes
+    first, so a loop's leftovers (i, v0 ... v299) cannot hide the DataFrame
+    behind "… N more".  Ranks: 0 frames, 1 arrays and Series, 2 large
+    containers and long text, 3 other objects, 4 functions and classes,
+    5 small containers, 6 scalars and short text."""
+    try:
+        return _weight(value)
+    except Exception:
+        return (3, 0)
+
+
+def _weight(v):
+    if v is None or isinstance(v, (bool, int, float, complex)):
+        return (6, 0)
+    if isinstance(v, (str, bytes, bytearray)):
+        return (2, -len(v)) if len(v) >= LONG_TEXT else (6, 0)
+    if _is(v, "pandas", "DataFrame"):
+        return (0, -int(v.size))
+    if _is(v, "pandas", "Series") or _is(v, "numpy", "ndarray"):
+        return (1, -int(v.size))
+    if isinstance(v, (dict, list, tuple, set, frozenset)):
+        return (2, -len(v)) if len(v) >= LARGE else (5, 0)
+    if isinstance(v, (types.FunctionType, types.BuiltinFunctionType,
+                      types.MethodType, type)):
+        return (4, 0)
+    return (3, 0)
+
+
 def vars_line(values):
-    """values: (name, value) pairs of what the next call gets."""
-    items = ["%s %s" % (_cut(n, NAME_MAX), summarize(v))
-             for n, v in sorted(values, key=lambda kv: kv[0])]
+    """values: (name, value) pairs of what the next call gets, heaviest
+    first (see weight), then by name."""
+    ranked = sorted(((weight(v), n, v) for n, v in values),
+                    key=lambda t: (t[0], t[1]))
+    items = ["%s %s" % (_cut(n, NAME_MAX), summarize(v)) for _, n, v in ranked]
     return "vars: " + bounded_join(items, VARS_MAX - 6)
 
 

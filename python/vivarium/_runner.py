@@ -94,7 +94,28 @@ def _user_traceback(exc):
     return t if t is not None else tb
 
 
+_error = [None]      # what the code ended with, for report.json's "error"
+
+
+def _error_line(exc):
+    """'KeyError: 'missing'' as the traceback's last line says it, on one
+    line and short: the agent puts it first in the result."""
+    t = type(exc)
+    name = t.__qualname__ if t.__module__ in ("builtins", "__main__") \
+        else "%s.%s" % (t.__module__, t.__qualname__)
+    try:
+        msg = str(exc)
+    except Exception:
+        msg = ""
+    line = ("%s: %s" % (name, msg) if msg else name).replace("\n", " ")
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
 def _print_exception(exc, tb):
+    try:
+        _error[0] = _error_line(exc)
+    except Exception:
+        _error[0] = type(exc).__name__
     traceback = _import("traceback")
     try:
         traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
@@ -108,6 +129,7 @@ def _exit_status(code):
         return 0
     if isinstance(code, bool) or not isinstance(code, int):
         try:
+            _error[0] = _error_line(SystemExit(code))
             sys.stderr.write("%s\n" % (code,))
         except Exception:
             pass
@@ -379,11 +401,13 @@ def _json_str(s):
 WRITTEN_MAX = 200
 
 
-def _write_report(run_dir, exit_code, footer, written=None):
+def _write_report(run_dir, exit_code, footer, written=None, error=None):
     extra = ""
     if written is not None:
         extra = ', "files_written": [%s]' % ", ".join(
             _json_str(p) for p in written[:WRITTEN_MAX])
+    if error is not None:
+        extra += ', "error": ' + _json_str(error)
     text = '{"version": 1, "exit_code": %d, "footer": %s%s}\n' % (
         exit_code, "null" if footer is None else _json_str(footer), extra)
     tmp = os.path.join(run_dir, "report.json.tmp")
@@ -398,6 +422,7 @@ def main(env=None):
     env = os.environ if env is None else env
     cfg = Config(env)
     _workspace[0] = cfg.workspace
+    _error[0] = None
     if not cfg.run_dir:
         sys.stderr.write("vivarium runner: VIVARIUM_RUN_DIR is not set\n")
         return 2
@@ -453,7 +478,8 @@ def main(env=None):
             footer = _footer(cfg, st, before, after)
         except Exception as e:  # the footer must never cost the result
             footer = "--- state ---\n(footer failed: %s: %s)" % (type(e).__name__, e)
-    _write_report(cfg.run_dir, status, footer, st.written)
+    _write_report(cfg.run_dir, status, footer, st.written,
+                  _error[0] if status else None)
     return status
 
 

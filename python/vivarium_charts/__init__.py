@@ -12,6 +12,12 @@ Every helper draws on its own Figure with the Agg canvas (no pyplot state,
 whatever MPLBACKEND says), writes a PNG and returns its file name.  Without
 filename= the name comes from the title (or the chart kind) and never
 overwrites an existing file: a second chart with the same title gets -2.
+
+Each helper also prints one line that says in words what it drew (file,
+title, x range, and each series' first, last, min and max value and number
+of points), so the model can reason about a chart it cannot see: not every
+provider passes images on, and later turns only have the text.
+describe=False turns the line off.
 """
 import os
 import re
@@ -21,6 +27,8 @@ __all__ = ["line_chart", "bar_chart", "scatter_chart", "clean_numeric"]
 FIGSIZE = (8.0, 4.5)     # inches; at DPI this is 960x540 pixels
 DPI = 120
 MAX_XTICKS = 12          # category labels shown on a crowded axis
+DESCRIBE_SERIES = 8      # series named in a chart's description line
+DESCRIBE_MAX = 1000      # characters in that line
 
 # Strings that mean "no value" in the data sources the model reads: AMECO and
 # DBnomics write NA, Eurostat ":", others n/a, "-", "..", or nothing.
@@ -334,10 +342,78 @@ def _save(fig, filename, title, kind):
     return name
 
 
+# ------------------------------------------------------------ describing
+
+def _num(v):
+    """A value for the description: short, but exact enough to check."""
+    v = float(v)
+    if v.is_integer() and abs(v) < 1e15:
+        return "%d" % v
+    return "%.6g" % v
+
+
+def _xtext(v, kind):
+    if kind == "date":
+        import pandas as pd
+        t = pd.Timestamp(v)
+        return t.strftime("%Y-%m-%d" if t == t.normalize() else "%Y-%m-%d %H:%M")
+    if kind == "number":
+        return _num(v)
+    return repr(str(v)[:40])
+
+
+def _description(kind, name, title, d):
+    """The one line a helper prints about its chart: the file, the title,
+    the x range and, per series in x order, points, first, last, min and max."""
+    import numpy as np
+    n = len(d.x)
+    if d.kind == "category":
+        order = np.arange(n)
+        xbad = np.zeros(n, dtype=bool)
+    else:
+        xv = np.asarray(d.x)
+        xbad = np.isnat(xv) if d.kind == "date" else np.isnan(xv)
+        order = np.argsort(xv, kind="stable")
+    parts = ["chart %s: %s" % (name, kind)]
+    if title:
+        parts[0] += ' "%s"' % str(title)[:80]
+    ok_x = [i for i in order if not xbad[i]]
+    if d.kind == "category":
+        if n:
+            parts.append("x: %d categor%s, %s to %s" % (
+                n, "y" if n == 1 else "ies", _xtext(d.x[0], "category"),
+                _xtext(d.x[-1], "category")))
+    elif ok_x:
+        parts.append("x%s: %s to %s" % (" (%s)" % d.xname if d.xname else "",
+                                        _xtext(d.x[ok_x[0]], d.kind),
+                                        _xtext(d.x[ok_x[-1]], d.kind)))
+    for label, v in d.series[:DESCRIBE_SERIES]:
+        vals = np.asarray(v, dtype=float)[ok_x] if ok_x else np.array([])
+        vals = vals[~np.isnan(vals)]
+        if len(vals) == 0:
+            parts.append("%s: no values" % label[:40])
+            continue
+        parts.append("%s: %d point%s, first %s, last %s, min %s, max %s" % (
+            label[:40], len(vals), "" if len(vals) == 1 else "s", _num(vals[0]),
+            _num(vals[-1]), _num(vals.min()), _num(vals.max())))
+    if len(d.series) > DESCRIBE_SERIES:
+        parts.append("… %d more series" % (len(d.series) - DESCRIBE_SERIES))
+    line = "; ".join(parts)
+    return line if len(line) <= DESCRIBE_MAX else line[:DESCRIBE_MAX - 1] + "…"
+
+
+def _print_description(kind, name, title, d):
+    try:
+        line = _description(kind, name, title, d)
+    except Exception as e:      # a description must never cost the chart
+        line = "chart %s: %s (no description: %s)" % (name, kind, type(e).__name__)
+    print(line, flush=True)
+
+
 # ----------------------------------------------------------------- charts
 
 def line_chart(df, x=None, y=None, title=None, xlabel=None, ylabel=None,
-               filename=None, marker=None):
+               filename=None, marker=None, describe=True):
     """A line per y column against x (default: the index) and returns the PNG's
     file name.  y: a column or a list of columns (default: every numeric column
     but x).  Junk values ("NA", "n/a", "") are gaps the line steps over."""
@@ -351,6 +427,7 @@ def line_chart(df, x=None, y=None, title=None, xlabel=None, ylabel=None,
         order = np.argsort(xs, kind="stable")
         xs = xs[order]
         d.series = [(lab, v[order]) for lab, v in d.series]
+        d.x = xs
     many = len(d.x) > 60
     xok = np.isnat(xs) if d.kind == "date" else np.isnan(xs)
     for label, v in d.series:
@@ -361,11 +438,14 @@ def line_chart(df, x=None, y=None, title=None, xlabel=None, ylabel=None,
     if d.kind == "category":
         _category_ticks(ax, d.x)
     _style(fig, ax, d, title, xlabel, ylabel)
-    return _save(fig, filename, title, "line_chart")
+    name = _save(fig, filename, title, "line_chart")
+    if describe:
+        _print_description("line chart", name, title, d)
+    return name
 
 
 def bar_chart(df, x=None, y=None, title=None, xlabel=None, ylabel=None,
-              filename=None, horizontal=False):
+              filename=None, horizontal=False, describe=True):
     """Bars for y against the categories in x (default: the index); grouped
     bars when y names several columns; horizontal=True lays them sideways.
     Returns the PNG's file name."""
@@ -402,11 +482,15 @@ def bar_chart(df, x=None, y=None, title=None, xlabel=None, ylabel=None,
         _category_ticks(ax, labels, axis="x")
         ax.axhline(0, color="0.3", linewidth=0.8)
     _style(fig, ax, d, title, xlabel, ylabel, value_axis="x" if horizontal else "y")
-    return _save(fig, filename, title, "bar_chart")
+    name = _save(fig, filename, title, "bar_chart")
+    if describe:
+        d.x, d.kind = labels, "category"
+        _print_description("bar chart", name, title, d)
+    return name
 
 
 def scatter_chart(df, x=None, y=None, title=None, xlabel=None, ylabel=None,
-                  filename=None):
+                  filename=None, describe=True):
     """A scatter of y against x (default: the index); one colour per y
     column.  Returns the PNG's file name."""
     import numpy as np
@@ -416,4 +500,7 @@ def scatter_chart(df, x=None, y=None, title=None, xlabel=None, ylabel=None,
         ok = ~np.isnan(v) & ~(np.isnat(d.x) if d.kind == "date" else np.isnan(d.x))
         ax.scatter(d.x[ok], v[ok], s=18, alpha=0.75, label=label)
     _style(fig, ax, d, title, xlabel, ylabel)
-    return _save(fig, filename, title, "scatter_chart")
+    name = _save(fig, filename, title, "scatter_chart")
+    if describe:
+        _print_description("scatter chart", name, title, d)
+    return name

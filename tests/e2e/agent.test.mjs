@@ -91,8 +91,9 @@ for (const transport of ['tcp', 'unix']) {
     test('run_python: an exception', async () => {
       const r = await run(client, 'x = 1\n1 / 0\n');
       assert.equal(r.isError, true);
-      assert.match(textOf(r), /exit code: 1/);
-      assert.match(textOf(r), /ZeroDivisionError/);
+      // The first line says it: no client shows isError to the model.
+      assert.match(textOf(r), /^error: ZeroDivisionError: division by zero \(exit code 1\)\n/);
+      assert.match(textOf(r), /--- stderr ---\nTraceback/);
     });
 
     test('run_python: a timeout kills the run and says so', async () => {

@@ -122,6 +122,13 @@ const tests = {
 		check(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
 			"the image is not a PNG", res);
 		check(png.length > 5000, `a ${png.length}-byte PNG is too small for a chart`, res);
+		// Within the default per-image budget, at the chart's own size,
+		// and described in words for providers that drop images.
+		check(png.length <= 25600, `a ${png.length}-byte PNG is over the 25600-byte budget`, res);
+		check(/image: june_temperatures\.png \(960x540, \d+ KB\)/.test(res.text),
+			"no image line with size and bytes", res);
+		check(/chart june_temperatures\.png: line chart "June temperatures"; x \(day\): 2024-06-01 to 2024-06-30; Oslo: 30 points, first 11, last 12, min 10, max 16/.test(res.text),
+			"no chart description, or wrong numbers", res);
 		check(!/[A-Za-z0-9+/]{200,}/.test(res.text), "base64 leaked into the text", res);
 	},
 

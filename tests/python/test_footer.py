@@ -44,8 +44,8 @@ class FooterText(Workspace):
         self.assertEqual(r.footer.split("\n"), [
             "--- state ---",
             "namespace: empty (nothing stored yet)",
-            "vars: URL 78 chars  df 2306x2 [GBP, USD]  line_chart line_chart()  n 5  "
-            "raw 2306 keys",
+            "vars: df 2306x2 [GBP, USD]  raw 2306 keys  line_chart line_chart()  "
+            "URL 78 chars  n 5",
             "already imported (do not re-import): js=json  os=os  pd=pandas",
             "gone next call: handle (TextIOWrapper is not picklable)",
             "namespace size: 0.1 MB",
@@ -59,8 +59,8 @@ class FooterText(Workspace):
         self.assertEqual(r.footer.split("\n"), [
             "--- state ---",
             "namespace: restored 8 name(s)",
-            "vars: URL 78 chars  df 2306x2 [GBP, USD]  line_chart line_chart()  n 5  "
-            "raw 2306 keys",
+            "vars: df 2306x2 [GBP, USD]  raw 2306 keys  line_chart line_chart()  "
+            "URL 78 chars  n 5",
             "already imported (do not re-import): js=json  os=os  pd=pandas",
             "namespace size: 0.1 MB",
             "workspace: 5 files, newest: fx.png, notes/log.txt, notes/readme.md",
@@ -81,6 +81,40 @@ class FooterText(Workspace):
         shown = line.count("variable_number_")
         self.assertTrue(line.endswith("  … %d more" % (200 - shown)), line)
         self.assertGreater(shown, 5)
+
+    def test_the_frame_comes_before_a_loops_leftovers(self):
+        # The case: 301 scalars left by a loop must not push the
+        # DataFrame the model works on behind "… N more".
+        r = self.ok("import numpy as np\n"
+                    "import pandas as pd\n"
+                    "sales = pd.DataFrame({'a': range(50), 'b': range(50)})\n"
+                    "for i in range(300):\n"
+                    "    globals()['v%d' % i] = i\n"
+                    "arr = np.zeros(7)\n"
+                    "big = list(range(40))\n"
+                    "small = [1, 2]\n"
+                    "def f(x):\n"
+                    "    return x\n")
+        line = r.line("vars:")
+        self.assertLessEqual(len(line), _footer.VARS_MAX)
+        self.assertTrue(line.startswith(
+            "vars: sales 50x2 [a, b]  arr array 7 float64  big list of 40  f f()  "
+            "small list of 2  i 299  v0 0  "), line)
+        self.assertRegex(line, r"  … \d+ more$")
+
+    def test_weight_orders_kinds_and_sizes(self):
+        import numpy as np
+        import pandas as pd
+        values = [("s", "x"), ("t", "y" * 2000), ("n", 3), ("fn", len),
+                  ("cls", dict), ("d", {i: i for i in range(20)}),
+                  ("a_small", np.zeros(2)), ("a_big", np.zeros(20)),
+                  ("df_small", pd.DataFrame({"a": [1]})),
+                  ("df_big", pd.DataFrame({"a": range(10)})),
+                  ("obj", object()), ("tiny", (1,))]
+        ranked = [n for _, n, _ in sorted((( _footer.weight(v), n, v) for n, v in values),
+                                          key=lambda t: (t[0], t[1]))]
+        self.assertEqual(ranked, ["df_big", "df_small", "a_big", "a_small", "t", "d",
+                                  "obj", "cls", "fn", "tiny", "n", "s"])
 
     def test_long_gone_line_is_bounded(self):
         r = self.ok("hs = [open('/dev/null') for _ in range(100)]\n"

@@ -167,7 +167,7 @@ class Cap(Workspace):
         # 4.6 MB would be over 2 MB: a goes first (2.6 MB left), then b.
         self.assertEqual(r.line("dropped"),
                          "dropped, namespace over 1.9 MB (largest first): a 1.9 MB, b 1.4 MB")
-        self.assertEqual(r.line("vars:"), "vars: c 100000 bytes  d 1000000 bytes")
+        self.assertEqual(r.line("vars:"), "vars: d 1000000 bytes  c 100000 bytes")
         r = self.ok("print(sorted(k for k in ('a', 'b', 'c', 'd') if k in globals()))")
         self.assertEqual(r.stdout, "['c', 'd']\n")
 

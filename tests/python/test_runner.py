@@ -39,6 +39,22 @@ class Running(Workspace):
         self.assertNotIn("_runner", r.stderr)
         self.assertTrue(lines[-2].startswith("json.decoder.JSONDecodeError"))
 
+    def test_error_in_report(self):
+        r = self.run_code("d = {}\nd['missing']\n")
+        self.assertEqual(r.report["error"], "KeyError: 'missing'")
+        r = self.run_code("import json\njson.loads('{')\n")
+        self.assertTrue(r.report["error"].startswith("json.decoder.JSONDecodeError: "))
+        r = self.run_code("x = (\n")
+        self.assertTrue(r.report["error"].startswith("SyntaxError: "), r.report)
+        r = self.run_code("raise RuntimeError('a\\nb' * 300)")
+        self.assertNotIn("\n", r.report["error"])
+        self.assertLessEqual(len(r.report["error"]), 200)
+        r = self.run_code("import sys; sys.exit('bad input')")
+        self.assertEqual(r.report["error"], "SystemExit: bad input")
+        # No error member when the code succeeded or chose its exit code.
+        self.assertNotIn("error", self.run_code("print(1)").report)
+        self.assertNotIn("error", self.run_code("import sys; sys.exit(3)").report)
+
     def test_syntax_error(self):
         r = self.run_code("x = 1\nprint(x\n")
         self.assertEqual(r.status, 1)

@@ -16,7 +16,8 @@
 static const char *const vars[] = {
 	"VIVARIUM_WORKDIR", "VIVARIUM_HOST", "VIVARIUM_PORT", "VIVARIUM_SOCKET",
 	"VIVARIUM_MAX_TIMEOUT", "VIVARIUM_OUTPUT_LIMIT", "VIVARIUM_MAX_IMAGES",
-	"VIVARIUM_MAX_IMAGE_SIDE", "VIVARIUM_PERSIST_NAMESPACE",
+	"VIVARIUM_MAX_IMAGE_SIDE", "VIVARIUM_MAX_IMAGE_BYTES",
+	"VIVARIUM_MAX_RESULT_IMAGE_BYTES", "VIVARIUM_PERSIST_NAMESPACE",
 	"VIVARIUM_NAMESPACE_MAX_BYTES", "VIVARIUM_STATE_SUMMARY",
 	"VIVARIUM_USER_HEADER", "VIVARIUM_ALLOWED_ORIGINS", "VIVARIUM_PYTHON",
 	"VIVARIUM_PYTHONPATH", "VIVARIUM_SOCKET_MODE", "VIVARIUM_SWEEP",
@@ -69,6 +70,8 @@ test_defaults(void **state)
 	assert_int_equal(c.output_limit, 20000);
 	assert_int_equal(c.max_images, 4);
 	assert_int_equal(c.max_image_side, 1280);
+	assert_int_equal(c.max_image_bytes, 25600);
+	assert_int_equal(c.max_result_image_bytes, 102400);
 	assert_int_equal(c.persist_namespace, 1);
 	assert_int_equal(c.namespace_max_bytes, 268435456ULL);
 	assert_int_equal(c.state_summary, 1);
@@ -92,6 +95,8 @@ test_values(void **state)
 	setenv("VIVARIUM_SOCKET", "/run/vivarium/agent.sock", 1);
 	setenv("VIVARIUM_MAX_TIMEOUT", "30", 1);
 	setenv("VIVARIUM_MAX_IMAGES", "0", 1);
+	setenv("VIVARIUM_MAX_IMAGE_BYTES", "50000", 1);
+	setenv("VIVARIUM_MAX_RESULT_IMAGE_BYTES", "4194304", 1);
 	setenv("VIVARIUM_PERSIST_NAMESPACE", "no", 1);
 	setenv("VIVARIUM_NAMESPACE_MAX_BYTES", "64m", 1);
 	setenv("VIVARIUM_USER_HEADER", "X-User-ID", 1);
@@ -104,6 +109,8 @@ test_values(void **state)
 	assert_int_equal(c.socket_mode, 0600);
 	assert_int_equal(c.max_timeout, 30);
 	assert_int_equal(c.max_images, 0);
+	assert_int_equal(c.max_image_bytes, 50000);
+	assert_int_equal(c.max_result_image_bytes, 4194304);
 	assert_int_equal(c.persist_namespace, 0);
 	assert_int_equal(c.namespace_max_bytes, 64ULL << 20);
 	assert_string_equal(c.user_header, "X-User-ID");
@@ -124,6 +131,9 @@ test_all_problems_at_once(void **state)
 	setenv("VIVARIUM_OUTPUT_LIMIT", "lots", 1);
 	setenv("VIVARIUM_MAX_IMAGES", "4.5", 1);
 	setenv("VIVARIUM_MAX_IMAGE_SIDE", "0", 1);
+	/* Under a kilobyte is no image; over 4 MiB breaks the result cap. */
+	setenv("VIVARIUM_MAX_IMAGE_BYTES", "100", 1);
+	setenv("VIVARIUM_MAX_RESULT_IMAGE_BYTES", "4194305", 1);
 	setenv("VIVARIUM_PERSIST_NAMESPACE", "maybe", 1);
 	setenv("VIVARIUM_NAMESPACE_MAX_BYTES", "-1", 1);
 	setenv("VIVARIUM_STATE_SUMMARY", "2", 1);
@@ -134,7 +144,9 @@ test_all_problems_at_once(void **state)
 	setenv("VIVARIUM_SOCKET", "relative.sock", 1);
 	setenv("VIVARIUM_SOCKET_MODE", "0400", 1);
 	t = load(&c, &n);
-	assert_int_equal(n, 15);
+	assert_int_equal(n, 17);
+	assert_non_null(strstr(t, "VIVARIUM_MAX_IMAGE_BYTES"));
+	assert_non_null(strstr(t, "VIVARIUM_MAX_RESULT_IMAGE_BYTES"));
 	assert_non_null(strstr(t, "VIVARIUM_SOCKET_MODE"));
 	assert_non_null(strstr(t, "VIVARIUM_WORKDIR"));
 	assert_non_null(strstr(t, "VIVARIUM_PORT"));

@@ -5,6 +5,7 @@
  * tests/data/png (made by gen.py there), exact averages, hostile files.
  */
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -464,6 +465,208 @@ test_thumb_hostile(void **state)
 	assert_int_equal(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
 }
 
+/* ---------------------------------------------------------------- budgets */
+
+enum synth { SYN_CHART, SYN_SCATTER, SYN_NOISE, SYN_GRADIENT };
+
+/* Writes ws/name: w x h RGB of the kind asked for. */
+static void
+synth_png(const char *name, enum synth kind, int w, int h, unsigned seed)
+{
+	png_image	 im;
+	unsigned char	*px = malloc((size_t)w * h * 3), *p;
+	char		 path[512];
+	double		 t, d;
+	int		 x, y, c, i;
+
+	assert_non_null(px);
+	srand(seed);
+	for (y = 0; y < h; y++)
+		for (x = 0; x < w; x++) {
+			p = px + ((size_t)y * w + x) * 3;
+			switch (kind) {
+			case SYN_CHART:		/* a line, anti-aliased */
+				t = h / 2 + h / 3 * sin(x / 60.0);
+				d = fabs(y - t);
+				d = d < 1 ? 1 : d > 2.5 ? 0 : (2.5 - d) / 1.5;
+				p[0] = (unsigned char)(255 - d * 224);
+				p[1] = (unsigned char)(255 - d * 136);
+				p[2] = (unsigned char)(255 - d * 75);
+				if (y == h - 40 || x == 60)
+					p[0] = p[1] = p[2] = 40;
+				break;
+			case SYN_SCATTER:	/* white, dots put on below */
+				p[0] = p[1] = p[2] = 255;
+				break;
+			case SYN_NOISE:
+				for (c = 0; c < 3; c++)
+					p[c] = (unsigned char)rand();
+				break;
+			case SYN_GRADIENT:	/* smooth, with a little grain */
+				p[0] = (unsigned char)(128 + 100 *
+				    sin(x / 150.0) * cos(y / 200.0));
+				p[1] = (unsigned char)(255 * y / (h - 1));
+				p[2] = (unsigned char)(255 - 255 * x / (w - 1));
+				for (c = 0; c < 3; c++) {
+					int v = p[c] + rand() % 7 - 3;
+
+					p[c] = (unsigned char)(v < 0 ? 0 :
+					    v > 255 ? 255 : v);
+				}
+				break;
+			}
+		}
+	if (kind == SYN_SCATTER)
+		for (i = 0; i < 20000; i++) {
+			int cx = rand() % (w - 4), cy = rand() % (h - 4), dx, dy;
+
+			for (dy = 0; dy < 4; dy++)
+				for (dx = 0; dx < 4; dx++) {
+					p = px + ((size_t)(cy + dy) * w + cx +
+					    dx) * 3;
+					p[0] = (unsigned char)(p[0] / 2 + 15);
+					p[1] = (unsigned char)(p[1] / 2 + 60);
+					p[2] = (unsigned char)(p[2] / 2 + 90);
+				}
+		}
+	memset(&im, 0, sizeof(im));
+	im.version = PNG_IMAGE_VERSION;
+	im.width = (png_uint_32)w;
+	im.height = (png_uint_32)h;
+	im.format = PNG_FORMAT_RGB;
+	snprintf(path, sizeof(path), "%s/%s", ws, name);
+	assert_true(png_image_write_to_file(&im, path, 0, px, 0, NULL));
+	free(px);
+}
+
+/* Fits ws/name into max_bytes and checks what comes back decodes as said. */
+static void
+fit_ok(const char *name, size_t max_bytes, struct img_thumb *t)
+{
+	unsigned char	*px;
+	char		 err[256];
+	int		 w, h, alpha, rc;
+
+	rc = img_fit_file(ws, name, 1280, max_bytes, t, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("%s: %d %s", name, rc, err);
+	assert_non_null(t->png);
+	assert_true(t->len <= max_bytes);
+	px = decode(t->png, t->len, &w, &h, &alpha);
+	assert_non_null(px);
+	assert_int_equal(w, t->width);
+	assert_int_equal(h, t->height);
+	assert_true(t->width <= 1280 && t->height <= 1280);
+	free(px);
+}
+
+static void
+test_fit_budgets(void **state)
+{
+	struct img_thumb t, full;
+	char		 err[256];
+	int		 i;
+
+	/* The ordinary chart: a palette, its size kept, well under budget. */
+	synth_png("chart.png", SYN_CHART, 960, 540, 1);
+	fit_ok("chart.png", 25600, &t);
+	assert_int_equal(t.width, 960);
+	assert_int_equal(t.height, 540);
+	assert_false(t.shrunk);
+	assert_true(t.colors > 0);
+	assert_int_equal(img_thumb_file(ws, "chart.png", 1280, &full, err,
+	    sizeof(err)), 0);
+	assert_true(t.len * 2 < full.len);	/* what the palette saves */
+	img_thumb_release(&full);
+	img_thumb_release(&t);
+
+	/* 3000 x 1500: to 1280 for the side, then smaller for the bytes. */
+	synth_png("scatter.png", SYN_SCATTER, 3000, 1500, 2);
+	fit_ok("scatter.png", 25600, &t);
+	assert_int_equal(t.orig_width, 3000);
+	assert_int_equal(t.fit_width, 1280);
+	assert_int_equal(t.fit_height, 640);
+	assert_true(t.width <= 1280);
+	/* The aspect survives the shrinking. */
+	assert_true(abs(t.width - 2 * t.height) <= 2);
+	img_thumb_release(&t);
+
+	/* Noise: no faithful palette, so truecolour, much smaller. */
+	for (i = 0; i < 4; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "noise%d.png", i);
+		synth_png(name, SYN_NOISE, 1280, 1280, 10 + (unsigned)i);
+		fit_ok(name, 25600, &t);
+		assert_true(t.shrunk);
+		assert_true(t.width < 200);
+		assert_true(t.attempts <= IMG_FIT_ATTEMPTS);
+		img_thumb_release(&t);
+	}
+
+	/* A photo-like gradient: shrunk, whatever it is encoded as. */
+	synth_png("gradient.png", SYN_GRADIENT, 1280, 1024, 3);
+	fit_ok("gradient.png", 25600, &t);
+	assert_true(t.shrunk);
+	assert_true(abs(t.width * 1024 - t.height * 1280) <= 1280 * 2);
+	img_thumb_release(&t);
+
+	/* A budget nothing fits: the smallest attempt is reported, no PNG. */
+	assert_int_equal(img_fit_file(ws, "noise0.png", 1280, 1024, &t, err,
+	    sizeof(err)), 1);
+	assert_null(t.png);
+	assert_int_equal(t.width, IMG_MIN_SIDE);
+	assert_int_equal(t.height, IMG_MIN_SIDE);
+	assert_true(t.len > 1024);
+	assert_non_null(strstr(err, "over the 1024-byte budget"));
+	img_thumb_release(&t);
+}
+
+/* Few colours: the palette is exact, so the pixels are the unbudgeted
+ * thumbnail's, not an approximation. */
+static void
+test_fit_exact_palette_is_lossless(void **state)
+{
+	static const char *const names[] = { "solid.png", "checker.png",
+	    "halfalpha.png", "palette4_trns.png", "gray8.png" };
+	struct img_thumb a, b;
+	unsigned char	*pa, *pb;
+	char		 err[256];
+	int		 wa, ha, wb, hb, al;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		assert_int_equal(img_thumb_file(FIXTURES, names[i], 1280, &a,
+		    err, sizeof(err)), 0);
+		assert_int_equal(img_fit_file(FIXTURES, names[i], 1280, 1 << 20,
+		    &b, err, sizeof(err)), 0);
+		if (b.colors == 0)
+			fail_msg("%s: not given a palette", names[i]);
+		pa = decode(a.png, a.len, &wa, &ha, &al);
+		pb = decode(b.png, b.len, &wb, &hb, &al);
+		assert_non_null(pa);
+		assert_non_null(pb);
+		assert_int_equal(wa, wb);
+		assert_int_equal(ha, hb);
+		if (memcmp(pa, pb, (size_t)wa * ha * 4) != 0) {
+			size_t k;
+
+			for (k = 0; k < (size_t)wa * ha * 4; k++)
+				if (pa[k] != pb[k])
+					break;
+			fail_msg("%s: the palette copy differs at byte %zu: "
+			    "%d %d %d %d vs %d %d %d %d", names[i], k,
+			    pa[k / 4 * 4], pa[k / 4 * 4 + 1], pa[k / 4 * 4 + 2],
+			    pa[k / 4 * 4 + 3], pb[k / 4 * 4], pb[k / 4 * 4 + 1],
+			    pb[k / 4 * 4 + 2], pb[k / 4 * 4 + 3]);
+		}
+		free(pa);
+		free(pb);
+		img_thumb_release(&a);
+		img_thumb_release(&b);
+	}
+}
+
 int
 main(void)
 {
@@ -474,6 +677,8 @@ main(void)
 		cmocka_unit_test(test_thumb_exact_pixels),
 		cmocka_unit_test(test_thumb_averages),
 		cmocka_unit_test(test_thumb_hostile),
+		cmocka_unit_test(test_fit_budgets),
+		cmocka_unit_test(test_fit_exact_palette_is_lossless),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -118,11 +118,25 @@ test_exception_and_exit_codes(void **state)
 	assert_non_null(strstr(res.err, "<run_python>"));
 	assert_int_equal(res.report, RUN_REPORT_OK);
 	assert_non_null(res.footer);
+	assert_string_equal(res.error, "ZeroDivisionError: division by zero");
+	run_result_release(&res);
+
+	/* The error is one line, and cut short. */
+	assert_int_equal(run(&lim, "raise ValueError('a\\nb' + 'x' * 500)", 30,
+	    &res), 0);
+	assert_true(strncmp(res.error, "ValueError: a bxxx", 18) == 0);
+	assert_true(strlen(res.error) < 210);
+	run_result_release(&res);
+	assert_int_equal(run(&lim, "import sys; sys.exit('no data')", 30,
+	    &res), 0);
+	assert_int_equal(res.exit_code, 1);
+	assert_string_equal(res.error, "SystemExit: no data");
 	run_result_release(&res);
 
 	assert_int_equal(run(&lim, "import sys; sys.exit(3)", 30, &res), 0);
 	assert_int_equal(res.exit_code, 3);
 	assert_int_equal(res.report, RUN_REPORT_OK);
+	assert_string_equal(res.error, "");
 	run_result_release(&res);
 
 	/* os._exit skips the runner's report: no footer, and a note why. */
@@ -541,19 +555,21 @@ test_images(void **state)
 	assert_int_equal(run(&lim, code, 30, &res), 0);
 	if (res.exit_code != 0)
 		fail_msg("stderr: %s", res.err);
-	/* Newest first: broken.png fails (noted), then b.png, plots/a.png;
-	 * changed.png is over the limit. */
+	/* Picked newest first: broken.png fails (noted), then b.png,
+	 * plots/a.png; changed.png is over the limit.  Returned in the order
+	 * they were written. */
 	assert_int_equal(res.nimages, 2);
-	assert_string_equal(res.images[0].name, "b.png");
-	assert_int_equal(res.images[0].orig_width, 50);
-	assert_int_equal(res.images[0].orig_height, 2000);
-	assert_int_equal(res.images[0].width, 3);
-	assert_int_equal(res.images[0].height, 100);
-	assert_string_equal(res.images[1].name, "plots/a.png");
-	assert_int_equal(res.images[1].width, 100);
-	assert_int_equal(res.images[1].height, 75);
-	assert_memory_equal(res.images[1].png, "\x89PNG", 4);
+	assert_string_equal(res.images[1].name, "b.png");
+	assert_int_equal(res.images[1].orig_width, 50);
+	assert_int_equal(res.images[1].orig_height, 2000);
+	assert_int_equal(res.images[1].width, 3);
+	assert_int_equal(res.images[1].height, 100);
+	assert_string_equal(res.images[0].name, "plots/a.png");
+	assert_int_equal(res.images[0].width, 100);
+	assert_int_equal(res.images[0].height, 75);
+	assert_memory_equal(res.images[0].png, "\x89PNG", 4);
 	assert_int_equal(res.images_skipped, 1);
+	assert_string_equal(res.skipped_names, "changed.png");
 	assert_non_null(strstr(res.note, "broken.png could not be shown: not a "
 	    "PNG file"));
 	run_result_release(&res);
@@ -568,6 +584,115 @@ test_images(void **state)
 	    "shutil.copy('b.png', 'c.png')", 30, &res), 0);
 	assert_int_equal(res.nimages, 0);
 	assert_int_equal(res.images_skipped, 0);
+	run_result_release(&res);
+}
+
+/*
+ * The issue's figures, drawn by matplotlib in the run: the default chart,
+ * a 3000x1500 scatter, four 1280x1280 noise images and a photo-like
+ * gradient.  Each returned image keeps to its share, the result to its
+ * total, and the text names every shrink and omission.
+ */
+static void
+test_image_budgets(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+	struct buf	 b = BUF_INIT(1 << 20);
+	char		 code[PATH_MAX * 4], line[256];
+	size_t		 i, total = 0;
+
+	limits(&lim);
+	if (system(PYTHON " -c 'import matplotlib, PIL' 2>/dev/null") != 0)
+		skip();
+	snprintf(code, sizeof(code),
+	    "import os, sys, time\n"
+	    "sys.path.insert(0, '%s/../bench/images')\n"
+	    "import figures\n"
+	    "for i, n in enumerate(['chart.png', 'scatter3000.png', "
+	    "'noise1.png', 'noise2.png', 'noise3.png', 'noise4.png', "
+	    "'gradient.png']):\n"
+	    "    figures.FIGURES[n](n)\n"
+	    "    os.utime(n, (1000 + i, 1000 + i))\n", pythonpath);
+	/* Four at most: the four newest are noise2-4 and the gradient. */
+	assert_int_equal(run(&lim, code, 120, &res), 0);
+	if (res.exit_code != 0)
+		fail_msg("stderr: %s", res.err);
+	assert_int_equal(res.nimages, 4);
+	assert_int_equal(res.images_skipped, 3);
+	assert_string_equal(res.skipped_names,
+	    "noise1.png, scatter3000.png, chart.png");
+	assert_string_equal(res.images[0].name, "noise2.png");
+	assert_string_equal(res.images[3].name, "gradient.png");
+	for (i = 0; i < res.nimages; i++) {
+		const struct run_image *im = &res.images[i];
+
+		assert_false(im->omitted);
+		assert_true(im->shrunk);
+		assert_true(im->png_len <= im->budget);
+		assert_true(im->budget <= lim.max_image_bytes);
+		total += im->png_len;
+	}
+	assert_true(total <= lim.max_result_image_bytes);
+	run_result_images_text(&b, &res, lim.max_images);
+	for (i = 0; i < res.nimages; i++) {
+		snprintf(line, sizeof(line), "image %zu of 4: %s (%dx%d, shrunk "
+		    "to %dx%d to fit", i + 1, res.images[i].name,
+		    res.images[i].orig_width, res.images[i].orig_height,
+		    res.images[i].width, res.images[i].height);
+		if (strstr(buf_str(&b), line) == NULL)
+			fail_msg("no '%s' in:\n%s", line, buf_str(&b));
+	}
+	buf_release(&b);
+	run_result_release(&res);
+
+	/* The chart and the scatter alone: the chart as drawn, the scatter
+	 * shrunk, both in budget. */
+	assert_int_equal(run(&lim, "import os, sys\n"
+	    "os.utime('chart.png', None)\n"
+	    "os.utime('scatter3000.png', None)\n", 30, &res), 0);
+	assert_int_equal(res.nimages, 2);
+	for (i = 0; i < 2; i++) {
+		const struct run_image *im = &res.images[i];
+
+		assert_true(im->png_len <= lim.max_image_bytes);
+		if (strcmp(im->name, "chart.png") == 0) {
+			assert_false(im->shrunk);
+			assert_int_equal(im->width, 960);
+			assert_true(im->colors > 0);
+		} else {
+			assert_int_equal(im->orig_width, 3000);
+			assert_true(im->shrunk);
+		}
+	}
+	run_result_release(&res);
+
+	/* A result budget too small for four: the later ones are left out,
+	 * and say so. */
+	lim.max_result_image_bytes = 30000;
+	lim.max_image_bytes = 25600;
+	assert_int_equal(run(&lim, "import os\n"
+	    "for n in ['noise1.png', 'noise2.png', 'noise3.png', "
+	    "'noise4.png']:\n"
+	    "    os.utime(n, None)\n", 30, &res), 0);
+	assert_int_equal(res.nimages, 4);
+	total = 0;
+	for (i = 0; i < res.nimages; i++) {
+		if (!res.images[i].omitted)
+			total += res.images[i].png_len;
+		else
+			assert_null(res.images[i].png);
+	}
+	assert_true(total <= 30000);
+	buf_init(&b, 1 << 20);
+	run_result_images_text(&b, &res, lim.max_images);
+	for (i = 0; i < res.nimages; i++)
+		if (res.images[i].omitted) {
+			snprintf(line, sizeof(line), "image left out: %s",
+			    res.images[i].name);
+			assert_non_null(strstr(buf_str(&b), line));
+		}
+	buf_release(&b);
 	run_result_release(&res);
 }
 
@@ -595,6 +720,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_environment_and_run_dir,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_output_clipped, ws_new,
+		    ws_del),
+		cmocka_unit_test_setup_teardown(test_image_budgets, ws_new,
 		    ws_del),
 		cmocka_unit_test_setup_teardown(test_images, ws_new, ws_del),
 	};

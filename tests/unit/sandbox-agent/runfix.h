@@ -62,6 +62,8 @@ runfix_limits(struct run_limits *lim)
 	lim->output_limit = 20000;
 	lim->max_images = 4;
 	lim->max_image_side = 1280;
+	lim->max_image_bytes = 25600;
+	lim->max_result_image_bytes = 102400;
 	lim->persist_namespace = 1;
 	lim->namespace_max_bytes = 256ULL << 20;
 	lim->state_summary = 1;

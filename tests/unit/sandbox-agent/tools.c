@@ -49,7 +49,7 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	res->out = dup_str(scripted.out ? scripted.out : "");
 	res->err = dup_str(scripted.err ? scripted.err : "");
 	res->footer = scripted.footer ? dup_str(scripted.footer) : NULL;
-	if (scripted.nimages > 0) {
+	if (scripted.nimages > 0 && scripted.images == NULL) {
 		res->images = calloc(1, sizeof(*res->images));
 		res->images[0].name = dup_str(image_name);
 		res->images[0].png = malloc(4);
@@ -59,6 +59,20 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		res->images[0].height = 640;
 		res->images[0].orig_width = 2560;
 		res->images[0].orig_height = 1280;
+	} else if (scripted.nimages > 0) {
+		size_t i;
+
+		res->images = calloc(scripted.nimages, sizeof(*res->images));
+		for (i = 0; i < scripted.nimages; i++) {
+			const struct run_image *s = &scripted.images[i];
+
+			res->images[i] = *s;
+			res->images[i].name = dup_str(s->name);
+			if (s->png != NULL) {
+				res->images[i].png = calloc(1, s->png_len);
+				assert_non_null(res->images[i].png);
+			}
+		}
 	}
 	return 0;
 }
@@ -259,9 +273,30 @@ test_result_error_exit(void **state)
 	scripted.err = e;
 	scripted.err_len = strlen(scripted.err);
 	r = call("run_python", "{\"code\": \"1/0\"}", &err);
-	assert_non_null(strstr(text_of(r), "exit code: 1\n--- stderr ---\n"
-	    "Traceback"));
+	/* No exception named (an older runner, os._exit): the code alone. */
+	assert_true(strncmp(text_of(r), "error: exit code 1\n--- stderr ---\n"
+	    "Traceback", 38) == 0);
 	assert_true(json_is_true(json_object_get(r, "isError")));
+	json_decref(r);
+
+	/* The runner named it: first line, before the traceback, and before
+	 * the note about the timeout too. */
+	snprintf(scripted.error, sizeof(scripted.error),
+	    "KeyError: 'missing'");
+	r = call("run_python", "{\"code\": \"{}['missing']\", "
+	    "\"timeout_seconds\": 9999}", &err);
+	assert_true(strncmp(text_of(r), "error: KeyError: 'missing' (exit code "
+	    "1)\nnote: timeout_seconds=9999", 55) == 0);
+	assert_non_null(strstr(text_of(r), "\n--- stderr ---\nTraceback"));
+	assert_null(strstr(text_of(r), "exit code: 1"));
+	json_decref(r);
+
+	/* Success has no error line, whatever the report said. */
+	scripted.exit_code = 0;
+	r = call("run_python", "{\"code\": \"1\"}", &err);
+	assert_true(strncmp(text_of(r), "exit code: 0\n", 13) == 0);
+	assert_null(strstr(text_of(r), "error:"));
+	assert_true(json_is_false(json_object_get(r, "isError")));
 	json_decref(r);
 }
 
@@ -367,7 +402,7 @@ test_result_images(void **state)
 	assert_string_equal(json_string_value(json_object_get(img, "data")),
 	    "iVBORw==");
 	assert_non_null(strstr(text_of(r), "image: chart.png (2560x1280, "
-	    "shown at 1280x640)"));
+	    "shown at 1280x640, 4 bytes)"));
 	assert_non_null(strstr(text_of(r), "2 more new or changed PNG"));
 	assert_null(strstr(text_of(r), "iVBOR"));
 	json_decref(r);
@@ -378,11 +413,12 @@ test_result_images(void **state)
 static void
 test_result_image_name_not_utf8(void **state)
 {
+	static char		 made[] = "made it\n";
 	struct rpc_error	 err;
 	json_t			*r;
 
 	scripted.nimages = 1;
-	scripted.out = "made it\n";
+	scripted.out = made;
 	scripted.out_len = 8;
 	image_name = "plots/r\xe9sum\xe9.png";
 	r = call("run_python", "{\"code\": \"plot()\"}", &err);
@@ -390,8 +426,8 @@ test_result_image_name_not_utf8(void **state)
 	assert_int_equal(json_array_size(json_object_get(r, "content")), 2);
 	assert_non_null(strstr(text_of(r), "made it"));
 	assert_non_null(strstr(text_of(r), "image: plots/r\\xe9sum\\xe9.png "
-	    "(2560x1280, shown at 1280x640) [name not UTF-8: bytes shown as "
-	    "\\xNN]"));
+	    "(2560x1280, shown at 1280x640, 4 bytes) [name not UTF-8: bytes "
+	    "shown as \\xNN]"));
 	json_decref(r);
 }
 
@@ -415,6 +451,131 @@ test_list_files_name_not_utf8(void **state)
 	assert_non_null(r);
 	assert_non_null(strstr(text_of(r), "caf\\xe9.csv  1 B  [name not UTF-8"));
 	json_decref(r);
+}
+
+static char lit0[] = "fx.png";
+static char lit1[] = "big.png";
+static char lit2[] = "noise.png";
+static char lit3[] = "late.png";
+static char lit4[] = "bad\xff\x01name.png";
+static char lit5[] = "--- state ---\nnamespace: empty";
+
+/* Shown, shrunk, left out, over max_images: each named, in order. */
+static void
+test_result_image_lines(void **state)
+{
+	struct run_image	 ims[4];
+	struct rpc_error	 err;
+	json_t			*r, *c;
+	const char		*t;
+
+	memset(ims, 0, sizeof(ims));
+	ims[0] = (struct run_image){ .name = lit0, .png = (void *)1,
+	    .png_len = 15300, .width = 960, .height = 540, .orig_width = 960,
+	    .orig_height = 540, .colors = 64, .budget = 25600 };
+	ims[1] = (struct run_image){ .name = lit1, .png = (void *)1,
+	    .png_len = 24100, .width = 600, .height = 300,
+	    .orig_width = 3000, .orig_height = 1500, .shrunk = 1,
+	    .budget = 25600 };
+	ims[2] = (struct run_image){ .name = lit2,
+	    .png_len = 7000, .width = 48, .height = 48, .orig_width = 1280,
+	    .orig_height = 1280, .omitted = 1, .budget = 1024 };
+	ims[3] = (struct run_image){ .name = lit3,
+	    .omitted = 1, .budget = 500 };
+	scripted.images = ims;
+	scripted.nimages = 4;
+	scripted.images_skipped = 3;
+	snprintf(scripted.skipped_names, sizeof(scripted.skipped_names),
+	    "a.png, b.png");
+	r = call("run_python", "{\"code\": \"plot()\"}", &err);
+	t = text_of(r);
+	assert_non_null(strstr(t, "image 1 of 2: fx.png (960x540, 15 KB)\n"));
+	assert_non_null(strstr(t, "image 2 of 2: big.png (3000x1500, shrunk to "
+	    "600x300 to fit 26 KB, 24 KB)\n"));
+	assert_non_null(strstr(t, "image left out: noise.png (1280x1280): still "
+	    "7 KB at 48x48, over the 1 KB it could have; the file is in the "
+	    "workspace at full size.\n"));
+	assert_non_null(strstr(t, "image left out: late.png: only 500 bytes of "
+	    "the result's image budget was left;"));
+	assert_non_null(strstr(t, "The 2 images are attached after this text in "
+	    "that order.\n"));
+	assert_non_null(strstr(t, "3 more new or changed PNG file(s) not shown "
+	    "(at most 4 images per call): a.png, b.png, …; they are in the "
+	    "workspace.\n"));
+	/* Two image items only, in the order of the lines. */
+	c = json_object_get(r, "content");
+	assert_int_equal(json_array_size(c), 3);
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(c, 1), "type")), "image");
+	assert_int_equal(strlen(json_string_value(json_object_get(
+	    json_array_get(c, 1), "data"))), (15300 + 2) / 3 * 4);
+	assert_int_equal(strlen(json_string_value(json_object_get(
+	    json_array_get(c, 2), "data"))), (24100 + 2) / 3 * 4);
+	json_decref(r);
+
+	/* A file name that is not UTF-8 still gives a result. */
+	reset(state);
+	memset(ims, 0, sizeof(ims));
+	ims[0] = (struct run_image){ .name = lit4,
+	    .png = (void *)1, .png_len = 10, .width = 2, .height = 2,
+	    .orig_width = 2, .orig_height = 2 };
+	scripted.images = ims;
+	scripted.nimages = 1;
+	r = call("run_python", "{\"code\": \"x\"}", &err);
+	assert_non_null(r);
+	assert_non_null(strstr(text_of(r), "image: bad\\xff\\x01name.png (2x2, "
+	    "10 bytes) [name not UTF-8: bytes shown as \\xNN]"));
+	json_decref(r);
+}
+
+/* Whatever the code prints, the whole result stays under the cap. */
+static void
+test_result_size_capped(void **state)
+{
+	struct rpc_error	 err;
+	json_t			*r;
+	char			*big, *s;
+	size_t			 n = 6u << 20;
+	unsigned long long	 cut;
+
+	/* 6 MiB of control characters in each stream: 36 MiB as JSON. */
+	big = malloc(n + 1);
+	assert_non_null(big);
+	memset(big, 1, n);
+	memcpy(big + n - 4, "END\n", 4);
+	big[n] = '\0';
+	scripted.out = big;
+	scripted.out_len = n;
+	scripted.err = big;
+	scripted.err_len = n;
+	scripted.footer = lit5;
+	r = call("run_python", "{\"code\": \"x\"}", &err);
+	assert_non_null(r);
+	s = json_dumps(r, JSON_COMPACT);
+	assert_non_null(s);
+	assert_true(strlen(s) < RESULT_MAX_BYTES);
+	assert_true(strlen(s) > RESULT_MAX_BYTES / 2);	/* not cut for nothing */
+	/* The tails survive with the footer; the cut is counted. */
+	assert_non_null(strstr(s, "END\\n--- stderr ---"));
+	assert_non_null(strstr(s, "characters cut from the start of stdout"));
+	assert_non_null(strstr(s, "--- state ---\\nnamespace: empty"));
+	free(s);
+	json_decref(r);
+	free(big);
+
+	/* The helpers on their own: tails at a character boundary. */
+	{
+		const char *t = "a\xc3\xa9\"b", *p = t;
+		size_t len = strlen(t);
+
+		cut = 0;
+		assert_int_equal(run_text_json_len(t, len), 6);
+		run_text_fit_tail(&p, &len, &cut, 3);
+		assert_string_equal(p, "\"b");
+		assert_int_equal(cut, 2);
+		assert_int_equal(run_text_fit_head(t, strlen(t), 2), 1);
+		assert_int_equal(run_text_fit_head(t, strlen(t), 3), 3);
+	}
 }
 
 static void
@@ -448,6 +609,8 @@ main(void)
 		cmocka_unit_test_setup(test_result_images, reset),
 		cmocka_unit_test_setup(test_result_image_name_not_utf8, reset),
 		cmocka_unit_test_setup(test_list_files_name_not_utf8, reset),
+		cmocka_unit_test_setup(test_result_image_lines, reset),
+		cmocka_unit_test_setup(test_result_size_capped, reset),
 		cmocka_unit_test_setup(test_base64, reset),
 	};
 
