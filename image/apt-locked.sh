@@ -9,7 +9,10 @@ lock=$1
 here=$(dirname "$0")
 . "$here/apt-sources.sh"
 # A lock made from a snapshot says so; its build reads the same snapshot.
+# It names its suite too (trixie when it does not).
 snapshot=$(sed -n 's/^# snapshot: //p' "$lock")
+SUITE=$(sed -n 's/^# suite: //p' "$lock")
+SUITE=${SUITE:-trixie}
 if [ -n "$snapshot" ]; then
 	apt_sources "${DEBIAN_SNAPSHOT_MIRROR:-http://snapshot.debian.org}" "$snapshot"
 else

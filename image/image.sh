@@ -1,23 +1,27 @@
 #!/bin/sh
 # image/image.sh COMMAND: build the sandbox image without any registry.
 #
-#   base     make sure the trixie base image exists: pull it if a registry
+#   base     make sure the base image of $SUITE exists: pull it if a registry
 #            answers, else debootstrap (minbase) and `podman import`
-#   lock     resolve image/packages.txt against trixie into image/*.lock
+#   lock     resolve image/packages.txt against $SUITE into its locks
 #   key      print the hash of everything the image is built from
 #   build    build the image now (layers are cached)
 #   ensure   build only when no image carries the current key
 #   prune    remove what earlier builds left (done after every build unless
 #            VIVARIUM_IMAGE_KEEP=1)
 #   run ...  run it hardened (image/run-hardened.sh ARGS)
+#   tag      print the image's name and tag for this SUITE and version
 #
 # Environment:
 #   VIVARIUM_IMAGE_STORE  system (default: the host's Podman storage) or test
 #                         (the private storage of tests/lib/podman.sh)
 #   VIVARIUM_IMAGE        image name, default localhost/vivarium-sandbox
 #   IMAGE_VERSION         tag, default the Makefile's VERSION
-#   VIVARIUM_BASE         base image, default localhost/vivarium-base:trixie
-#   VIVARIUM_BASE_PULL    1 to try `podman pull debian:trixie` first (default 0:
+#   SUITE                 trixie (default) or forky, the flavour: forky's
+#                         image is tagged VERSION-forky and built from
+#                         image/*.forky.lock (docs/image.md, "Flavours")
+#   VIVARIUM_BASE         base image, default localhost/vivarium-base:$SUITE
+#   VIVARIUM_BASE_PULL    1 to try `podman pull debian:$SUITE` first (default 0:
 #                         a pulled base differs from the debootstrapped one the
 #                         lock was made from)
 #   DEBIAN_MIRROR         scheme://host serving /debian and /debian-security,
@@ -26,6 +30,10 @@
 #                         timestamp (e.g. 20251115T000000Z); the lock records it
 #                         and the build then installs from that snapshot
 #   PIP_EXTRAS            1 to add the hash-pinned pip layer (docs/image.md)
+#   PIP_REQUIREMENTS      its requirements, default image/requirements-extra.txt
+#   PIP_WHEELS            a directory of wheels: the pip layer installs from
+#                         it alone (--no-index --find-links), without PyPI
+#   VIVARIUM_IMAGE_LATEST 0 to leave the :latest tag alone (set for forky)
 #   LOCK_STRICT           1 to fail the build when the mirror no longer has a
 #                         locked version (default 0: that package comes at the
 #                         mirror's current version, with a warning)
@@ -34,9 +42,21 @@ set -eu
 cd "$(dirname "$0")/.."
 IMAGE=${VIVARIUM_IMAGE:-localhost/vivarium-sandbox}
 VERSION=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
-BASE=${VIVARIUM_BASE:-localhost/vivarium-base:trixie}
+SUITE=${SUITE:-trixie}
+LATEST=${VIVARIUM_IMAGE_LATEST:-1}
+# The default flavour keeps the names it always had; another suite gets its
+# own tag, locks and base.
+case "$SUITE" in
+trixie)	LOCKS="image/builder.lock image/runtime.lock" ;;
+forky)	LOCKS="image/builder.forky.lock image/runtime.forky.lock"
+	VERSION=$VERSION-forky LATEST=0 ;;
+*)	echo "image: SUITE must be trixie or forky, not $SUITE" >&2; exit 2 ;;
+esac
+BASE=${VIVARIUM_BASE:-localhost/vivarium-base:$SUITE}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org}
 PIP_EXTRAS=${PIP_EXTRAS:-0}
+PIP_REQUIREMENTS=${PIP_REQUIREMENTS:-image/requirements-extra.txt}
+PIP_WHEELS=${PIP_WHEELS:-}
 STORE=${VIVARIUM_IMAGE_STORE:-system}
 # Explicit rlimits for build and lock containers: Podman's defaults exceed
 # the hard nofile limit of these hosts.
@@ -70,19 +90,24 @@ cmd_base() {
 		return 0
 	fi
 	if [ "${VIVARIUM_BASE_PULL:-0}" = 1 ] &&
-	    timeout 120 P pull -q docker.io/library/debian:trixie >/dev/null 2>&1; then
-		P tag docker.io/library/debian:trixie "$BASE"
-		say "base: pulled debian:trixie as $BASE"
+	    timeout 120 P pull -q "docker.io/library/debian:$SUITE" >/dev/null 2>&1; then
+		P tag "docker.io/library/debian:$SUITE" "$BASE"
+		say "base: pulled debian:$SUITE as $BASE"
 		return 0
 	fi
 	command -v debootstrap >/dev/null ||
 	    { say "debootstrap is missing (scripts/deps podman)"; exit 1; }
-	say "base: no $BASE; debootstrap --variant=minbase trixie from $MIRROR"
+	say "base: no $BASE; debootstrap --variant=minbase $SUITE from $MIRROR"
+	# An older debootstrap has no script for forky yet; testing is
+	# bootstrapped like sid.
+	script=
+	[ -e "/usr/share/debootstrap/scripts/$SUITE" ] ||
+	    script=/usr/share/debootstrap/scripts/sid
 	t0=$(date +%s)
 	tmp=$(mktemp -d /var/tmp/vivarium-base.XXXXXX)
 	trap 'rm -rf "$tmp"' EXIT
-	if ! debootstrap --variant=minbase trixie "$tmp/rootfs" "$MIRROR/debian" \
-	    >"$tmp/debootstrap.log" 2>&1; then
+	if ! debootstrap --variant=minbase "$SUITE" "$tmp/rootfs" "$MIRROR/debian" \
+	    $script >"$tmp/debootstrap.log" 2>&1; then
 		tail -n 20 "$tmp/debootstrap.log" >&2
 		say "base: debootstrap failed"
 		exit 1
@@ -91,7 +116,7 @@ cmd_base() {
 	    "$tmp/rootfs/var/lib/apt/lists/"* "$tmp/rootfs/var/log/"*.log
 	tar -C "$tmp/rootfs" --numeric-owner -c . |
 	    P import --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' \
-	    --message "debootstrap --variant=minbase trixie $MIRROR/debian" \
+	    --message "debootstrap --variant=minbase $SUITE $MIRROR/debian" \
 	    - "$BASE" >/dev/null
 	rm -rf "$tmp"
 	trap - EXIT
@@ -100,9 +125,9 @@ cmd_base() {
 
 # ---------------------------------------------------------------- lock
 
-# What a lock pins: its package lines and its snapshot, not its date.
+# What a lock pins: its package lines, suite and snapshot, not its date.
 lock_body() {
-	grep -e '^[^#]' -e '^# snapshot:' "$1"
+	grep -e '^[^#]' -e '^# snapshot:' -e '^# suite:' "$1"
 }
 
 cmd_lock() {
@@ -111,17 +136,18 @@ cmd_lock() {
 	trap 'rm -rf "$tmp"' EXIT
 	cp image/packages.txt image/apt-sources.sh image/lock-resolve.sh "$tmp/"
 	P run --rm $ULIMITS ${NET:+--network "$NET"} -e DEBIAN_MIRROR="$MIRROR" \
-	    -e DEBIAN_SNAPSHOT="${DEBIAN_SNAPSHOT:-}" \
+	    -e DEBIAN_SNAPSHOT="${DEBIAN_SNAPSHOT:-}" -e SUITE="$SUITE" \
 	    -v "$tmp:/lock:Z" "$BASE" sh /lock/lock-resolve.sh builder runtime
 	# A lock whose versions did not move is left alone (its date too), so
 	# relocking does not change the image key and rebuild for nothing.
-	for stage in builder runtime; do
-		if [ -f "image/$stage.lock" ] &&
-		    [ "$(lock_body "image/$stage.lock")" = "$(lock_body "$tmp/$stage.lock")" ]; then
-			say "lock: image/$stage.lock unchanged"
+	for out in $LOCKS; do
+		stage=$(basename "$out" | cut -d. -f1)
+		if [ -f "$out" ] &&
+		    [ "$(lock_body "$out")" = "$(lock_body "$tmp/$stage.lock")" ]; then
+			say "lock: $out unchanged"
 		else
-			cp "$tmp/$stage.lock" "image/$stage.lock"
-			say "lock: wrote image/$stage.lock"
+			cp "$tmp/$stage.lock" "$out"
+			say "lock: wrote $out"
 		fi
 	done
 	rm -rf "$tmp"
@@ -136,7 +162,7 @@ inputs() {
 	{
 		echo Containerfile
 		echo Makefile
-		ls image/packages.txt image/*.lock image/apt-sources.sh \
+		ls image/packages.txt $LOCKS image/apt-sources.sh \
 		    image/apt-locked.sh image/pip-extras.sh \
 		    image/requirements-extra.txt image/python-install.sh
 		find common sandbox-agent python -type f \
@@ -154,30 +180,49 @@ cmd_key() {
 		inputs | while IFS= read -r f; do
 			printf '%s %s\n' "$(sha256sum <"$f" | cut -c1-64)" "$f"
 		done
-		echo "PIP_EXTRAS=$PIP_EXTRAS BASE=$BASE"
+		# What the build puts in place of the default requirements and
+		# the (empty) wheel directory.
+		printf '%s requirements\n' "$(sha256sum <"$PIP_REQUIREMENTS" | cut -c1-64)"
+		if [ -n "$PIP_WHEELS" ]; then
+			(cd "$PIP_WHEELS" && find . -type f | LC_ALL=C sort | xargs -r sha256sum)
+		fi
+		echo "PIP_EXTRAS=$PIP_EXTRAS BASE=$BASE SUITE=$SUITE"
 	} | sha256sum | cut -c1-64
 }
 
 # ---------------------------------------------------------------- build
 
 cmd_build() {
-	for f in image/builder.lock image/runtime.lock; do
-		[ -s "$f" ] || { say "$f is missing: run \`make lock\`"; exit 1; }
+	hint="make lock"
+	[ "$SUITE" = trixie ] || hint="make lock SUITE=$SUITE"
+	for f in $LOCKS; do
+		[ -s "$f" ] || { say "$f is missing: run \`$hint\`"; exit 1; }
 	done
+	[ -z "$PIP_WHEELS" ] || [ -d "$PIP_WHEELS" ] ||
+	    { say "PIP_WHEELS=$PIP_WHEELS is not a directory"; exit 1; }
 	cmd_base
 	key=$(cmd_key)
 	tmp=$(mktemp -d /var/tmp/vivarium-ctx.XXXXXX)
 	trap 'rm -rf "$tmp"' EXIT
 	inputs | tar -c -T - | tar -C "$tmp" -x
+	# The Containerfile reads image/builder.lock and image/runtime.lock,
+	# whatever the flavour; and the pip layer its requirements and wheels.
+	for f in $LOCKS; do
+		stage=$(basename "$f" | cut -d. -f1)
+		[ "$f" = "image/$stage.lock" ] || mv "$tmp/$f" "$tmp/image/$stage.lock"
+	done
+	cp "$PIP_REQUIREMENTS" "$tmp/image/requirements-extra.txt"
+	mkdir -p "$tmp/image/wheels"
+	[ -z "$PIP_WHEELS" ] || cp -R "$PIP_WHEELS/." "$tmp/image/wheels/"
 	say "build: $IMAGE:$VERSION (inputs $key)"
 	t0=$(date +%s)
 	P build --layers $ULIMITS ${NET:+--network "$NET"} -f Containerfile \
 	    --build-arg BASE="$BASE" --build-arg DEBIAN_MIRROR="$MIRROR" \
 	    --build-arg PIP_EXTRAS="$PIP_EXTRAS" \
 	    --build-arg LOCK_STRICT="${LOCK_STRICT:-0}" \
-	    --label io.vivarium.inputs="$key" \
+	    --label io.vivarium.inputs="$key" --label io.vivarium.suite="$SUITE" \
 	    --label org.opencontainers.image.version="$VERSION" \
-	    -t "$IMAGE:$VERSION" -t "$IMAGE:latest" "$tmp"
+	    -t "$IMAGE:$VERSION" $([ "$LATEST" = 0 ] || echo "-t $IMAGE:latest") "$tmp"
 	rm -rf "$tmp"
 	trap - EXIT
 	size=$(P image inspect --format '{{.Size}}' "$IMAGE:$VERSION")
@@ -186,7 +231,10 @@ cmd_build() {
 }
 
 # Old builds pile up (a stack layer is 2 GB).  After a build, remove the
-# leftovers of earlier ones: untagged images labelled with another key, then
+# leftovers of earlier ones of the same flavour (an image without a suite
+# label is trixie's; the other flavour's cache stays, or building both in
+# turn would rebuild each one's stages every time): untagged images
+# labelled with another key, then
 # each one's parents while they are untagged, older than this build and
 # parents of nothing else (rmi refuses those), so the current build's cache
 # and any build running beside this one stay.
@@ -195,7 +243,9 @@ cmd_prune() {
 	before=${1:-$(date +%s)}
 	freed=0
 	for id in $(P images -q --no-trunc --filter dangling=true); do
-		lbl=$(P image inspect --format '{{index .Labels "io.vivarium.inputs"}}' "$id" 2>/dev/null) || continue
+		lbl=$(P image inspect --format '{{index .Labels "io.vivarium.inputs"}}/{{index .Labels "io.vivarium.suite"}}' "$id" 2>/dev/null) || continue
+		suite=${lbl#*/} lbl=${lbl%%/*}
+		[ "${suite:-trixie}" = "$SUITE" ] || continue
 		[ -n "$lbl" ] && [ "$lbl" != "$key" ] || continue
 		while [ -n "$id" ]; do
 			info=$(P image inspect --format '{{.Created.Unix}} {{len .RepoTags}} {{.Parent}}' "$id" 2>/dev/null) || break
@@ -232,5 +282,6 @@ build)	cmd_build ;;
 prune)	cmd_prune ;;
 ensure)	cmd_ensure ;;
 run)	shift; exec image/run-hardened.sh "$@" ;;
-*)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|prune|run" >&2; exit 2 ;;
+tag)	echo "$IMAGE:$VERSION" ;;
+*)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|prune|run|tag" >&2; exit 2 ;;
 esac

@@ -3,7 +3,10 @@
 # (see `image/image.sh lock`).  For each stage, asks apt what installing that
 # stage's packages from image/packages.txt would leave on the system, and
 # writes /lock/<stage>.lock: every package of the result at its exact version.
+# SUITE (trixie or forky) picks the suite, and the lines of packages.txt
+# whose stage is `STAGE` or `STAGE:SUITE`.
 set -eu
+SUITE=${SUITE:-trixie}
 snapshot=${DEBIAN_SNAPSHOT:-}
 if [ -n "$snapshot" ]; then
 	mirror=${DEBIAN_SNAPSHOT_MIRROR:-http://snapshot.debian.org}
@@ -16,7 +19,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get -q -o Acquire::Retries=3 update >/dev/null
 arch=$(dpkg --print-architecture)
 for stage in "$@"; do
-	pkgs=$(awk -v s="$stage" '$1 == s { print $2 }' /lock/packages.txt)
+	pkgs=$(awk -v s="$stage" -v t="$stage:$SUITE" '$1 == s || $1 == t { print $2 }' /lock/packages.txt)
 	# What is there now, then what apt would install or upgrade.
 	dpkg-query -W -f '${binary:Package} ${Version}\n' >/tmp/have
 	apt-get install -s -q --no-install-recommends $pkgs >/tmp/sim
@@ -30,8 +33,9 @@ for stage in "$@"; do
 	out=/lock/$stage.lock
 	{
 		echo "# $stage packages for image/packages.txt, resolved by \`make lock\`."
-		echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) from $mirror; Debian trixie, $arch."
+		echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) from $mirror; Debian $SUITE, $arch."
 		echo "# One package=version a line; the build installs exactly these."
+		echo "# suite: $SUITE"
 		[ -z "$snapshot" ] || echo "# snapshot: $snapshot"
 		# Later lines (apt's) win over earlier ones (what the base had).
 		cat /tmp/have /tmp/inst | sed "s/:$arch / /" |

@@ -5,11 +5,13 @@
 #                    image/builder.lock and image/runtime.lock
 #   make test-image  build it (into the tests' private storage) when needed
 #                    and test it run hardened with the MCP SDK client
-# Variables: DEBIAN_MIRROR, PIP_EXTRAS=1 (the optional pip layer), VIVARIUM_BASE.
+# Variables: SUITE=forky (the flavour with pyarrow, tagged $(VERSION)-forky),
+# DEBIAN_MIRROR, PIP_EXTRAS=1 (the optional pip layer), PIP_WHEELS=DIR (its
+# wheels from a directory, no index), VIVARIUM_BASE.
 
-IMAGE_ENV = IMAGE_VERSION=$(VERSION)
+IMAGE_ENV = IMAGE_VERSION=$(VERSION) $(if $(SUITE),SUITE=$(SUITE))
 
-.PHONY: image lock image-base image-for-tests test-image
+.PHONY: image lock image-base image-for-tests image-for-tests-forky test-image
 
 image:
 	@scripts/deps podman
@@ -29,7 +31,14 @@ image-for-tests:
 	@scripts/deps podman
 	@$(IMAGE_ENV) VIVARIUM_IMAGE_STORE=test image/image.sh ensure
 
-test-image: image-for-tests
-	@$(IMAGE_ENV) tests/image/run.sh
+# The forky flavour, which only test-image needs.
+image-for-tests-forky:
+	@scripts/deps podman
+	@IMAGE_VERSION=$(VERSION) SUITE=forky VIVARIUM_IMAGE_STORE=test image/image.sh ensure
+
+# Both flavours: the default one with every test, then forky's container.
+test-image: image-for-tests image-for-tests-forky
+	@IMAGE_VERSION=$(VERSION) tests/image/run.sh
+	@IMAGE_VERSION=$(VERSION) SUITE=forky tests/image/run.sh
 
 TEST_SUITES += test-image

@@ -5,6 +5,9 @@
 # installs them into DEST without dependencies: the requirements file lists
 # only what Debian lacks, resolved against the image's Debian packages.
 # Otherwise DEST holds only a note saying there are no extras.
+# When the directory PIP_WHEELS holds wheels, pip takes them from there and
+# never asks an index (--no-index --find-links): an operator's wheelhouse,
+# or the test's own wheel; hashes are required all the same.
 set -eu
 req=$1 dest=$2
 mkdir -p "$dest"
@@ -23,8 +26,13 @@ if grep -v -e '==.*--hash=sha256:' /tmp/req >&2; then
 	echo "pip-extras: the lines above lack an exact == pin or a sha256 hash" >&2
 	exit 1
 fi
+set --
+if [ -n "${PIP_WHEELS:-}" ] && ls "$PIP_WHEELS"/*.whl >/dev/null 2>&1; then
+	set -- --no-index --find-links "$PIP_WHEELS"
+	echo "pip-extras: from the wheels in $PIP_WHEELS only (no index)" >&2
+fi
 python3 -m pip download --no-cache-dir --require-hashes --no-deps \
-    --only-binary=:all: -d /tmp/wheels -r "$req"
+    --only-binary=:all: "$@" -d /tmp/wheels -r "$req"
 python3 -m pip install --no-cache-dir --no-index --no-deps \
     --break-system-packages --target "$dest" /tmp/wheels/*.whl
 rm -rf /tmp/wheels "$dest/bin"

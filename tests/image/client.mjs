@@ -10,6 +10,11 @@
 //            input files there directly, as a user's upload would land)
 // TEST       run only these tests (names below); default all of them
 //
+// VIVARIUM_SUITE     the image's flavour (trixie or forky), for the lines
+//                    of image/packages.txt that belong to one flavour only
+// REFERENCE_EXPECT   a file of `image/reference.py expect SUITE`: what of
+//                    the reference's list must import and what must not
+//
 // Prints one "ok"/"not ok" line per test and exits 1 if any failed.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -66,11 +71,34 @@ function put(name, data) {
 	chownSync(p, 1000, 1000);
 }
 
+const suite = process.env.VIVARIUM_SUITE || "trixie";
+
 // The import names, from the same list the image is built from.
 function importNames() {
 	return readFileSync(join(here, "../../image/packages.txt"), "utf8")
 		.split("\n").map((l) => l.replace(/#.*/, "").trim().split(/\s+/))
-		.filter((f) => f[0] === "runtime" && f.length === 3).map((f) => f[2]);
+		.filter((f) => (f[0] === "runtime" || f[0] === `runtime:${suite}`) && f.length === 3)
+		.map((f) => f[2]);
+}
+
+function referenceExpect() {
+	const path = process.env.REFERENCE_EXPECT;
+	if (!path)
+		throw new Failure("REFERENCE_EXPECT is not set (tests/image/run.sh sets it)");
+	const want = JSON.parse(readFileSync(path, "utf8"));
+	if (want.suite !== suite)
+		throw new Failure(`REFERENCE_EXPECT is for ${want.suite}, the image is ${suite}`);
+	return want;
+}
+
+// Python that prints one line per failed check and then "CHECKS DONE"; the
+// test passes when nothing but that line was printed.
+async function checks(code, what, args = {}) {
+	const res = await run(code + "\nprint('CHECKS DONE')", { fresh: true, ...args });
+	check(res.text.includes("CHECKS DONE"), `${what}: the script did not finish`, res);
+	const bad = res.text.split("\n").filter((l) => l.startsWith("BAD "));
+	check(bad.length === 0, `${what}:\n${bad.join("\n")}`, res);
+	return res;
 }
 
 const tests = {
@@ -285,8 +313,172 @@ const tests = {
 		check(failed === "none", `these imports fail: ${failed}`, res);
 	},
 
+	// The reference's whole list: what this flavour has imports, and what
+	// it lacks is really absent (so image/reference.txt and the docs
+	// table made from it cannot claim less or more than the image has).
+	async reference() {
+		const want = referenceExpect();
+		check(want.imports.length >= 40, `only ${want.imports.length} modules expected`);
+		const res = await run([
+			"import importlib, importlib.util",
+			`want = ${JSON.stringify(want.imports)}`,
+			`absent = ${JSON.stringify(want.absent)}`,
+			"for n in want:",
+			"    try:",
+			"        importlib.import_module(n)",
+			"    except BaseException as e:",
+			"        print(f'BAD {n} does not import: {type(e).__name__}: {e}')",
+			"for n in absent:",
+			"    if importlib.util.find_spec(n) is not None:",
+			"        print(f'BAD {n} imports, but image/reference.txt says this flavour lacks it')",
+			"print('missing here:', ' '.join(absent))",
+		].join("\n") + "\nprint('CHECKS DONE')", { timeout_seconds: 300, fresh: true });
+		check(res.text.includes("CHECKS DONE"), "the reference import run did not finish", res);
+		const bad = res.text.split("\n").filter((l) => l.startsWith("BAD "));
+		check(bad.length === 0, bad.join("\n"), res);
+		console.log(`# ${suite}: ${want.imports.length} modules import; `
+			+ (res.text.match(/missing here: (.*)/) || [])[1]);
+	},
+
+	// Parquet where the flavour has pyarrow (forky): a frame of the usual
+	// column types through to_parquet and read_parquet, and the file read
+	// again with pyarrow alone.  Where it does not, read_parquet says so.
+	async parquet() {
+		if (!referenceExpect().imports.includes("pyarrow")) {
+			const res = await run([
+				"import pandas as pd",
+				"try:",
+				"    pd.DataFrame({'a': [1]}).to_parquet('p.parquet')",
+				"    print('WROTE PARQUET')",
+				"except ImportError as e:",
+				"    print('no parquet:', e)",
+			].join("\n"), { fresh: true });
+			check(/no parquet:.*pyarrow/.test(res.text),
+				"without pyarrow, to_parquet should fail with an ImportError naming it", res);
+			return;
+		}
+		await checks([
+			"import pandas as pd, numpy as np, pyarrow.parquet as pq",
+			"df = pd.DataFrame({",
+			"    'id': np.arange(1000, dtype='int64'),",
+			"    'x': np.linspace(0, 1, 1000),",
+			"    'name': [f'row {i} \u00e9' for i in range(1000)],",
+			"    'when': pd.date_range('2024-01-01', periods=1000, freq='h'),",
+			"    'kind': pd.Categorical(['a', 'b', 'c', 'd'] * 250),",
+			"})",
+			"df.loc[3, 'x'] = np.nan",
+			"df.to_parquet('round.parquet')",
+			"back = pd.read_parquet('round.parquet')",
+			"try:",
+			"    pd.testing.assert_frame_equal(df, back)",
+			"except AssertionError as e:",
+			"    print('BAD round trip differs:', str(e).replace(chr(10), ' '))",
+			"md = pq.read_metadata('round.parquet')",
+			"if md.num_rows != 1000 or md.num_columns != 5:",
+			"    print('BAD metadata', md.num_rows, md.num_columns)",
+			"t = pq.read_table('round.parquet', columns=['id', 'x'], filters=[('id', '>=', 990)])",
+			"if t.num_rows != 10 or t.column('id').to_pylist()[0] != 990:",
+			"    print('BAD filtered read', t.num_rows)",
+		].join("\n"), "parquet round trip");
+	},
+
+	// An XLSX made by xlsxwriter (as Excel would), read with pandas and
+	// openpyxl: two sheets, numbers, text, a date and a formula's cached value.
+	async xlsx() {
+		await checks([
+			"import datetime, pandas as pd, xlsxwriter, openpyxl",
+			"wb = xlsxwriter.Workbook('book.xlsx')",
+			"a = wb.add_worksheet('Sales')",
+			"a.write_row(0, 0, ['region', 'units', 'day'])",
+			"dates = wb.add_format({'num_format': 'yyyy-mm-dd'})",
+			"for i, (r, u) in enumerate([('north', 12), ('south', 30), ('east', 7.5)], 1):",
+			"    a.write(i, 0, r); a.write(i, 1, u)",
+			"    a.write_datetime(i, 2, datetime.datetime(2024, 3, i), dates)",
+			"a.write_formula(4, 1, '=SUM(B2:B4)', None, 49.5)",
+			"wb.add_worksheet('Notes').write(0, 0, 'only text')",
+			"wb.close()",
+			"df = pd.read_excel('book.xlsx', sheet_name='Sales', nrows=3)",
+			"if list(df.columns) != ['region', 'units', 'day']: print('BAD columns', list(df.columns))",
+			"if df['units'].sum() != 49.5: print('BAD units', df['units'].tolist())",
+			"if str(df['day'].iloc[1].date()) != '2024-03-02': print('BAD day', df['day'].tolist())",
+			"sheets = pd.read_excel('book.xlsx', sheet_name=None)",
+			"if sorted(sheets) != ['Notes', 'Sales']: print('BAD sheets', sorted(sheets))",
+			"ws = openpyxl.load_workbook('book.xlsx', data_only=True)['Sales']",
+			"if ws['B5'].value != 49.5: print('BAD cached formula value', ws['B5'].value)",
+		].join("\n"), "xlsx read");
+	},
+
+	// An ODS built cell by cell with odfpy (LibreOffice's format), read with
+	// pandas' odf engine.
+	async ods() {
+		await checks([
+			"import pandas as pd",
+			"from odf.opendocument import OpenDocumentSpreadsheet",
+			"from odf.table import Table, TableRow, TableCell",
+			"from odf.text import P",
+			"doc = OpenDocumentSpreadsheet()",
+			"t = Table(name='Data')",
+			"def row(*cells):",
+			"    tr = TableRow()",
+			"    for c in cells:",
+			"        if isinstance(c, str):",
+			"            tc = TableCell(valuetype='string'); tc.addElement(P(text=c))",
+			"        else:",
+			"            tc = TableCell(valuetype='float', value=c); tc.addElement(P(text=str(c)))",
+			"        tr.addElement(tc)",
+			"    t.addElement(tr)",
+			"row('city', 'pop')",
+			"row('Z\u00fcrich', 421878)",
+			"row('Gen\u00e8ve', 203856.5)",
+			"doc.spreadsheet.addElement(t)",
+			"doc.save('cities.ods')",
+			"df = pd.read_excel('cities.ods', engine='odf', sheet_name='Data')",
+			"if df.shape != (2, 2): print('BAD shape', df.shape)",
+			"elif df['city'].tolist() != ['Z\u00fcrich', 'Gen\u00e8ve']: print('BAD cities', df['city'].tolist())",
+			"elif df['pop'].sum() != 625734.5: print('BAD pop', df['pop'].tolist())",
+		].join("\n"), "ods read");
+	},
+
+	// Text out of a PDF, with the stand-ins for pdfplumber (pdfminer.six,
+	// PyMuPDF) and with pypdf: a two-page PDF made by fpdf2; and a table
+	// back out of a PDF with PyMuPDF.
+	async pdf_text() {
+		await checks([
+			"from fpdf import FPDF",
+			"pdf = FPDF()",
+			"pdf.set_font('helvetica', size=12)",
+			"pdf.add_page(); pdf.cell(text='Quarterly report 2024: revenue 1234.5')",
+			"pdf.add_page(); pdf.cell(text='Second page, units 678')",
+			"pdf.output('report.pdf')",
+			"want = ['Quarterly report 2024: revenue 1234.5', 'Second page, units 678']",
+			"from pdfminer.high_level import extract_text",
+			"import pymupdf, pypdf",
+			"got = {",
+			"    'pdfminer': extract_text('report.pdf'),",
+			"    'pymupdf': ''.join(p.get_text() for p in pymupdf.open('report.pdf')),",
+			"    'pypdf': ''.join(p.extract_text() for p in pypdf.PdfReader('report.pdf').pages),",
+			"}",
+			"for lib, text in got.items():",
+			"    for w in want:",
+			"        if w not in text: print('BAD', lib, 'lacks', repr(w), 'in', repr(text[:200]))",
+			"if len(pymupdf.open('report.pdf')) != 2: print('BAD page count')",
+			"# A table, which pdfplumber is often used for: PyMuPDF's find_tables.",
+			"pdf = FPDF(); pdf.add_page(); pdf.set_font('helvetica', size=12)",
+			"rows = [('city', 'pop'), ('Bern', '134000'), ('Basel', '173000')]",
+			"with pdf.table() as t:",
+			"    for r in rows:",
+			"        row = t.row()",
+			"        for c in r: row.cell(c)",
+			"pdf.output('table.pdf')",
+			"tabs = pymupdf.open('table.pdf')[0].find_tables().tables",
+			"got = tabs[0].extract() if tabs else None",
+			"if got != [list(r) for r in rows]: print('BAD find_tables:', got)",
+		].join("\n"), "pdf text");
+	},
+
 	async no_pip_extras() {
-		const res = await run("print(open('/usr/local/lib/python3.13/dist-packages/VIVARIUM-PIP-EXTRAS.txt').read())\n"
+		const res = await run("import sys\n"
+			+ "print(open('/usr/local/lib/python%d.%d/dist-packages/VIVARIUM-PIP-EXTRAS.txt' % sys.version_info[:2]).read())\n"
 			+ "import importlib.util\nprint('polars', importlib.util.find_spec('polars') is not None)");
 		check(res.text.includes("no pip extras") && res.text.includes("polars False"),
 			"the default image should have no pip layer", res);

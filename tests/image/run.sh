@@ -4,6 +4,10 @@
 # inputs changed).  Starts one container with image/run-hardened.sh, checks
 # its hardening from the outside, then runs tests/image/client.mjs (the MCP
 # SDK client) against it; TEST names pick client tests.
+#
+# SUITE=forky tests the forky flavour's image (VERSION-forky): the container
+# and the client tests only, since the checks of the scripts, the key and
+# the pip layer do not depend on the flavour and run with the default one.
 set -eu
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -11,8 +15,9 @@ root=$PWD
 vp_start
 
 VERSION=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
-IMAGE=localhost/vivarium-sandbox:$VERSION
-export VIVARIUM_IMAGE_STORE=test IMAGE_VERSION="$VERSION"
+SUITE=${SUITE:-trixie}
+export VIVARIUM_IMAGE_STORE=test IMAGE_VERSION="$VERSION" SUITE
+IMAGE=$(image/image.sh tag)
 fails=0
 ok() { echo "ok - $*"; }
 notok() { echo "not ok - $*"; fails=$((fails + 1)); }
@@ -21,7 +26,9 @@ if ! vpodman image exists "$IMAGE"; then
 	echo "test-image: $IMAGE is not in the test storage: run \`make image-for-tests\`" >&2
 	exit 1
 fi
-echo "# image $IMAGE: $(( $(vpodman image inspect --format '{{.Size}}' "$IMAGE") / 1048576 )) MiB"
+echo "# image $IMAGE ($SUITE): $(( $(vpodman image inspect --format '{{.Size}}' "$IMAGE") / 1048576 )) MiB"
+tmp=$(mktemp -d)
+vp_on_exit "rm -rf $tmp"
 
 # The client's packages, from its lock file.
 if [ ! -d tests/image/node_modules/@modelcontextprotocol/sdk ] ||
@@ -29,6 +36,7 @@ if [ ! -d tests/image/node_modules/@modelcontextprotocol/sdk ] ||
 	(cd tests/image && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+if [ "$SUITE" = trixie ]; then
 # The private-Podman library every Podman test builds on.
 tests/image/podman-lib.sh || fails=$((fails + 1))
 
@@ -62,8 +70,6 @@ else
 	notok "run-hardened: unclear error for a network with DNS: $out"
 fi
 # The pip layer is off by default, and on without pins it stops clearly.
-tmp=$(mktemp -d)
-vp_on_exit "rm -rf $tmp"
 if PIP_EXTRAS=1 sh image/pip-extras.sh image/requirements-extra.txt "$tmp/pip" >"$tmp/out" 2>&1; then
 	notok "pip-extras: PIP_EXTRAS=1 with nothing pinned went through"
 elif grep -q "pins nothing" "$tmp/out"; then
@@ -132,6 +138,11 @@ else
 	notok "image key: repo $k0, copy $k1 then $k2, after an edit $k3"
 fi
 
+tests/image/reference.sh || fails=$((fails + 1))
+tests/image/pip-offline.sh || fails=$((fails + 1))
+fi # trixie only
+python3 image/reference.py expect "$SUITE" >"$tmp/expect.json"
+
 # ---------------------------------------------------------------- container
 name=$(vp_name vivtest-sandbox)
 net=$(vp_name vivtest-net)
@@ -144,7 +155,7 @@ vp_on_exit "vpodman network rm -f $net"
 vp_on_exit "vpodman rm -f -t 0 $name"
 # 1 GiB keeps the memory hog quick; the proxy is a TEST-NET address that
 # never answers (the proxy test only checks that traffic heads for it).
-image/run-hardened.sh --name "$name" --network "$net" --workspace "$ws" \
+image/run-hardened.sh --image "$IMAGE" --name "$name" --network "$net" --workspace "$ws" \
     --socket-dir "$sock" --memory 1g --proxy http://192.0.2.1:3128 \
     --wait 60 >/dev/null 2>"$tmp/ready" || {
 	cat "$tmp/ready" >&2
@@ -174,11 +185,12 @@ else
 	notok "container settings lack$bad: $got"
 fi
 
-node tests/image/client.mjs "$sock/agent.sock" "$ws" "$@" || fails=$((fails + 1))
+VIVARIUM_SUITE=$SUITE REFERENCE_EXPECT=$tmp/expect.json \
+    node tests/image/client.mjs "$sock/agent.sock" "$ws" "$@" || fails=$((fails + 1))
 
 if [ "$(vpodman inspect --format '{{.State.Running}}' "$name")" != true ]; then
 	notok "the sandbox died during the tests; its log:"
 	vpodman logs --tail 30 "$name" >&2
 fi
-[ "$fails" = 0 ] || { echo "test-image: $fails failure(s)" >&2; exit 1; }
-echo "test-image: all passed"
+[ "$fails" = 0 ] || { echo "test-image ($SUITE): $fails failure(s)" >&2; exit 1; }
+echo "test-image ($SUITE): all passed"
