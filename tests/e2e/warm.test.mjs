@@ -100,7 +100,7 @@ describe('warm runs with per-user workspaces', () => {
   test('a timeout kills the run, the next call works', async () => {
     const r = await run(alice, 'import time\nprint("x", flush=True)\ntime.sleep(30)', { timeout_seconds: 1 });
     assert.equal(r.isError, true);
-    assert.match(textOf(r), /^Timed out after 1 s/);
+    assert.match(textOf(r), /^error: Timed out after 1 s/);
     assert.equal(await stdoutOf(alice, 'print(secret + 1)'), '43');
   });
 });
