@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -394,16 +396,42 @@ agent_stream_open(struct agent_conn *c, const char *sock,
 int
 agent_stream_write(struct agent_conn *c, const char *p, size_t n)
 {
-	char	 size[32];
-	int	 k;
+	char		 size[32];
+	struct iovec	 iov[3];
+	struct msghdr	 msg;
+	ssize_t		 w;
+	size_t		 i = 0;
+	int		 k;
 
 	if (n == 0)
 		return 0;
+	/* One chunk, head and tail with it, in as few sends as the socket takes. */
 	k = snprintf(size, sizeof(size), "%zx\r\n", n);
-	if (write_all(c->fd, size, (size_t)k, c->timeout_ms) == -1 ||
-	    write_all(c->fd, p, n, c->timeout_ms) == -1 ||
-	    write_all(c->fd, "\r\n", 2, c->timeout_ms) == -1)
-		return -1;
+	iov[0].iov_base = size;
+	iov[0].iov_len = (size_t)k;
+	iov[1].iov_base = (void *)(uintptr_t)p;
+	iov[1].iov_len = n;
+	iov[2].iov_base = (void *)(uintptr_t)"\r\n";
+	iov[2].iov_len = 2;
+	while (i < 3) {
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = iov + i;
+		msg.msg_iovlen = 3 - i;
+		w = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w == -1 && (errno == EAGAIN || errno == EINTR)) {
+			if (wait_fd(c->fd, POLLOUT, c->timeout_ms) == -1)
+				return -1;
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		for (; i < 3 && (size_t)w >= iov[i].iov_len; i++)
+			w -= (ssize_t)iov[i].iov_len;
+		if (i < 3) {
+			iov[i].iov_base = (char *)iov[i].iov_base + w;
+			iov[i].iov_len -= (size_t)w;
+		}
+	}
 	return 0;
 }
 

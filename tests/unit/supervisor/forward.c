@@ -67,6 +67,13 @@ srv_main(void *arg)
 			char *h = strstr(srv.request, "\r\n\r\n");
 			char *cl = strstr(srv.request, "Content-Length: ");
 			size_t want = cl ? strtoul(cl + 16, NULL, 10) : 0;
+			/* A chunked body ends with its last chunk. */
+			if (h != NULL && strstr(srv.request,
+			    "Transfer-Encoding: chunked") != NULL) {
+				if (strstr(h, "\r\n0\r\n\r\n") != NULL)
+					break;
+				continue;
+			}
 			if (h != NULL && n >= (size_t)(h + 4 - srv.request) + want)
 				break;
 		}
@@ -200,6 +207,90 @@ test_content_length_in_pieces(void **state)
 	assert_string_equal(buf, "{\"x\":1234}");
 	agent_close(&c);
 	srv_stop();
+}
+
+/* A large Content-Length body: read straight into the caller's buffer. */
+static void
+test_large_body_direct(void **state)
+{
+	static char		 reply[70000];
+	static struct piece	 script[] = { { 0, reply }, { 0, NULL } };
+	struct agent_req	 r = { .method = "GET", .path = "/_files/raw" };
+	struct agent_conn	 c;
+	char			 err[256], *buf;
+	size_t			 body = 60000, n = 0;
+	ssize_t			 got;
+	int			 cf;
+
+	n = (size_t)snprintf(reply, sizeof(reply), "HTTP/1.1 200 OK\r\n"
+	    "Content-Length: %zu\r\n\r\n", body);
+	memset(reply + n, 'y', body);
+	reply[n + body] = '\0';
+	memcpy(reply + n + body - 3, "END", 3);
+	assert_non_null(buf = malloc(body + 1));
+	srv_start(script);
+	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	    sizeof(err)), 0);
+	n = 0;
+	while ((got = agent_read(&c, buf + n, body + 1 - n)) > 0)
+		n += (size_t)got;
+	assert_int_equal(got, 0);
+	assert_int_equal(n, body);
+	assert_memory_equal(buf + body - 3, "END", 3);
+	assert_true(agent_reusable(&c) || !c.keepalive);
+	agent_close(&c);
+	srv_stop();
+	free(buf);
+}
+
+/* An upload streamed to the agent: chunked as it comes, then the answer. */
+static void
+test_stream_upload(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST",
+				    .path = "/_files/upload?name=a.csv",
+				    .chunked = 1 };
+	struct agent_conn	 c;
+	char			 err[256], buf[64], big[3000], want[4096],
+				 got[4096], *p, *end;
+	size_t			 n = 0, k;
+
+	memset(big, 'x', sizeof(big));
+	srv_start(script);
+	assert_int_equal(agent_stream_open(&c, srv.path, &r, 5000, err,
+	    sizeof(err)), 0);
+	assert_int_equal(agent_stream_write(&c, "hello", 5), 0);
+	assert_int_equal(agent_stream_write(&c, "", 0), 0);	/* no chunk */
+	assert_int_equal(agent_stream_write(&c, big, sizeof(big)), 0);
+	assert_int_equal(agent_stream_write(&c, "world", 5), 0);
+	assert_int_equal(agent_stream_close(&c, err, sizeof(err)), 0);
+	assert_int_equal(c.head.status, 201);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
+	agent_close(&c);
+	srv_stop();
+
+	/* The agent saw one head and the pieces, in order, as chunks. */
+	assert_non_null(strstr(srv.request, "POST /_files/upload?name=a.csv "
+	    "HTTP/1.1\r\n"));
+	assert_null(strstr(srv.request, "Content-Length"));
+	p = strstr(srv.request, "\r\n\r\n") + 4;
+	for (;;) {
+		k = strtoul(p, &end, 16);
+		assert_true(end != p && end[0] == '\r' && end[1] == '\n');
+		if (k == 0)
+			break;
+		memcpy(got + n, end + 2, k);
+		n += k;
+		p = end + 2 + k;
+		assert_memory_equal(p, "\r\n", 2);
+		p += 2;
+	}
+	snprintf(want, sizeof(want), "hello%.*sworld", (int)sizeof(big), big);
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(got, want, n);
 }
 
 static void
@@ -449,6 +540,8 @@ main(void)
 		cmocka_unit_test(test_sse_streams),
 		cmocka_unit_test(test_content_length_in_pieces),
 		cmocka_unit_test(test_body_until_eof_and_empty),
+		cmocka_unit_test(test_stream_upload),
+		cmocka_unit_test(test_large_body_direct),
 		cmocka_unit_test(test_broken_replies),
 		cmocka_unit_test(test_nobody_listening),
 		cmocka_unit_test(test_stale_kept_connection),
