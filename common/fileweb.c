@@ -525,7 +525,7 @@ send_file(const struct fileweb *fw, struct MHD_Connection *conn,
 			return MHD_NO;
 		}
 		s->r = r;
-		resp = MHD_create_response_from_callback(r.size, 64 * 1024,
+		resp = MHD_create_response_from_callback(r.size, 128 * 1024,
 		    reader_cb, s, reader_free);
 		if (resp == NULL)
 			reader_free(s);
