@@ -63,7 +63,8 @@ endef
 
 # Order matters only for TEST_SUITES: cheap suites first.
 include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
-	egress-proxy/module.mk image/module.mk supervisor/module.mk)
+	egress-proxy/module.mk image/module.mk supervisor/module.mk \
+	deploy/module.mk)
 
 .PHONY: programs
 programs: $(PROGS)
