@@ -63,9 +63,11 @@ usage(FILE *f)
 "                            from the templates (for systemd-managed setups)\n"
 "\n"
 "Options:\n"
-"  -f FILE     supervisor configuration (default %s when present)\n"
+"  -f FILE     supervisor configuration (default %s when present;\n"
+"              not root: also $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
 "  -t DIR      template directory for render (default: templates/ next to\n"
-"              the program, then /usr/share/vivarium/templates)\n"
+"              the program, then ../share/vivarium/templates from it, then\n"
+"              /usr/share/vivarium/templates)\n"
 "  --json      machine-readable output\n"
 "\n"
 "Exit codes: 0 ok (status: running), 1 failed, 2 usage or config error,\n"
@@ -496,6 +498,10 @@ template_dir(const char *opt, char *dst, size_t len)
 		snprintf(dst, len, "%s/../../../templates", self);
 		if (access(dst, R_OK) == 0)
 			return 0;
+		/* make install: PREFIX/bin and PREFIX/share/vivarium */
+		snprintf(dst, len, "%s/../share/vivarium/templates", self);
+		if (access(dst, R_OK) == 0)
+			return 0;
 	}
 	snprintf(dst, len, "/usr/share/vivarium/templates");
 	return 0;
@@ -636,6 +642,7 @@ main(int argc, char **argv)
 	};
 	struct confdiag	 diag;
 	const char	*path = NULL, *topt = NULL, *cmd;
+	char		 defconf[PATH_MAX];
 	int		 ch, rc;
 
 	log_init("vivariumctl", 0);
@@ -667,8 +674,8 @@ main(int argc, char **argv)
 		usage(stdout);
 		return EX_OK;
 	}
-	if (path == NULL && access(DEFAULT_CONF, F_OK) == 0)
-		path = DEFAULT_CONF;
+	if (path == NULL)
+		path = conf_default_path(defconf, sizeof(defconf));
 	/* vivariumctl needs no token: give the check one it will accept. */
 	if (getenv("VIVARIUM_SUPERVISOR_TOKEN") == NULL)
 		setenv("VIVARIUM_SUPERVISOR_TOKEN", "unused-by-vivariumctl", 0);
