@@ -413,9 +413,9 @@ cmd_status(int argc, char **argv)
 	const struct limits	*l;
 	const char		*state;
 	unsigned long long	 mem = 0;
-	int			 net, vol, running;
+	int			 net, vol, running, enforced;
 	long			 idle;
-	char			 ms[32], is[32];
+	char			 ms[32], is[32], why[512];
 
 	if (argc != 1) {
 		usage(stderr);
@@ -441,6 +441,7 @@ cmd_status(int argc, char **argv)
 		(void)podman_container_memory(podman, n.container, &mem, &e);
 	idle = idle_seconds(argv[0]);
 	l = conf_limits(&conf, argv[0]);
+	enforced = podman_limits_enforced(podman, why, sizeof(why), &e);
 	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:{s:I, s:f, s:I}}",
 	    "user", argv[0], "state", state, "container", n.container,
 	    "image", ins ? json_string_value(json_object_get(ins, "ImageName"))
@@ -455,6 +456,11 @@ cmd_status(int argc, char **argv)
 	}
 	if (idle >= 0)
 		json_object_set_new(out, "idle_seconds", json_integer(idle));
+	if (enforced == 0) {
+		json_object_set_new(out, "limits_enforced", json_false());
+		json_object_set_new(out, "limits_warning", json_string(why));
+	} else if (enforced == 1)
+		json_object_set_new(out, "limits_enforced", json_true());
 	json_decref(ins);
 	if (json_out)
 		print_json(json_incref(out));
@@ -475,6 +481,8 @@ cmd_status(int argc, char **argv)
 			    ? "answering" : "not answering");
 		}
 		printf("idle:      %s\n", is);
+		if (enforced == 0)
+			printf("WARNING:   limits are NOT enforced: %s\n", why);
 	}
 	json_decref(out);
 	return running ? EX_OK : EX_NOTRUNNING;

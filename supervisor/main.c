@@ -502,7 +502,12 @@ main(int argc, char **argv)
 	if (podman_version(podman, &e) == -1)
 		log_warnx("%s; sandboxes will be started once it is back", e.msg);
 	else {
+		char why[512];
+
 		log_info("Podman %s at %s", podman->version, conf.podman_socket);
+		if (podman_limits_enforced(podman, why, sizeof(why), &e) == 0)
+			log_warnx("WARNING: sandbox limits are NOT enforced: %s",
+			    why);
 		if (pool_adopt() == 0)
 			adopted = 1;
 	}

@@ -704,6 +704,53 @@ podman_archive_put(struct podman *p, const char *name, const char *path,
 }
 
 int
+podman_limits_enforced(struct podman *p, char *why, size_t whylen,
+    struct perr *e)
+{
+	static const char *const need[] = { "memory", "cpu", "pids" };
+	json_t		*r = NULL, *host, *ctl;
+	const char	*cg;
+	size_t		 i, j;
+	int		 ret = 1;
+
+	if (podman_call(p, "GET", PODMAN_API "/info", NULL, &r, NULL, e) == -1)
+		return -1;
+	host = json_object_get(r, "host");
+	cg = json_string_value(json_object_get(host, "cgroupVersion"));
+	ctl = json_object_get(host, "cgroupControllers");
+	why[0] = '\0';
+	if (!json_is_true(json_object_get(json_object_get(host, "security"),
+	    "rootless")))
+		goto done;
+	if (cg != NULL && strcmp(cg, "v1") == 0) {
+		snprintf(why, whylen, "Podman is rootless on a cgroup v1 host: "
+		    "it ignores memory, CPU and PID limits, so a sandbox can use "
+		    "all of the machine.  Use rootful Podman, or a cgroup v2 "
+		    "host with the controllers delegated to this user");
+		ret = 0;
+		goto done;
+	}
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		for (j = 0; j < json_array_size(ctl); j++)
+			if (strcmp(json_string_value(json_array_get(ctl, j)) ?
+			    json_string_value(json_array_get(ctl, j)) : "",
+			    need[i]) == 0)
+				break;
+		if (j == json_array_size(ctl)) {
+			snprintf(why, whylen, "rootless Podman has no \"%s\" "
+			    "cgroup controller delegated to this user, so that "
+			    "limit is not enforced (systemd: Delegate=memory "
+			    "pids cpu for user@.service)", need[i]);
+			ret = 0;
+			goto done;
+		}
+	}
+done:
+	json_decref(r);
+	return ret;
+}
+
+int
 perr_exists(const struct perr *e)
 {
 	/*

@@ -118,6 +118,15 @@ int	podman_archive_get(struct podman *, const char *name, const char *path,
 int	podman_archive_put(struct podman *, const char *name, const char *path,
 	    podman_source source, void *arg, struct perr *);
 
+/*
+ * Whether this Podman enforces memory, CPU and PID limits: 1 yes, 0 no
+ * (why says so, for a loud warning: rootless on cgroup v1, where Podman
+ * ignores them, or rootless on v2 without the controllers delegated),
+ * -1 when /info could not be read (perr).
+ */
+int	podman_limits_enforced(struct podman *, char *why, size_t whylen,
+	    struct perr *);
+
 /* True when the error says the object already exists / the name is taken. */
 int	perr_exists(const struct perr *);
 
