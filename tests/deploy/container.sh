@@ -153,7 +153,7 @@ fi
 t_grep "... and runs a call in a sandbox the containerised supervisor made" \
     "run_python: exit code: 0.*sum 42" "$D/client"
 t_check "... whose agent socket is in the shared state directory" \
-    test -S "$D/state/vivarium/$u2/agent.sock"
+    test -S "$D/state/vivarium/users/$u2/agent.sock"
 if env -u VIVARIUM_SUPERVISOR_TOKEN VIVARIUM_URL="http://127.0.0.1:$sport" \
     VIVARIUM_TOKEN_FILE="$D/etc/vivarium/token" VIVARIUM_SMOKE_USER="$u2" \
     supervisor/smoke.sh >"$D/smoke" 2>&1; then

@@ -30,7 +30,7 @@ vp_on_exit cleanup
 # USER CODE: run_python on the user's agent socket; the text in $D/run.
 run() {
 	python3 -c 'import json,sys; print(json.dumps({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":sys.argv[1]}}}))' "$2" >"$D/req"
-	curl -s --max-time 120 --unix-socket "$STATE/$1/agent.sock" \
+	curl -s --max-time 120 --unix-socket "$STATE/users/$1/agent.sock" \
 	    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
 	    --data-binary @"$D/req" http://d/mcp |
 	    python3 -c 'import json,sys; t=sys.stdin.read(); t=[l[5:] for l in t.splitlines() if l.startswith("data:")][-1] if t.startswith("event") or "data:" in t[:20] else t; print("\n".join(c.get("text","") for c in json.loads(t)["result"]["content"]))' >"$D/run" 2>&1

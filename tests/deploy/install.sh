@@ -27,6 +27,8 @@ cleanup() {
 
 # ---------------------------------------------------------------- DESTDIR
 S=$D/stage
+V=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
+MAKE="$MAKE VERSION=$V"
 $MAKE --no-print-directory install DESTDIR="$S" >"$D/log" 2>&1 ||
     t_fail "make install DESTDIR=..." "$(cat "$D/log")"
 for f in bin/vivarium-supervisor bin/vivariumctl bin/vivarium-agent \
@@ -49,7 +51,7 @@ t_grep "the unit runs the installed supervisor" \
 t_check "no installed file names DESTDIR" sh -c "! grep -rl '$S' '$S'"
 t_grep "the config names the installed token" '^token_file: /etc/vivarium/token$' "$S/etc/vivarium/supervisor.yaml"
 t_grep "the config names this version's image" \
-    "^image: localhost/vivarium-sandbox:$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)\$" \
+    "^image: localhost/vivarium-sandbox:$V\$" \
     "$S/etc/vivarium/supervisor.yaml"
 t_check "the token is 64 hex digits, mode 0600" sh -c "
     test \"\$(stat -c %a '$S/etc/vivarium/token')\" = 600 &&

@@ -51,7 +51,7 @@ $(cat "$D/exec")"; fi
 
 # The egress proxy's settings, as egress-proxy/container.sh gives them.
 EGRESS="--name vivarium-egress|--network vivarium-egress|--read-only|--cap-drop all|--security-opt=no-new-privileges|--user 1000:1000|--entrypoint=/usr/local/bin/vivarium-egress|--init|--memory=512m|--pids-limit=256|--ulimit=nofile=16384:16384|VIVARIUM_EGRESS_LISTEN=0.0.0.0:3128|io.vivarium.role=egress"
-SUPERVISOR="--name vivarium-supervisor|--network vivarium-front|--read-only|--cap-drop all|--cap-add cap_chown --cap-add cap_dac_override|--security-opt=no-new-privileges|--publish 127.0.0.1:8787:8787|/podman/podman.sock:/run/podman/podman.sock|--entrypoint=/usr/local/bin/vivarium-supervisor|-f %E/vivarium/supervisor.yaml"
+SUPERVISOR="--name vivarium-supervisor|--network vivarium-front|--read-only|--cap-drop all|--cap-add cap_chown --cap-add cap_dac_override --cap-add cap_fowner|--security-opt=no-new-privileges|--publish 127.0.0.1:8787:8787|/podman/podman.sock:/run/podman/podman.sock|--entrypoint=/usr/local/bin/vivarium-supervisor|-f %E/vivarium/supervisor.yaml"
 check_deploy() {	# NAME
 	_cd=$1
 	IFS='|'; set -- $EGRESS; unset IFS
@@ -76,11 +76,11 @@ gen deploy-user "$D/deploy" -user
 check_deploy deploy-user
 
 # As make install writes them: the image of this version.
-make --no-print-directory install DESTDIR="$D/stage" >"$D/install.log" 2>&1 ||
+V=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
+make --no-print-directory install DESTDIR="$D/stage" VERSION="$V" >"$D/install.log" 2>&1 ||
     t_fail "make install" "$(cat "$D/install.log")"
 gen installed "$D/stage/usr/local/share/vivarium/quadlet"
-has installed vivarium-egress.service \
-    "localhost/vivarium-sandbox:$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)"
+has installed vivarium-egress.service "localhost/vivarium-sandbox:$V"
 
 # The per-user templates, filled by vivariumctl render.
 mkdir -p "$D/plain"
@@ -92,7 +92,7 @@ gen templates-user "$D/plain" -user
 has templates vivarium-alice.service "--name vivarium-alice" "--network vivarium-alice" \
     "--read-only" "--cap-drop all" "--security-opt=no-new-privileges" "--user 1000:1000" \
     "--memory=2048m" "--cpus=2.00" "--pids-limit=128" "-v vivarium-alice-workspace:/workspace" \
-    "-v /var/lib/vivarium/alice:/run/vivarium:rw" "--init"
+    "-v /var/lib/vivarium/users/alice:/run/vivarium:rw" "--init"
 has templates vivarium-alice-network.service "--internal" "--disable-dns" "isolate=true" \
     "vivarium-alice"
 
