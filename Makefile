@@ -63,7 +63,8 @@ endef
 
 # Order matters only for TEST_SUITES: cheap suites first.
 include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
-	egress-proxy/module.mk image/module.mk supervisor/module.mk)
+	egress-proxy/module.mk image/module.mk supervisor/module.mk \
+	deploy/module.mk)
 
 .PHONY: programs
 programs: $(PROGS)
@@ -90,4 +91,4 @@ test-unit:
 clean:
 	rm -rf build bin
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -name '*.d' -type f 2>/dev/null)

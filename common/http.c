@@ -357,6 +357,7 @@ struct header_walk {
 	int		 count;
 	const char	*keys[STRICT_MAX_FIELDS];
 	const char	*values[STRICT_MAX_FIELDS];
+	int		 nul;		/* MHD 1.x: the value's size says so */
 };
 
 static enum MHD_Result
@@ -378,6 +379,25 @@ header_walk_one(void *cls, enum MHD_ValueKind kind, const char *key,
 	return MHD_YES;
 }
 
+#if MHD_VERSION >= 0x01000000
+/*
+ * libmicrohttpd 1.x lays its buffer out otherwise (the byte-gap test below
+ * refused every request), but it reports each value's size: a value whose
+ * strlen is shorter holds a NUL.
+ */
+static enum MHD_Result
+header_walk_n(void *cls, enum MHD_ValueKind kind, const char *key,
+    size_t key_size, const char *value, size_t value_size)
+{
+	struct header_walk *w = cls;
+
+	(void)key_size;
+	if (key != NULL && value != NULL && strcasecmp(key, w->name) == 0)
+		w->nul = strlen(value) != value_size;
+	return header_walk_one(cls, kind, key, value);
+}
+#endif
+
 /*
  * libmicrohttpd 0.9 measures a value with strlen, so "alice\0evil" reads
  * as "alice" through every API it has.  What follows the value in its
@@ -386,6 +406,7 @@ header_walk_one(void *cls, enum MHD_ValueKind kind, const char *key,
  * the last field, its line end and the empty line's.  A byte that is not
  * NUL there came after a NUL inside the value.
  */
+#if MHD_VERSION < 0x01000000
 static int
 value_cut_by_nul(const struct header_walk *w)
 {
@@ -423,6 +444,7 @@ value_cut_by_nul(const struct header_walk *w)
 			return 1;
 	return 0;
 }
+#endif
 
 const char *
 http_header_strict(struct MHD_Connection *conn, const char *name,
@@ -433,7 +455,11 @@ http_header_strict(struct MHD_Connection *conn, const char *name,
 	memset(&w, 0, sizeof(w));
 	w.name = name;
 	*refused = 0;
+#if MHD_VERSION >= 0x01000000
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_walk_n, &w);
+#else
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, header_walk_one, &w);
+#endif
 	if (w.n == 0)
 		return NULL;
 	if (w.n > 1) {
@@ -448,7 +474,11 @@ http_header_strict(struct MHD_Connection *conn, const char *name,
 		*refused = 1;
 		return NULL;
 	}
+#if MHD_VERSION >= 0x01000000
+	if (w.nul) {
+#else
 	if (value_cut_by_nul(&w)) {
+#endif
 		snprintf(why, whylen, "the %s header holds a NUL byte", name);
 		*refused = 1;
 		return NULL;

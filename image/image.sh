@@ -172,6 +172,9 @@ inputs() {
 		# runs it, is not an input.
 		find egress-proxy -type f ! -name '*.o' ! -name '*.d' \
 		    ! -name container.sh
+		# And the supervisor (deploy/quadlet/vivarium-supervisor.container);
+		# its scripts are not inputs.
+		find supervisor -type f ! -name '*.o' ! -name '*.d' ! -name '*.sh'
 	} | LC_ALL=C sort -u
 }
 

@@ -280,6 +280,9 @@ int	sse_serve(struct MHD_Connection *, const struct agent_ctx *,
 /* ------------------------------------------------------------ http.c */
 
 /* Starts the listeners; 0, or -1 (logged). */
+/* pycheck.c: logs what the Python lacks (not in the image: VIVARIUM_SWEEP). */
+void	pycheck(const struct agent_config *);
+
 int	agent_http_start(const struct agent_config *);
 /* Stops accepting, waits up to grace seconds for requests in progress, stops. */
 void	agent_http_stop(double grace);

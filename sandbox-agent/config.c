@@ -66,7 +66,8 @@ executable_found(const char *name)
 
 /*
  * The default VIVARIUM_PYTHONPATH: the python/ folder beside the bin/ the
- * binary is in (a checkout: bin/vivarium-agent next to python/vivarium).
+ * binary is in (a checkout: bin/vivarium-agent next to python/vivarium),
+ * else lib/vivarium/python there (make install: PREFIX/bin, PREFIX/lib).
  */
 static char *
 default_pythonpath(void)
@@ -88,6 +89,11 @@ default_pythonpath(void)
 		return NULL;
 	*slash = '\0';				/* ... */
 	r = snprintf(dir, sizeof(dir), "%s/python", exe[0] ? exe : "");
+	if (r < 0 || (size_t)r >= sizeof(dir))
+		return NULL;
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return strdup(dir);
+	r = snprintf(dir, sizeof(dir), "%s/lib/vivarium/python", exe);
 	if (r < 0 || (size_t)r >= sizeof(dir))
 		return NULL;
 	if (stat(dir, &st) == -1 || !S_ISDIR(st.st_mode))

@@ -187,6 +187,7 @@ main(int argc, char **argv)
 			log_warnx("file links are off: %s", err);
 	}
 	files_init(&cfg);
+	pycheck(&cfg);
 	if (agent_http_start(&cfg) == -1) {
 		agent_config_release(&cfg);
 		return 1;

@@ -745,6 +745,30 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 	return d->count > 0 ? -1 : 0;
 }
 
+const char *
+conf_default_path(char *dst, size_t len)
+{
+	const char	*xdg, *home;
+	int		 r;
+
+	if (access("/etc/vivarium/supervisor.yaml", F_OK) == 0) {
+		snprintf(dst, len, "/etc/vivarium/supervisor.yaml");
+		return dst;
+	}
+	if (geteuid() == 0)
+		return NULL;
+	if ((xdg = getenv("XDG_CONFIG_HOME")) != NULL && xdg[0] == '/')
+		r = snprintf(dst, len, "%s/vivarium/supervisor.yaml", xdg);
+	else if ((home = getenv("HOME")) != NULL && home[0] == '/')
+		r = snprintf(dst, len, "%s/.config/vivarium/supervisor.yaml",
+		    home);
+	else
+		return NULL;
+	if (r < 0 || (size_t)r >= len || access(dst, F_OK) == -1)
+		return NULL;
+	return dst;
+}
+
 int
 conf_link_keys(struct conf *c, char *err, size_t errlen)
 {

@@ -59,13 +59,20 @@ usage(FILE *f)
 "  start USER                start the sandbox and wait until it answers\n"
 "  stop USER                 stop the sandbox (files and namespace are kept)\n"
 "  status USER               one user's sandbox in detail\n"
+"  export USER > FILE.tar    the user's workspace (files and namespace store)\n"
+"                            as a tar\n"
+"  import [--replace] USER < FILE.tar\n"
+"                            a tar from export into a new user's workspace;\n"
+"                            --replace deletes an existing user's first\n"
 "  render USER [DIR]         write vivarium-USER.container/.network quadlets\n"
 "                            from the templates (for systemd-managed setups)\n"
 "\n"
 "Options:\n"
-"  -f FILE     supervisor configuration (default %s when present)\n"
+"  -f FILE     supervisor configuration (default %s when present;\n"
+"              not root: also $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
 "  -t DIR      template directory for render (default: templates/ next to\n"
-"              the program, then /usr/share/vivarium/templates)\n"
+"              the program, then ../share/vivarium/templates from it, then\n"
+"              /usr/share/vivarium/templates)\n"
 "  --json      machine-readable output\n"
 "\n"
 "Exit codes: 0 ok (status: running), 1 failed, 2 usage or config error,\n"
@@ -406,9 +413,9 @@ cmd_status(int argc, char **argv)
 	const struct limits	*l;
 	const char		*state;
 	unsigned long long	 mem = 0;
-	int			 net, vol, running;
+	int			 net, vol, running, enforced;
 	long			 idle;
-	char			 ms[32], is[32];
+	char			 ms[32], is[32], why[512];
 
 	if (argc != 1) {
 		usage(stderr);
@@ -434,6 +441,7 @@ cmd_status(int argc, char **argv)
 		(void)podman_container_memory(podman, n.container, &mem, &e);
 	idle = idle_seconds(argv[0]);
 	l = conf_limits(&conf, argv[0]);
+	enforced = podman_limits_enforced(podman, why, sizeof(why), &e);
 	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:{s:I, s:f, s:I}}",
 	    "user", argv[0], "state", state, "container", n.container,
 	    "image", ins ? json_string_value(json_object_get(ins, "ImageName"))
@@ -448,6 +456,11 @@ cmd_status(int argc, char **argv)
 	}
 	if (idle >= 0)
 		json_object_set_new(out, "idle_seconds", json_integer(idle));
+	if (enforced == 0) {
+		json_object_set_new(out, "limits_enforced", json_false());
+		json_object_set_new(out, "limits_warning", json_string(why));
+	} else if (enforced == 1)
+		json_object_set_new(out, "limits_enforced", json_true());
 	json_decref(ins);
 	if (json_out)
 		print_json(json_incref(out));
@@ -468,9 +481,289 @@ cmd_status(int argc, char **argv)
 			    ? "answering" : "not answering");
 		}
 		printf("idle:      %s\n", is);
+		if (enforced == 0)
+			printf("WARNING:   limits are NOT enforced: %s\n", why);
 	}
 	json_decref(out);
 	return running ? EX_OK : EX_NOTRUNNING;
+}
+
+/* ---------------------------------------------------------------- export */
+
+/*
+ * A user's workspace (their files and, in .vivarium/, the namespace
+ * store) as one tar, straight from Podman's archive endpoint of the user's
+ * container: it reads the volume whether the container runs or not.
+ */
+static int
+cmd_export(int argc, char **argv)
+{
+	struct names	 n;
+	struct perr	 e;
+	int		 r;
+
+	json_out = 0;	/* standard output is the tar */
+	if (argc != 1) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (check_user(argv[0]) == -1)
+		return EX_USAGE;
+	if (isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "vivariumctl: export writes a tar to standard "
+		    "output: vivariumctl export %s > %s.tar\n", argv[0], argv[0]);
+		return EX_USAGE;
+	}
+	if ((r = user_exists(argv[0], &e)) == -1)
+		return fail(&e, argv[0]);
+	if (r == 0) {
+		fprintf(stderr, "vivariumctl: %s: no such user\n", argv[0]);
+		return EX_NOUSER;
+	}
+	(void)sandbox_names(&conf, argv[0], &n);
+	if ((r = podman_volume_exists(podman, n.volume, &e)) != 1) {
+		if (r == -1)
+			return fail(&e, argv[0]);
+		fprintf(stderr, "vivariumctl: %s: no workspace volume %s\n",
+		    argv[0], n.volume);
+		return EX_NOUSER;
+	}
+	/* "/." : the entries are relative, running container or not. */
+	if (podman_archive_get(podman, n.container, "/workspace/.",
+	    STDOUT_FILENO, &e) == -1) {
+		if (e.status == 404)
+			fprintf(stderr, "vivariumctl: %s: container %s is gone "
+			    "but its workspace is kept; `vivariumctl add-user "
+			    "%s` makes it again, then export\n", argv[0],
+			    n.container, argv[0]);
+		else
+			(void)fail(&e, argv[0]);
+		return exit_for(&e);
+	}
+	fprintf(stderr, "%s: workspace exported\n", argv[0]);
+	return EX_OK;
+}
+
+/* Reads up to len bytes, short only at end of input; -1 on error. */
+static ssize_t
+read_full(int fd, char *dst, size_t len)
+{
+	size_t	 off = 0;
+	ssize_t	 r;
+
+	while (off < len) {
+		if ((r = read(fd, dst + off, len - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		off += (size_t)r;
+	}
+	return (ssize_t)off;
+}
+
+/*
+ * The tar on standard input, on its way to Podman: its headers are checked
+ * as they pass (magic, checksum) and it must reach the end-of-archive
+ * blocks, so a cut-off or corrupt file is an error and not a silently
+ * half-imported workspace.  Podman cannot be asked to undo what it got by
+ * then, so the message says what to do.
+ */
+struct tar_in {
+	int			 fd;
+	char			 head[512];	/* read before anything changed */
+	size_t			 headoff;
+	unsigned long long	 pos;		/* bytes passed on so far */
+	unsigned long long	 next;		/* where the next header starts */
+	char			 block[512];	/* the header being collected */
+	size_t			 blen;
+	int			 zeros;		/* zero blocks in a row */
+	int			 ended;
+	char			 err[160];
+};
+
+static unsigned long long
+tar_number(const char *f, size_t len)
+{
+	unsigned long long	 v = 0;
+	size_t			 i;
+
+	if ((unsigned char)f[0] & 0x80) {	/* GNU base-256, for > 8 GiB */
+		for (i = 1; i < len; i++)
+			v = (v << 8) | (unsigned char)f[i];
+		return v;
+	}
+	for (i = 0; i < len && (f[i] == ' ' || f[i] == '\0'); i++)
+		;
+	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++)
+		v = v * 8 + (unsigned long long)(f[i] - '0');
+	return v;
+}
+
+/* One complete header block: 0, or -1 with t->err. */
+static int
+tar_header(struct tar_in *t)
+{
+	unsigned long long	 sum = 0, size;
+	size_t			 i;
+
+	for (i = 0; i < 512 && t->block[i] == '\0'; i++)
+		;
+	if (i == 512) {
+		t->next += 512;
+		if (++t->zeros == 2)
+			t->ended = 1;
+		return 0;
+	}
+	t->zeros = 0;
+	for (i = 0; i < 512; i++)
+		sum += (i >= 148 && i < 156) ? ' ' : (unsigned char)t->block[i];
+	if (memcmp(t->block + 257, "ustar", 5) != 0 ||
+	    sum != tar_number(t->block + 148, 8)) {
+		snprintf(t->err, sizeof(t->err), "the tar is corrupt at byte %llu",
+		    t->pos);
+		return -1;
+	}
+	size = tar_number(t->block + 124, 12);
+	t->next += 512 + (size + 511) / 512 * 512;
+	return 0;
+}
+
+static ssize_t
+tar_source(void *arg, char *dst, size_t len)
+{
+	struct tar_in	*t = arg;
+	ssize_t		 r;
+	size_t		 i, take;
+
+	if (t->headoff < sizeof(t->head)) {
+		r = (ssize_t)(len < sizeof(t->head) - t->headoff ? len :
+		    sizeof(t->head) - t->headoff);
+		memcpy(dst, t->head + t->headoff, (size_t)r);
+		t->headoff += (size_t)r;
+	} else {
+		while ((r = read(t->fd, dst, len)) == -1 && errno == EINTR)
+			;
+		if (r == -1) {
+			snprintf(t->err, sizeof(t->err), "reading standard "
+			    "input: %s", strerror(errno));
+			return -1;
+		}
+	}
+	if (r == 0) {
+		if (!t->ended) {
+			snprintf(t->err, sizeof(t->err), "the tar ends early, "
+			    "after %llu bytes (cut off?)", t->pos);
+			return -1;
+		}
+		return 0;
+	}
+	for (i = 0; i < (size_t)r && !t->ended; i += take) {
+		unsigned long long at = t->pos + i;
+
+		if (at + ((size_t)r - i) <= t->next) {	/* inside a member */
+			take = (size_t)r - i;
+			continue;
+		}
+		if (at < t->next) {
+			take = (size_t)(t->next - at);
+			continue;
+		}
+		take = sizeof(t->block) - t->blen;
+		if (take > (size_t)r - i)
+			take = (size_t)r - i;
+		memcpy(t->block + t->blen, dst + i, take);
+		t->blen += take;
+		if (t->blen == sizeof(t->block)) {
+			t->blen = 0;
+			if (tar_header(t) == -1)
+				return -1;
+		}
+	}
+	t->pos += (unsigned long long)r;
+	return r;
+}
+
+/*
+ * The reverse of export, into a user who has no workspace yet (made here as
+ * add-user would); a user with one is refused unless --replace, which
+ * deletes it (remove-user --purge) first: a merge of two workspaces and two
+ * namespace stores would be neither.
+ */
+static int
+cmd_import(int argc, char **argv)
+{
+	struct names	 n;
+	struct perr	 e;
+	struct tar_in	 t;
+	ssize_t		 got;
+	int		 r, replace = 0, created;
+
+	if (argc > 0 && strcmp(argv[0], "--replace") == 0) {
+		replace = 1;
+		argc--;
+		argv++;
+	}
+	if (argc != 1) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (check_user(argv[0]) == -1)
+		return EX_USAGE;
+	if (isatty(STDIN_FILENO)) {
+		fprintf(stderr, "vivariumctl: import reads a tar from standard "
+		    "input: vivariumctl import %s < %s.tar\n", argv[0], argv[0]);
+		return EX_USAGE;
+	}
+	/* Checked before anything is changed: the first header. */
+	memset(&t, 0, sizeof(t));
+	t.fd = STDIN_FILENO;
+	if ((got = read_full(STDIN_FILENO, t.head, sizeof(t.head))) == -1) {
+		fprintf(stderr, "vivariumctl: reading standard input: %s\n",
+		    strerror(errno));
+		return EX_FAIL;
+	}
+	memcpy(t.block, t.head, sizeof(t.block));
+	if (got < (ssize_t)sizeof(t.head) || tar_header(&t) == -1 || t.zeros) {
+		fprintf(stderr, "vivariumctl: standard input is not a tar file "
+		    "(vivariumctl export makes one); nothing was changed\n");
+		return EX_FAIL;
+	}
+	if ((r = user_exists(argv[0], &e)) == -1)
+		return fail(&e, argv[0]);
+	if (r == 1 && !replace) {
+		fprintf(stderr, "vivariumctl: %s already has a sandbox and a "
+		    "workspace; importing would overwrite them.  --replace "
+		    "deletes them first (export them before, to keep a copy)\n",
+		    argv[0]);
+		return EX_FAIL;
+	}
+	if (r == 1 && sandbox_remove(&conf, podman, argv[0], 1, &e) == -1)
+		return fail(&e, argv[0]);
+	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
+		return fail(&e, argv[0]);
+	(void)sandbox_names(&conf, argv[0], &n);
+	/* The header is checked: walk the stream from the start again. */
+	t.next = 0;
+	t.zeros = 0;
+	if (podman_archive_put(podman, n.container, "/workspace", tar_source,
+	    &t, &e) == -1) {
+		if (t.err[0] == '\0')
+			return fail(&e, argv[0]);
+		fprintf(stderr, "vivariumctl: %s: %s.  The workspace may hold "
+		    "part of it: import --replace %s with a whole file\n",
+		    argv[0], t.err, argv[0]);
+		return EX_FAIL;
+	}
+	if (json_out)
+		print_json(json_pack("{s:s, s:s, s:b}", "user", argv[0],
+		    "result", "imported", "replaced", r == 1));
+	else
+		printf("%s: workspace imported%s; the sandbox runs\n", argv[0],
+		    r == 1 ? " (the old one deleted)" : "");
+	return EX_OK;
 }
 
 /* ---------------------------------------------------------------- render */
@@ -494,6 +787,10 @@ template_dir(const char *opt, char *dst, size_t len)
 		if (access(dst, R_OK) == 0)
 			return 0;
 		snprintf(dst, len, "%s/../../../templates", self);
+		if (access(dst, R_OK) == 0)
+			return 0;
+		/* make install: PREFIX/bin and PREFIX/share/vivarium */
+		snprintf(dst, len, "%s/../share/vivarium/templates", self);
 		if (access(dst, R_OK) == 0)
 			return 0;
 	}
@@ -636,6 +933,7 @@ main(int argc, char **argv)
 	};
 	struct confdiag	 diag;
 	const char	*path = NULL, *topt = NULL, *cmd;
+	char		 defconf[PATH_MAX];
 	int		 ch, rc;
 
 	log_init("vivariumctl", 0);
@@ -667,8 +965,8 @@ main(int argc, char **argv)
 		usage(stdout);
 		return EX_OK;
 	}
-	if (path == NULL && access(DEFAULT_CONF, F_OK) == 0)
-		path = DEFAULT_CONF;
+	if (path == NULL)
+		path = conf_default_path(defconf, sizeof(defconf));
 	/* vivariumctl needs no token: give the check one it will accept. */
 	if (getenv("VIVARIUM_SUPERVISOR_TOKEN") == NULL)
 		setenv("VIVARIUM_SUPERVISOR_TOKEN", "unused-by-vivariumctl", 0);
@@ -704,6 +1002,10 @@ main(int argc, char **argv)
 		rc = cmd_stop(argc, argv);
 	else if (strcmp(cmd, "status") == 0)
 		rc = cmd_status(argc, argv);
+	else if (strcmp(cmd, "export") == 0)
+		rc = cmd_export(argc, argv);
+	else if (strcmp(cmd, "import") == 0)
+		rc = cmd_import(argc, argv);
 	else if (strcmp(cmd, "render") == 0)
 		rc = cmd_render(argc, argv, topt);
 	else {

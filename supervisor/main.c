@@ -10,6 +10,7 @@
  * block, and the number of connections LibreChat keeps is small.
  */
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -433,7 +434,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: vivarium-supervisor [-nv] [-f config.yaml]\n"
-	    "  -f FILE  configuration (default %s when it exists)\n"
+	    "  -f FILE  configuration (default %s when it exists;\n"
+	    "           not root: also $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
 	    "  -n       check the configuration and exit\n"
 	    "  -v       verbose logging\n", DEFAULT_CONF);
 	exit(2);
@@ -448,6 +450,7 @@ main(int argc, char **argv)
 	pthread_t		 rt;
 	sigset_t		 set;
 	const char		*path = NULL;
+	char			 defconf[PATH_MAX];
 	int			 ch, check = 0, verbose = 0, sig;
 
 	log_init("vivarium-supervisor", 0);
@@ -461,8 +464,8 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage();
-	if (path == NULL && access(DEFAULT_CONF, F_OK) == 0)
-		path = DEFAULT_CONF;
+	if (path == NULL)
+		path = conf_default_path(defconf, sizeof(defconf));
 	log_setverbose(verbose);
 
 	confdiag_init(&diag, path);
@@ -499,7 +502,12 @@ main(int argc, char **argv)
 	if (podman_version(podman, &e) == -1)
 		log_warnx("%s; sandboxes will be started once it is back", e.msg);
 	else {
+		char why[512];
+
 		log_info("Podman %s at %s", podman->version, conf.podman_socket);
+		if (podman_limits_enforced(podman, why, sizeof(why), &e) == 0)
+			log_warnx("WARNING: sandbox limits are NOT enforced: %s",
+			    why);
 		if (pool_adopt() == 0)
 			adopted = 1;
 	}

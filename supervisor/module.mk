@@ -33,8 +33,9 @@ test-supervisor:
 	    VIVARIUM_CTL_BIN=$(abspath $(BIN))/vivariumctl tests/supervisor/run.sh
 TEST_SUITES += test-supervisor
 
-# Download and upload links in a real browser.
-include tests/files/files.mk
+# Download and upload links in a real browser.  "-": the image builds the
+# supervisor from a context without tests/ (Containerfile).
+-include tests/files/files.mk
 
 bench-supervisor:
 	@scripts/deps build test podman

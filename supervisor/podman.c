@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -545,6 +546,208 @@ podman_container_memory(struct podman *p, const char *name,
 	}
 	*bytes = v < 0 ? 0 : (unsigned long long)v;
 	return 0;
+}
+
+/* ---------------------------------------------------------------- archive */
+
+/*
+ * Tar streams do not fit podman_call: they may be gigabytes, so they go
+ * straight between the socket and a file descriptor, and only an error
+ * answer is collected (to build the perr from Podman's JSON).
+ */
+struct archive_io {
+	CURL		*c;
+	int		 fd;		/* GET: where the tar goes */
+	podman_source	 source;	/* PUT */
+	void		*source_arg;
+	int		 aborted;	/* PUT: the source said stop */
+	struct buf	 err;		/* the body of a non-2xx answer */
+	int		 io_errno;	/* a failed write on fd */
+};
+
+static size_t
+archive_sink(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct archive_io	*a = arg;
+	long			 status = 0;
+	size_t			 len = size * n, off = 0;
+	ssize_t			 w;
+
+	curl_easy_getinfo(a->c, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 200 || status >= 300 || a->fd == -1)
+		return buf_append(&a->err, ptr, len) == -1 ? 0 : len;
+	while (off < len) {
+		if ((w = write(a->fd, ptr + off, len - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			a->io_errno = errno;
+			return 0;
+		}
+		off += (size_t)w;
+	}
+	return len;
+}
+
+static size_t
+archive_source(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct archive_io	*a = arg;
+	ssize_t			 r;
+
+	if ((r = a->source(a->source_arg, ptr, size * n)) < 0) {
+		a->aborted = 1;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)r;
+}
+
+static int
+archive_call(struct podman *p, int put, const char *name, const char *cpath,
+    podman_source source, void *arg, int fd, struct perr *e)
+{
+	struct archive_io	 a = { .fd = -1, .err = BUF_INIT(1u << 16) };
+	struct curl_slist	*hdrs = NULL;
+	char			 pre[512], path[1024], url[1100];
+	char			 errbuf[CURL_ERROR_SIZE], *esc = NULL;
+	const char		*method = put ? "PUT" : "GET";
+	long			 status = 0;
+	CURLcode		 rc;
+	int			 ret = -1;
+
+	memset(e, 0, sizeof(*e));
+	if ((esc = curl_easy_escape(NULL, cpath, 0)) == NULL ||
+	    path_fmt(pre, sizeof(pre), PODMAN_API "/containers/", name,
+	    "/archive?path=", e) == -1 ||
+	    (size_t)snprintf(path, sizeof(path), "%s%s", pre, esc) >=
+	    sizeof(path)) {
+		snprintf(e->msg, sizeof(e->msg), "archive path too long");
+		goto fail;
+	}
+	if ((a.c = curl_easy_init()) == NULL) {
+		snprintf(e->msg, sizeof(e->msg), "cannot set up a curl handle");
+		goto fail;
+	}
+	a.fd = fd;
+	a.source = source;
+	a.source_arg = arg;
+	snprintf(url, sizeof(url), "http://d%s", path);
+	errbuf[0] = '\0';
+	curl_easy_setopt(a.c, CURLOPT_UNIX_SOCKET_PATH, p->socket);
+	curl_easy_setopt(a.c, CURLOPT_URL, url);
+	curl_easy_setopt(a.c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(a.c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(a.c, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms);
+	curl_easy_setopt(a.c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(a.c, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(a.c, CURLOPT_WRITEFUNCTION, archive_sink);
+	curl_easy_setopt(a.c, CURLOPT_WRITEDATA, &a);
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (put) {
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
+		curl_easy_setopt(a.c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(a.c, CURLOPT_READFUNCTION, archive_source);
+		curl_easy_setopt(a.c, CURLOPT_READDATA, &a);
+	}
+	curl_easy_setopt(a.c, CURLOPT_HTTPHEADER, hdrs);
+	rc = curl_easy_perform(a.c);
+	curl_easy_getinfo(a.c, CURLINFO_RESPONSE_CODE, &status);
+	if (a.io_errno != 0) {
+		snprintf(e->msg, sizeof(e->msg), "writing the tar stream: %s",
+		    strerror(a.io_errno));
+		goto fail;
+	}
+	if (a.aborted) {
+		e->status = -1;
+		snprintf(e->msg, sizeof(e->msg), "upload to %s aborted", name);
+		goto fail;
+	}
+	if (rc != CURLE_OK && status == 0) {
+		snprintf(e->msg, sizeof(e->msg), "Podman is not reachable at %s "
+		    "(%s): is `podman system service` running?", p->socket,
+		    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		goto fail;
+	}
+	if (status < 200 || status >= 300) {
+		perr_from_reply(e, method, path, status, &a.err);
+		goto fail;
+	}
+	if (rc != CURLE_OK) {
+		e->status = status;
+		snprintf(e->msg, sizeof(e->msg), "%s %.200s broke off: %s",
+		    method, path, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		goto fail;
+	}
+	ret = 0;
+fail:
+	if (ret == -1 && p->on_error != NULL)
+		p->on_error(e);
+	curl_free(esc);
+	buf_release(&a.err);
+	curl_slist_free_all(hdrs);
+	if (a.c != NULL)
+		curl_easy_cleanup(a.c);
+	return ret;
+}
+
+int
+podman_archive_get(struct podman *p, const char *name, const char *path,
+    int out, struct perr *e)
+{
+	return archive_call(p, 0, name, path, NULL, NULL, out, e);
+}
+
+int
+podman_archive_put(struct podman *p, const char *name, const char *path,
+    podman_source source, void *arg, struct perr *e)
+{
+	return archive_call(p, 1, name, path, source, arg, -1, e);
+}
+
+int
+podman_limits_enforced(struct podman *p, char *why, size_t whylen,
+    struct perr *e)
+{
+	static const char *const need[] = { "memory", "cpu", "pids" };
+	json_t		*r = NULL, *host, *ctl;
+	const char	*cg;
+	size_t		 i, j;
+	int		 ret = 1;
+
+	if (podman_call(p, "GET", PODMAN_API "/info", NULL, &r, NULL, e) == -1)
+		return -1;
+	host = json_object_get(r, "host");
+	cg = json_string_value(json_object_get(host, "cgroupVersion"));
+	ctl = json_object_get(host, "cgroupControllers");
+	why[0] = '\0';
+	if (!json_is_true(json_object_get(json_object_get(host, "security"),
+	    "rootless")))
+		goto done;
+	if (cg != NULL && strcmp(cg, "v1") == 0) {
+		snprintf(why, whylen, "Podman is rootless on a cgroup v1 host: "
+		    "it ignores memory, CPU and PID limits, so a sandbox can use "
+		    "all of the machine.  Use rootful Podman, or a cgroup v2 "
+		    "host with the controllers delegated to this user");
+		ret = 0;
+		goto done;
+	}
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		for (j = 0; j < json_array_size(ctl); j++)
+			if (strcmp(json_string_value(json_array_get(ctl, j)) ?
+			    json_string_value(json_array_get(ctl, j)) : "",
+			    need[i]) == 0)
+				break;
+		if (j == json_array_size(ctl)) {
+			snprintf(why, whylen, "rootless Podman has no \"%s\" "
+			    "cgroup controller delegated to this user, so that "
+			    "limit is not enforced (systemd: Delegate=memory "
+			    "pids cpu for user@.service)", need[i]);
+			ret = 0;
+			goto done;
+		}
+	}
+done:
+	json_decref(r);
+	return ret;
 }
 
 int

@@ -11,6 +11,8 @@
 #ifndef VIVARIUM_PODMAN_H
 #define VIVARIUM_PODMAN_H
 
+#include <sys/types.h>
+
 #include <jansson.h>
 
 #define PODMAN_API	"/v4.0.0/libpod"
@@ -99,6 +101,31 @@ int	podman_volume_list(struct podman *, json_t **out, struct perr *);
 /* Memory in use by a running container, in bytes; -1 with perr. */
 int	podman_container_memory(struct podman *, const char *name,
 	    unsigned long long *bytes, struct perr *);
+
+/*
+ * A path in a container as a tar stream (GET .../archive), written to fd
+ * out; and a tar stream from source, unpacked into a path of a container
+ * (PUT .../archive; Podman gives the files to the container's user).  Both
+ * work on stopped containers and read-only roots, and reach volumes
+ * mounted there.  No overall timeout: only a minute of silence ends them.
+ * source fills dst with up to len bytes and returns how many, 0 at the end,
+ * -1 to abort (its message in e->msg of the failed call is the caller's to
+ * give: podman_archive_put then says only that the upload was aborted).
+ */
+typedef ssize_t	(*podman_source)(void *arg, char *dst, size_t len);
+int	podman_archive_get(struct podman *, const char *name, const char *path,
+	    int out, struct perr *);
+int	podman_archive_put(struct podman *, const char *name, const char *path,
+	    podman_source source, void *arg, struct perr *);
+
+/*
+ * Whether this Podman enforces memory, CPU and PID limits: 1 yes, 0 no
+ * (why says so, for a loud warning: rootless on cgroup v1, where Podman
+ * ignores them, or rootless on v2 without the controllers delegated),
+ * -1 when /info could not be read (perr).
+ */
+int	podman_limits_enforced(struct podman *, char *why, size_t whylen,
+	    struct perr *);
 
 /* True when the error says the object already exists / the name is taken. */
 int	perr_exists(const struct perr *);

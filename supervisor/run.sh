@@ -7,8 +7,8 @@
 #      `podman --runtime runc system service` on /run/vivarium/podman.sock
 #      over the host's storage (runc: crun fails on cgroup-v1 hosts; cgroupfs
 #      and file events: no systemd needed) and stops it again on exit.
-#   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else /var/lib/vivarium/token
-#      (made once with 32 random bytes, mode 0600).
+#   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else $VIVARIUM_TOKEN_FILE
+#      (/var/lib/vivarium/token; made once with 32 random bytes, mode 0600).
 #   3. Egress, unless VIVARIUM_EGRESS=0: egress-proxy/container.sh makes
 #      sure the proxy container ($VIVARIUM_EGRESS_CONTAINER, vivarium-egress,
 #      from the sandbox image) runs on that service, configured by
@@ -22,12 +22,15 @@
 #      provisioning) plus an egress section naming the proxy (written to
 #      $RUNDIR/supervisor.yaml).  A config file of yours needs its own
 #      egress section (a warning says so when it has none).
-#   5. Runs bin/vivarium-supervisor until Ctrl-C / SIGTERM.
+#   5. Runs bin/vivarium-supervisor until Ctrl-C / SIGTERM; once it answers
+#      /health, prints what to paste into LibreChat (supervisor/paste.sh)
+#      for the address it listens on.
 # The image is built by the Makefile before this runs (make image).
 set -eu
 BIN=${BIN:-bin}
 RUNDIR=${VIVARIUM_RUN_DIR:-/run/vivarium}
-mkdir -p "$RUNDIR" /var/lib/vivarium
+TOKEN_FILE=${VIVARIUM_TOKEN_FILE:-/var/lib/vivarium/token}
+mkdir -p "$RUNDIR" "$(dirname "$TOKEN_FILE")"
 
 ping_sock() {
 	[ -S "$1" ] && [ "$(curl -s --max-time 2 --unix-socket "$1" http://d/_ping 2>/dev/null)" = OK ]
@@ -77,7 +80,7 @@ fi
 export VIVARIUM_PODMAN_SOCKET="$sock"
 
 if [ -z "${VIVARIUM_SUPERVISOR_TOKEN:-}" ]; then
-	tok=/var/lib/vivarium/token
+	tok=$TOKEN_FILE
 	if [ ! -s "$tok" ]; then
 		(umask 077; od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$tok")
 		echo "run: made a new token in $tok" >&2
@@ -133,12 +136,31 @@ elif [ -f "$conf" ] && [ "$egress" = 1 ] && ! grep -q '^egress:' "$conf"; then
 	echo "run: $conf has no egress section: its sandboxes have no way out." >&2
 	echo "run: add   egress: {container: $VIVARIUM_EGRESS_CONTAINER, port: $VIVARIUM_EGRESS_PORT}" >&2
 fi
-if [ -f "$conf" ]; then
-	"$BIN/vivarium-supervisor" -f "$conf" &
-else
-	"$BIN/vivarium-supervisor" &
-fi
+[ -f "$conf" ] || conf=""
+# -n prints the address the supervisor will listen on, after the config
+# file and the environment: "... listen HOST:PORT, podman ...".
+listen=$("$BIN/vivarium-supervisor" -n ${conf:+-f "$conf"} |
+    sed -n 's/.* listen \(.*\):\([0-9]*\), podman .*/\1 \2/p')
+"$BIN/vivarium-supervisor" ${conf:+-f "$conf"} &
 sv_pid=$!
 # Forward Ctrl-C / TERM to the supervisor, then stop our Podman service.
 trap 'kill -TERM $sv_pid 2>/dev/null; wait $sv_pid; exit 0' INT TERM
+if [ -n "$listen" ]; then
+	set -- $listen
+	case "$1" in
+	0.0.0.0) probe=127.0.0.1 ;;
+	::) probe="[::1]" ;;
+	*:*) probe="[$1]" ;;
+	*) probe=$1 ;;
+	esac
+	i=0
+	while kill -0 "$sv_pid" 2>/dev/null && [ $i -lt 100 ]; do
+		if curl -fs --max-time 1 -o /dev/null "http://$probe:$2/health"; then
+			"$(dirname "$0")/paste.sh" "$1" "$2" "$VIVARIUM_SUPERVISOR_TOKEN"
+			break
+		fi
+		i=$((i + 1))
+		sleep 0.1
+	done
+fi
 wait $sv_pid

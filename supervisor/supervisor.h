@@ -88,6 +88,10 @@ struct conf {
  * Every problem goes to diag; returns 0, or -1 when diag has errors. */
 int	conf_load(struct conf *, const char *path, struct confdiag *diag);
 void	conf_release(struct conf *);
+/* The config file used without -f: /etc/vivarium/supervisor.yaml, or for
+ * a user other than root $XDG_CONFIG_HOME/vivarium/supervisor.yaml (as
+ * make install writes them); NULL when neither exists. */
+const char *conf_default_path(char *dst, size_t len);
 /* Loads (on first start: makes) the link key; 0, or -1 with err. */
 int	conf_link_keys(struct conf *, char *err, size_t errlen);
 /* The user's limits: an override from users: or the defaults. */

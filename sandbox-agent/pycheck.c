@@ -1,0 +1,133 @@
+/*
+ * pycheck.c: what the agent's Python lacks, said once at start.
+ *
+ * On a host (the single-user mode) the interpreter is whatever python3 the
+ * machine has.  A new user whose python3 had no pandas saw nothing at start
+ * and a ModuleNotFoundError inside the first run; the model then tried to
+ * pip-install it.  So before serving, one short child asks the interpreter
+ * which of the runner's and the data stack's modules it cannot find
+ * (importlib.util.find_spec: nothing is imported, so it takes a Python
+ * start-up, not the seconds pandas takes), and the log names them with the
+ * line that installs them.  The agent serves either way: plain Python and
+ * files still work.  In the image (VIVARIUM_SWEEP=1) everything is there by
+ * construction, and the check is skipped to keep sandbox starts short.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "log.h"
+#include "spawn.h"
+#include "banned.h"
+
+/* module, Debian package; the first is the runner itself. */
+static const char *const modules[][2] = {
+	{ "vivarium._runner",	NULL },
+	{ "numpy",		"python3-numpy" },
+	{ "pandas",		"python3-pandas" },
+	{ "matplotlib",		"python3-matplotlib" },
+	{ "cloudpickle",	"python3-cloudpickle" },
+	{ "PIL",		"python3-pil" },
+};
+#define NMODULES	(sizeof(modules) / sizeof(modules[0]))
+
+/* Prints the missing ones by index, then the version: "1 3 |3.11.2". */
+static const char script[] =
+    "import importlib.util as u, sys\n"
+    "def f(m):\n"
+    "    try:\n"
+    "        return u.find_spec(m) is None\n"
+    "    except Exception:\n"
+    "        return True\n"
+    "print(' '.join(str(i) for i, m in enumerate(sys.argv[1:]) if f(m)),"
+    " '|' + sys.version.split()[0])\n";
+
+void
+pycheck(const struct agent_config *cfg)
+{
+	struct spawn	 sp = SPAWN_INIT;
+	struct buf	 mods = BUF_INIT(1024), pkgs = BUF_INIT(1024);
+	char		*argv[NMODULES + 4], errbuf[256], *end, *pp = NULL;
+	char		 version[32];
+	const char	*out, *v;
+	size_t		 i, len;
+	int		 runner = 0;
+
+	if (cfg->sweep)
+		return;
+	/* The runs' PYTHONPATH: ours in front of the caller's. */
+	if ((v = getenv("PYTHONPATH")) != NULL && (pp = strdup(v)) == NULL)
+		return;
+	if (cfg->pythonpath != NULL) {
+		char pv[4096];
+
+		snprintf(pv, sizeof(pv), "%s%s%s", cfg->pythonpath,
+		    pp && *pp ? ":" : "", pp && *pp ? pp : "");
+		setenv("PYTHONPATH", pv, 1);
+	}
+	argv[0] = (char *)(uintptr_t)cfg->python;
+	argv[1] = (char *)(uintptr_t)"-c";
+	argv[2] = (char *)(uintptr_t)script;
+	for (i = 0; i < NMODULES; i++)
+		argv[3 + i] = (char *)(uintptr_t)modules[i][0];
+	argv[3 + NMODULES] = NULL;
+	sp.argv = argv;
+	sp.timeout = 20;
+	sp.out.cap = 4096;
+	sp.err.cap = 4096;
+	if (spawn_run(&sp, errbuf, sizeof(errbuf)) == -1) {
+		log_warnx("%s cannot be run (%s): every run_python call will "
+		    "fail; set VIVARIUM_PYTHON to a python3", cfg->python,
+		    errbuf);
+		goto done;
+	}
+	out = (const char *)spawn_stream_take(&sp.out, &len);
+	if (!sp.exited || sp.exit_code != 0 || strchr(out, '|') == NULL) {
+		log_warnx("%s did not answer the start-up check (%s): runs may "
+		    "fail", cfg->python, (const char *)spawn_stream_take(&sp.err,
+		    &len));
+		goto done;
+	}
+	snprintf(version, sizeof(version), "%s", strchr(out, '|') + 1);
+	version[strcspn(version, "\r\n")] = '\0';
+	while (*out != '|' && *out != '\0') {
+		unsigned long k = strtoul(out, &end, 10);
+
+		if (end == out)
+			break;
+		out = end + strspn(end, " ");
+		if (k >= NMODULES)
+			continue;
+		if (modules[k][1] == NULL) {
+			runner = 1;
+			continue;
+		}
+		buf_appendf(&mods, "%s%s", mods.len ? ", " : "", modules[k][0]);
+		buf_appendf(&pkgs, " %s", modules[k][1]);
+	}
+	if (runner)
+		log_warnx("the runner (python package vivarium) is not where %s "
+		    "looks: set VIVARIUM_PYTHONPATH to the python/ folder of a "
+		    "checkout, or PREFIX/lib/vivarium/python after make install",
+		    cfg->python);
+	if (mods.len > 0)
+		log_warnx("%s (Python %s) lacks %s: runs that import them "
+		    "fail.  Install with: sudo apt-get install%s  (or set "
+		    "VIVARIUM_PYTHON to a python3 that has them)", cfg->python,
+		    version, buf_str(&mods), buf_str(&pkgs));
+	else if (!runner)
+		log_debug("%s has the runner and the data stack", cfg->python);
+done:
+	if (cfg->pythonpath != NULL) {
+		if (pp != NULL)
+			setenv("PYTHONPATH", pp, 1);
+		else
+			unsetenv("PYTHONPATH");
+	}
+	free(pp);
+	buf_release(&mods);
+	buf_release(&pkgs);
+	spawn_release(&sp);
+}

@@ -1,0 +1,79 @@
+#!/bin/sh
+# supervisor/paste.sh HOST PORT TOKEN: what to paste into LibreChat for a
+# supervisor listening on HOST:PORT, printed by `make run` once it serves.
+#
+# Where LibreChat runs decides the URL:
+#   - on this host: the listen address itself (127.0.0.1 for 0.0.0.0);
+#   - in a container (Docker Compose or Podman): 127.0.0.1 is the container
+#     itself, so the supervisor must listen on an address the container
+#     reaches (0.0.0.0, or the bridge's gateway), and LibreChat names the
+#     host host.docker.internal (Docker: extra_hosts host-gateway, which
+#     LibreChat's docker-compose.yml has) or host.containers.internal
+#     (Podman adds it to every container).  README "LibreChat in a container".
+set -eu
+[ $# -eq 3 ] || { echo "usage: paste.sh HOST PORT TOKEN" >&2; exit 2; }
+host=$1 port=$2 token=$3
+
+entry() {	# URL-HOST: the mcpServers entry and allowedAddresses
+	cat <<EOF
+mcpServers:
+  vivarium:
+    type: streamable-http
+    url: http://$1:$port/mcp
+    headers:
+      Authorization: "Bearer \${VIVARIUM_TOKEN}"
+      X-User-ID: "{{LIBRECHAT_USER_ID}}"
+    requiresOAuth: false
+    timeout: 330000
+    initTimeout: 60000
+    serverInstructions: true
+mcpSettings:
+  allowedAddresses:
+    - "$1:$port"
+EOF
+}
+
+case "$host" in
+0.0.0.0|::) local_host=127.0.0.1 container=1 ;;
+127.*|::1|localhost) local_host=$host container=0 ;;
+*:*) local_host="[$host]" container=1 ;;
+*) local_host=$host container=1 ;;
+esac
+
+cat <<EOF
+
+==================== vivarium is ready: paste this into LibreChat ====================
+LibreChat's .env:
+
+VIVARIUM_TOKEN=$token
+
+librechat.yaml, LibreChat on this host:
+
+EOF
+entry "$local_host"
+echo
+if [ "$container" = 1 ]; then
+	cat <<EOF
+librechat.yaml, LibreChat in a container: the same entry with this host's name
+inside the container, host.docker.internal for Docker Compose (LibreChat's
+docker-compose.yml maps it with extra_hosts: host-gateway), or
+host.containers.internal for Podman:
+
+EOF
+	entry host.docker.internal
+	echo
+	echo "(Podman: replace host.docker.internal by host.containers.internal, twice.)"
+else
+	cat <<EOF
+LibreChat in a container (Docker Compose, Podman) cannot reach $host:$port:
+that is the container itself.  Run the supervisor on an address it reaches
+(the token guards it there too), then paste what that prints:
+
+  VIVARIUM_SUPERVISOR_LISTEN=0.0.0.0:$port make run
+EOF
+fi
+cat <<EOF
+
+Check it from this host: make smoke$( [ "$local_host:$port" = 127.0.0.1:8787 ] || echo " VIVARIUM_URL=http://$local_host:$port")
+=======================================================================================
+EOF
