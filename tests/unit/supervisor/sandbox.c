@@ -37,10 +37,12 @@ sh(const char *fmt, ...)
 static int
 setup(void **state)
 {
+	static char user[] = "1000:1000";
+
 	assert_non_null(mkdtemp(tmp));
 	memset(&cf, 0, sizeof(cf));
 	cf.state_dir = tmp;
-	cf.sandbox_user = "1000:1000";
+	cf.sandbox_user = user;
 	return 0;
 }
 
