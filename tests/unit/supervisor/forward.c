@@ -87,13 +87,12 @@ srv_main(void *arg)
 	return NULL;
 }
 
+/* Listens on a fresh socket and serves one connection with fn. */
 static void
-srv_start(const struct piece *script)
+srv_listen(void *(*fn)(void *))
 {
 	struct sockaddr_un sun;
 
-	memset(&srv.request, 0, sizeof(srv.request));
-	srv.script = script;
 	snprintf(srv.path, sizeof(srv.path), "/tmp/fakeagent.%d.sock",
 	    (int)getpid());
 	unlink(srv.path);
@@ -103,7 +102,15 @@ srv_start(const struct piece *script)
 	srv.fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_int_equal(bind(srv.fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	assert_int_equal(listen(srv.fd, 4), 0);
-	pthread_create(&srv.thread, NULL, srv_main, NULL);
+	pthread_create(&srv.thread, NULL, fn, NULL);
+}
+
+static void
+srv_start(const struct piece *script)
+{
+	memset(&srv.request, 0, sizeof(srv.request));
+	srv.script = script;
+	srv_listen(srv_main);
 }
 
 static void
@@ -465,24 +472,14 @@ static void
 test_client_gone_closes_agent(void **state)
 {
 	struct agent_conn	 c;
-	struct sockaddr_un	 sun;
 	int			 pair[2], cf;
 	char			 err[256];
 	double			 t0, closed_at;
 	struct agent_req	 r = { .method = "POST", .path = "/mcp",
 	    .body = "{}", .body_len = 2 };
 
-	snprintf(srv.path, sizeof(srv.path), "/tmp/fakeagent.%d.sock",
-	    (int)getpid());
-	unlink(srv.path);
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, srv.path, strlen(srv.path) + 1);
-	srv.fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	assert_int_equal(bind(srv.fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	assert_int_equal(listen(srv.fd, 4), 0);
 	eof_at_ms = 0;
-	pthread_create(&srv.thread, NULL, silent_main, NULL);
+	srv_listen(silent_main);
 
 	/* pair[0] stands for the client's connection to the supervisor. */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
