@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "agent.h"
 #include "log.h"
 #include "run.h"
@@ -79,15 +80,6 @@ struct job {
 static pthread_mutex_t	 table_mtx = PTHREAD_MUTEX_INITIALIZER;
 static struct job	*table;
 static int		 ntable;
-
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void
 efd_signal(int fd)
@@ -244,7 +236,7 @@ job_new(const struct run_limits *lim, const char *code, size_t code_len,
 	j->rq.observe = job_observe;
 	j->rq.observe_arg = j;
 	j->asked_s = asked_s;
-	j->created = mono_now();
+	j->created = clock_mono();
 	return j;
 fail:
 	if (j->stop_fd != -1)
@@ -328,7 +320,7 @@ done:
 	if (j->rc == 0 && j->res.stopped && j->stop_why[0])
 		run_result_note(&j->res, "Stopped: %s.", j->stop_why);
 	j->done = 1;
-	j->finished = mono_now();
+	j->finished = clock_mono();
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->mtx);
 	efd_signal(j->done_fd);
@@ -402,7 +394,7 @@ job_elapsed(struct job *j)
 	double	 end;
 
 	pthread_mutex_lock(&j->mtx);
-	end = j->done ? j->finished : mono_now();
+	end = j->done ? j->finished : clock_mono();
 	pthread_mutex_unlock(&j->mtx);
 	return end - j->created;
 }
@@ -411,7 +403,7 @@ int
 job_wait(struct job *j, double seconds, const struct call_io *io)
 {
 	struct pollfd	 pfd[3];
-	double		 end = mono_now() + seconds, left;
+	double		 end = clock_mono() + seconds, left;
 	int		 n, ms;
 
 	for (;;) {
@@ -431,7 +423,7 @@ job_wait(struct job *j, double seconds, const struct call_io *io)
 		}
 		ms = -1;
 		if (seconds >= 0) {
-			if ((left = end - mono_now()) <= 0)
+			if ((left = end - clock_mono()) <= 0)
 				return JOB_WAIT_TIMEOUT;
 			ms = (int)(left * 1000) + 1;
 		}
@@ -476,7 +468,7 @@ static void
 table_expire(void)
 {
 	struct job	**pp, *j;
-	double		 now = mono_now();
+	double		 now = clock_mono();
 	int		 old;
 
 	for (pp = &table; (j = *pp) != NULL;) {
@@ -576,7 +568,7 @@ void
 jobs_shutdown(double grace)
 {
 	struct job	*j;
-	double		 end = mono_now() + grace;
+	double		 end = clock_mono() + grace;
 	int		 busy;
 
 	pthread_mutex_lock(&table_mtx);
@@ -595,5 +587,5 @@ jobs_shutdown(double grace)
 
 			nanosleep(&nap, NULL);
 		}
-	} while (busy > 0 && mono_now() < end);
+	} while (busy > 0 && clock_mono() < end);
 }

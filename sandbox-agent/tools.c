@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "agent.h"
 #include "log.h"
 #include "run.h"
@@ -565,15 +566,6 @@ utf8_chars(const char *s, size_t len)
 
 /* ------------------------------------------------------------ tools */
 
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * Waits for the job for up to seconds (< 0: its end), telling a client
  * that asked for progress how it goes once a second.  JOB_WAIT_DONE,
@@ -583,14 +575,14 @@ static int
 call_wait(const struct agent_ctx *ctx, struct job *job, double seconds)
 {
 	const struct call_io *io = ctx->io;
-	double		 end = mono_now() + seconds, step, left;
+	double		 end = clock_mono() + seconds, step, left;
 	char		 line[256];
 	int		 r;
 
 	for (;;) {
 		step = io != NULL && io->progress != NULL ? 1.0 : -1;
 		if (seconds >= 0) {
-			if ((left = end - mono_now()) <= 0)
+			if ((left = end - clock_mono()) <= 0)
 				return JOB_WAIT_TIMEOUT;
 			if (step < 0 || left < step)
 				step = left;

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "warm.h"
 #include "banned.h"
@@ -73,15 +74,6 @@ zygote_key(const char *python, char *const *envp)
 	return h;
 }
 
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void
 close_fd(int *fd)
 {
@@ -124,7 +116,7 @@ zygote_failed(const char *fmt, ...)
 	zygote_stop();
 	wz.fails++;
 	if (wz.fails >= WARM_MAX_FAILS) {
-		wz.next_try = mono_now() + WARM_RETRY_AFTER;
+		wz.next_try = clock_mono() + WARM_RETRY_AFTER;
 		log_warnx("warm: %s; runs start cold (%d failures in a row, "
 		    "next try in %.0f s)", why, wz.fails, WARM_RETRY_AFTER);
 	} else
@@ -170,7 +162,7 @@ zygote_start(const char *python, char *const *envp)
 	wz.ctl = sv[0];
 	wz.ready = 0;
 	wz.gen++;
-	wz.started = mono_now();
+	wz.started = clock_mono();
 	log_debug("warm: zygote started, pid %d", (int)wz.pid);
 	return 0;
 }
@@ -180,7 +172,7 @@ warm_ready(const char *python, char *const *envp, double wait)
 {
 	struct pollfd	 pfd;
 	char		 msg[16];
-	double		 left, until = mono_now() + (wait > 0 ? wait : 0);
+	double		 left, until = clock_mono() + (wait > 0 ? wait : 0);
 	ssize_t		 n;
 	int		 rc = -1;
 
@@ -207,20 +199,20 @@ warm_ready(const char *python, char *const *envp, double wait)
 		}
 	}
 	if (wz.pid == -1) {
-		if (wz.fails >= WARM_MAX_FAILS && mono_now() < wz.next_try)
+		if (wz.fails >= WARM_MAX_FAILS && clock_mono() < wz.next_try)
 			goto out;
 		if (zygote_start(python, envp) == -1)
 			goto out;
 	}
 	while (!wz.ready) {
-		left = wz.started + warm_ready_wait - mono_now();
+		left = wz.started + warm_ready_wait - clock_mono();
 		if (left <= 0) {
 			zygote_failed("the zygote was not ready after %.0f s",
 			    warm_ready_wait);
 			goto out;
 		}
-		if (until - mono_now() < left)
-			left = until - mono_now();
+		if (until - clock_mono() < left)
+			left = until - clock_mono();
 		if (left < 0)
 			left = 0;
 		pfd.fd = wz.ctl;
@@ -233,7 +225,7 @@ warm_ready(const char *python, char *const *envp, double wait)
 			goto out;
 		}
 		if (pfd.revents == 0) {
-			if (mono_now() >= until)
+			if (clock_mono() >= until)
 				goto out;	/* still importing: run cold */
 			continue;
 		}
@@ -244,7 +236,7 @@ warm_ready(const char *python, char *const *envp, double wait)
 			wz.ready = 1;
 			wz.fails = 0;
 			log_debug("warm: zygote %d ready after %.2f s",
-			    (int)wz.pid, mono_now() - wz.started);
+			    (int)wz.pid, clock_mono() - wz.started);
 			break;
 		}
 		zygote_failed("the zygote %s before it was ready (see its "
@@ -514,10 +506,10 @@ warm_reap(void *arg, struct spawn *sp)
 {
 	struct warm_run	*w = arg;
 	struct pollfd	 pfd;
-	double		 end = mono_now() + WARM_REAP_WAIT, left;
+	double		 end = clock_mono() + WARM_REAP_WAIT, left;
 
 	while (!read_status(w, MSG_DONTWAIT)) {
-		if ((left = end - mono_now()) <= 0) {
+		if ((left = end - clock_mono()) <= 0) {
 			w->lost = 1;
 			break;
 		}

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "log.h"
 #include "supervisor.h"
 #include "banned.h"
@@ -52,15 +53,6 @@ mono_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec;
-}
-
-static double
-mono_now_f(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 const char *
@@ -227,7 +219,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	conns_drop(sb);
 	pthread_mutex_unlock(&lock);
 
-	t0 = mono_now_f();
+	t0 = clock_mono();
 	if (conf->provisioning != PROV_AUTO
 	    && (allow = may_create(user, &sb->names, err)) != 1) {
 		/* A sandbox made earlier (e.g. by vivariumctl) still counts. */
@@ -273,9 +265,9 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	pthread_mutex_unlock(&lock);
 	if (r == 0) {
 		if (created)
-			metrics_spawn(mono_now_f() - t0);
+			metrics_spawn(clock_mono() - t0);
 		log_info("%s: ready in %.0f ms%s", sb->names.container,
-		    (mono_now_f() - t0) * 1000, created ? " (created)" : "");
+		    (clock_mono() - t0) * 1000, created ? " (created)" : "");
 		return sb;
 	}
 	log_warnx("%s: %s", user, err->msg);

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "log.h"
 #include "supervisor.h"
 #include "banned.h"
@@ -266,24 +267,6 @@ perr_set(struct perr *e, long status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
-}
-
-static void
-msleep(long ms)
-{
-	struct timespec	 ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
-static double
-now_s(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* What an entry that could not be opened as a directory is, for errors. */
@@ -719,23 +702,23 @@ static int
 wait_ready(const struct conf *c, struct podman *p, const struct names *n,
     struct perr *e)
 {
-	double	 deadline = now_s() + (double)c->ready_timeout;
-	double	 next_look = now_s() + 1.0;
+	double	 deadline = clock_mono() + (double)c->ready_timeout;
+	double	 next_look = clock_mono() + 1.0;
 	json_t	*ins;
 	enum ctr_state st;
 
 	for (;;) {
 		if (agent_probe(n->sock, 2000) == 0)
 			return 0;
-		if (now_s() > deadline) {
+		if (clock_mono() > deadline) {
 			perr_set(e, 504, "the sandbox %s did not answer on %s in "
 			    "time; see `podman logs` for it", n->container,
 			    n->sock);
 			return -1;
 		}
-		if (now_s() > next_look) {
+		if (clock_mono() > next_look) {
 			/* A container that exited will never answer. */
-			next_look = now_s() + 1.0;
+			next_look = clock_mono() + 1.0;
 			if (podman_container_inspect(p, n->container, &ins, e) == -1)
 				return -1;
 			st = podman_ctr_state(ins);
@@ -752,7 +735,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 			}
 			json_decref(ins);
 		}
-		msleep(5);
+		clock_sleep_ms(5);
 	}
 }
 
@@ -801,7 +784,7 @@ again:
 			    "later", n.container, "stopping or being removed");
 			return -1;
 		}
-		msleep(100);
+		clock_sleep_ms(100);
 		goto again;
 	case CTR_CREATED:
 		/* Never started (a crash between create and start): redo. */
