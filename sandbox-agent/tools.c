@@ -672,6 +672,16 @@ job_started_json(struct job *job, long timeout_s, long asked_s)
 	return out;
 }
 
+/* What a tool answers when its result could not be built. */
+static json_t *
+result_oom(struct rpc_error *err)
+{
+	err->code = RPC_INTERNAL_ERROR;
+	snprintf(err->message, sizeof(err->message), "out of memory while "
+	    "building the result");
+	return NULL;
+}
+
 static json_t *
 tool_run_python(const struct agent_ctx *ctx, json_t *args,
     struct rpc_error *err)
@@ -779,10 +789,7 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 		goto oom;
 	return out;
 oom:
-	err->code = RPC_INTERNAL_ERROR;
-	snprintf(err->message, sizeof(err->message), "out of memory while "
-	    "building the result");
-	return NULL;
+	return result_oom(err);
 }
 
 static json_t *
@@ -876,10 +883,7 @@ tool_job_status(const struct agent_ctx *ctx, json_t *args,
 	}
 	return out;
 oom:
-	err->code = RPC_INTERNAL_ERROR;
-	snprintf(err->message, sizeof(err->message), "out of memory while "
-	    "building the result");
-	return NULL;
+	return result_oom(err);
 }
 
 static json_t *
