@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "shell.h"
+
 #include "../../../sandbox-agent/workspace.c"
 
 static char	 tmp[] = "/tmp/viv-ws-test-XXXXXX";
@@ -32,20 +34,6 @@ put(const char *rel, const char *data, size_t len)
 	fclose(f);
 }
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Runs a shell command built from fmt, whose every %s is the temp dir. */
-static void
-sh(const char *fmt, ...)
-{
-	char	 cmd[8192];
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 static int
 setup(void **state)

@@ -15,24 +15,13 @@
 
 #include <cmocka.h>
 
+#include "shell.h"
+
 #include "../../../supervisor/sandbox.c"
 
 static char	 tmp[] = "/tmp/viv-sb-test-XXXXXX";
 static struct conf cf;
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-sh(const char *fmt, ...)
-{
-	char	 cmd[4096];
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 static int
 setup(void **state)
