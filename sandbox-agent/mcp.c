@@ -74,14 +74,23 @@ mcp_version_supported(const char *v)
 json_t *
 mcp_error(json_t *id, int code, const char *fmt, ...)
 {
-	char	 msg[1024];
-	va_list	 ap;
+	char		 msg[1024];
+	struct buf	 b = BUF_INIT(sizeof(msg) * 4);
+	va_list		 ap;
+	json_t		*e;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return json_pack("{s:s, s:O?, s:{s:i, s:s}}", "jsonrpc", "2.0",
-	    "id", id, "error", "code", code, "message", msg);
+	/*
+	 * A JSON string must be UTF-8, and the message may quote what the
+	 * client sent (jansson's parse errors do) or be cut mid-character.
+	 */
+	(void)text_escape(&b, msg, strlen(msg), 0);
+	e = json_pack("{s:s, s:O?, s:{s:i, s:s%}}", "jsonrpc", "2.0",
+	    "id", id, "error", "code", code, "message", buf_str(&b), b.len);
+	buf_release(&b);
+	return e;
 }
 
 static json_t *

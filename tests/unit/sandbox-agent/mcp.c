@@ -89,6 +89,12 @@ test_parse_error(void **state)
 	json_decref(r);
 	assert_int_equal(handle(NULL, "{\"a\":\"\\u0000\"}", &r), 400);
 	json_decref(r);
+	/* A parse error that quotes bytes that are not UTF-8 still has a
+	 * message (found by the fuzzer: it had no reply at all). */
+	assert_int_equal(handle(NULL, "[{\"a\":1},\"\\ud8\xde\x9a\x8d\x86or\"0]",
+	    &r), 400);
+	assert_int_equal(error_code(r), RPC_PARSE_ERROR);
+	json_decref(r);
 }
 
 static void
