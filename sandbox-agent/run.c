@@ -3,7 +3,8 @@
  *
  * Make a private run directory with code.py, start the runner with the
  * contract's environment in the workspace, keep the tail of its output,
- * read its report, and collect the PNGs it made.  Memory stays bounded
+ * read its report, and say what it changed in the workspace: the PNGs it
+ * made, the footer's workspace lines.  Memory stays bounded
  * whatever the code does: output goes through fixed-size rings, the report
  * is capped, images are decoded row by row under a pixel cap.
  */
@@ -28,13 +29,14 @@
 #include "run.h"
 #include "spawn.h"
 #include "warm.h"
+#include "wsdiff.h"
 #include "banned.h"
 
 extern char **environ;
 
 #define REPORT_MAX		(1u << 20)
-/* Paths taken from the report's files_written (the runner sends 200). */
-#define REPORT_FILES_MAX	200
+/* Paths in the result's files_written. */
+#define FILES_WRITTEN_MAX	200
 #define RUNDIR_MAX_DEPTH	8
 /* A budget under this is no image worth sending: the PNG is left out. */
 #define IMAGE_MIN_BUDGET	1024
@@ -456,40 +458,6 @@ warm_setup(const struct run_limits *lim, struct spawn *sp,
 /* ---------------------------------------------------------------- report */
 
 /*
- * The report's files_written into res: an array of strings, or absent
- * (the runner took no snapshots).  -1 when it is of the wrong shape.
- */
-static int
-report_files(json_t *v, struct run_result *res)
-{
-	json_t	*p;
-	size_t	 i, n;
-
-	if (v == NULL || json_is_null(v))
-		return 0;
-	if (!json_is_array(v))
-		return -1;
-	n = json_array_size(v);
-	if (n > REPORT_FILES_MAX)
-		n = REPORT_FILES_MAX;
-	if (n == 0)
-		return 0;
-	if ((res->files = calloc(n, sizeof(*res->files))) == NULL)
-		return -1;
-	for (i = 0; i < n; i++) {
-		p = json_array_get(v, i);
-		if (!json_is_string(p) || memchr(json_string_value(p), '\0',
-		    json_string_length(p)) != NULL)
-			return -1;
-		if ((res->files[res->nfiles] = strdup(json_string_value(p))) ==
-		    NULL)
-			return -1;
-		res->nfiles++;
-	}
-	return 0;
-}
-
-/*
  * The report's "error" as one line of at most errlen - 1 bytes: control
  * characters (a multi-line message, a NUL) become spaces, and a cut falls
  * between characters (the string is UTF-8: jansson checked it).
@@ -517,8 +485,8 @@ report_error(json_t *e, char *error, size_t errlen)
 
 /*
  * Reads the runner's report.json: never trusted, capped, type-checked.
- * Returns RUN_REPORT_OK with *footer set (owned, or NULL), res->files and
- * res->error filled, or another status with the reason in why.
+ * Returns RUN_REPORT_OK with *footer set (owned, or NULL) and res->error
+ * filled, or another status with the reason in why.
  */
 static int
 report_read(const char *rundir, int exit_code, char **footer,
@@ -599,12 +567,6 @@ report_read(const char *rundir, int exit_code, char **footer,
 		snprintf(why, whylen, "out of memory");
 		goto done;
 	}
-	if (report_files(json_object_get(root, "files_written"), res) == -1) {
-		snprintf(why, whylen, "'files_written' is not a list of paths");
-		free(*footer);
-		*footer = NULL;
-		goto done;
-	}
 	/* Optional: older runners do not write it. */
 	report_error(json_object_get(root, "error"), res->error,
 	    sizeof(res->error));
@@ -653,23 +615,24 @@ images_budget(const struct run_limits *lim, size_t used, size_t left)
 
 static void
 images_collect(const struct run_limits *lim, const struct run_request *rq,
-    const struct img_snap *before, struct run_result *res)
+    const struct ws_file *const *changed, size_t nchanged,
+    struct run_result *res)
 {
-	struct img_snap	 after = IMG_SNAP_INIT;
-	const struct img_file **ch = NULL;
+	const struct ws_file **ch = NULL;
 	struct img_thumb t;
 	struct run_image *im, tmp;
 	char		 err[256];
-	ssize_t		 n, i;
+	ssize_t		 n = 0, i;
 	size_t		 tries = 0, max = (size_t)lim->max_images, used = 0;
 	size_t		 left, budget, k;
 	int		 rc;
 
-	if (img_snap_take(&after, rq->workspace, err, sizeof(err)) == -1) {
-		log_warnx("images: %s", err);
+	if ((ch = calloc(nchanged + 1, sizeof(*ch))) == NULL)
 		return;
-	}
-	if ((n = img_snap_changed(before, &after, &ch)) <= 0)
+	for (k = 0; k < nchanged; k++)
+		if (ws_is_png(changed[k]->path))
+			ch[n++] = changed[k];
+	if (n == 0)
 		goto done;
 	if ((res->images = calloc(max, sizeof(*res->images))) == NULL)
 		goto done;
@@ -726,11 +689,61 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 		res->images[res->nimages - 1 - k] = tmp;
 	}
 done:
-	if (after.truncated)
-		log_warnx("images: %s: the PNG scan stopped at its bounds",
-		    rq->workspace);
 	free(ch);
-	img_snap_release(&after);
+}
+
+/*
+ * What the run changed, once for all: the PNGs to return and, when the
+ * runner wrote a footer, the footer's workspace lines and files_written
+ * (a killed run has neither, as it has no footer).
+ */
+static void
+workspace_diff(const struct run_limits *lim, const struct run_request *rq,
+    const struct ws_snap *before, struct run_result *res)
+{
+	struct ws_snap	 after = WS_SNAP_INIT;
+	const struct ws_file **ch = NULL;
+	struct buf	 f = BUF_INIT(64 * 1024);
+	char		 err[256];
+	ssize_t		 n;
+	size_t		 i, nf;
+
+	if (ws_snap_take(&after, rq->workspace, err, sizeof(err)) == -1) {
+		log_warnx("workspace: %s", err);
+		return;
+	}
+	if (after.truncated)
+		log_warnx("workspace: %s: the walk stopped at its bounds",
+		    rq->workspace);
+	if ((n = ws_snap_changed(before, &after, &ch)) == -1)
+		goto done;
+	if (lim->max_images > 0)
+		images_collect(lim, rq, ch, (size_t)n, res);
+	if (res->footer == NULL)
+		goto done;	/* no summary, or the run ended before it */
+	if (n > 0) {
+		nf = (size_t)n < FILES_WRITTEN_MAX ? (size_t)n : FILES_WRITTEN_MAX;
+		if ((res->files = calloc(nf, sizeof(*res->files))) == NULL)
+			goto done;
+		for (i = 0; i < nf; i++) {
+			if ((res->files[i] = strdup(ch[i]->path)) == NULL)
+				goto done;
+			res->nfiles++;
+		}
+	}
+	if (buf_appends(&f, res->footer) == -1 || buf_appends(&f, "\n") == -1 ||
+	    ws_footer(&f, rq->workspace, &after,
+	    (const struct ws_file *const *)ch, (size_t)n) == -1)
+		goto done;
+	/* The lines end in newlines; the runner's footer does not. */
+	if (f.len > 0 && f.data[f.len - 1] == '\n')
+		f.data[--f.len] = '\0';
+	free(res->footer);
+	res->footer = buf_detach(&f, NULL);
+done:
+	buf_release(&f);
+	free(ch);
+	ws_snap_release(&after);
 }
 
 /* ---------------------------------------------------------------- the run */
@@ -766,9 +779,9 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	struct spawn	 sp = SPAWN_INIT;
 	struct warm_run	 wr = WARM_RUN_INIT;
 	struct utf8_count cout, cerr;
-	struct img_snap	 before = IMG_SNAP_INIT;
+	struct ws_snap	 before = WS_SNAP_INIT;
 	size_t		 cap;
-	int		 rc = -1, images, rs;
+	int		 rc = -1, walk, rs;
 
 	run_result_init(res);
 	memset(&env, 0, sizeof(env));
@@ -778,8 +791,8 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	if (errlen > 0)
 		errbuf[0] = '\0';
 
-	images = lim->max_images > 0;
-	if (images && img_snap_take(&before, rq->workspace, serr,
+	walk = lim->max_images > 0 || lim->state_summary;
+	if (walk && ws_snap_take(&before, rq->workspace, serr,
 	    sizeof(serr)) == -1) {
 		snprintf(errbuf, errlen, "workspace: %s", serr);
 		goto done;
@@ -892,13 +905,13 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		    "process group and kept its output open; what it prints "
 		    "after the run is not shown.");
 
-	if (images)
-		images_collect(lim, rq, &before, res);
+	if (walk)
+		workspace_diff(lim, rq, &before, res);
 	rc = 0;
 done:
 	spawn_release(&sp);
 	env_free(&env);
-	img_snap_release(&before);
+	ws_snap_release(&before);
 	rundir_remove(rundir);
 	return rc;
 }
