@@ -56,11 +56,8 @@ run_result_note(struct run_result *res, const char *fmt, ...)
 		res->note[used++] = ' ';
 	room = sizeof(res->note) - 1 - used;
 	n = strlen(line);
-	if (n > room) {
-		n = room;
-		while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
-			n--;
-	}
+	if (n > room)
+		n = utf8_floor(line, room);
 	memcpy(res->note + used, line, n);
 	res->note[used + n] = '\0';
 }
@@ -93,7 +90,7 @@ run_text_fit_tail(const char **text, size_t *len, unsigned long long *cut,
     size_t max_json)
 {
 	const char	*s = *text;
-	size_t		 n = *len, j = 0, start = n, i;
+	size_t		 n = *len, j = 0, start = n;
 
 	/* Walk back from the end while the tail still fits. */
 	while (start > 0) {
@@ -107,9 +104,7 @@ run_text_fit_tail(const char **text, size_t *len, unsigned long long *cut,
 	/* Start at a character, not inside one. */
 	while (start < n && ((unsigned char)s[start] & 0xc0) == 0x80)
 		start++;
-	for (i = 0; i < start; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			(*cut)++;
+	*cut += utf8_chars(s, start);
 	*text = s + start;
 	*len = n - start;
 }
@@ -124,9 +119,7 @@ run_text_fit_head(const char *s, size_t n, size_t max_json)
 		if (j > max_json)
 			break;
 	}
-	while (i > 0 && i < n && ((unsigned char)s[i] & 0xc0) == 0x80)
-		i--;
-	return i;
+	return i < n ? utf8_floor(s, i) : i;
 }
 
 /*
@@ -141,11 +134,8 @@ append_name(struct buf *b, const char *name)
 	size_t	 n = strlen(name), cut = n;
 	int	 r;
 
-	if (cut > RUN_NAME_MAX) {
-		cut = RUN_NAME_MAX;
-		while (cut > 0 && ((unsigned char)name[cut] & 0xc0) == 0x80)
-			cut--;
-	}
+	if (cut > RUN_NAME_MAX)
+		cut = utf8_floor(name, RUN_NAME_MAX);
 	r = text_escape(b, name, cut, ESCAPE_CONTROL);
 	if (cut < n)
 		buf_appends(b, "\xe2\x80\xa6");

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "run.h"
 #include "spawn.h"
+#include "text.h"
 #include "warm.h"
 #include "wsdiff.h"
 #include "banned.h"
@@ -52,31 +53,6 @@ extern char **environ;
  * fit it, or a stray byte), as Unicode recommends (ch. 3, "U+FFFD
  * substitution of maximal subparts").
  */
-
-/* The byte range the continuation after lead b must fall in; 0: not a lead. */
-static int
-utf8_lead(unsigned char b, unsigned char *lo, unsigned char *hi)
-{
-	*lo = 0x80;
-	*hi = 0xbf;
-	if (b < 0x80)
-		return 0;
-	if (b >= 0xc2 && b <= 0xdf)
-		return 1;
-	if (b == 0xe0)
-		*lo = 0xa0;
-	else if (b == 0xed)
-		*hi = 0x9f;
-	if (b >= 0xe0 && b <= 0xef)
-		return 2;
-	if (b == 0xf0)
-		*lo = 0x90;
-	else if (b == 0xf4)
-		*hi = 0x8f;
-	if (b >= 0xf0 && b <= 0xf4)
-		return 3;
-	return -1;
-}
 
 /* Streaming character count over every byte a stream produced. */
 struct utf8_count {
@@ -128,32 +104,6 @@ utf8_count_feed(void *arg, const unsigned char *p, size_t n)
 }
 
 /*
- * The sequence at p: returns its length and whether it is valid (*ok).
- * An invalid one is a maximal subpart, at least one byte.
- */
-static size_t
-utf8_seq(const unsigned char *p, size_t n, int *ok)
-{
-	unsigned char	 lo, hi;
-	int		 need;
-	size_t		 i;
-
-	need = utf8_lead(p[0], &lo, &hi);
-	*ok = need >= 0;
-	if (need <= 0)
-		return 1;
-	for (i = 1; i <= (size_t)need; i++) {
-		if (i >= n || p[i] < lo || p[i] > hi) {
-			*ok = 0;
-			return i;
-		}
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return i;
-}
-
-/*
  * Makes the text shown for one stream from the bytes kept of it: valid
  * UTF-8 (bad bytes become U+FFFD), at most `limit` characters, the tail.
  * `dropped`: bytes were lost before p, so p may start inside a character.
@@ -175,8 +125,8 @@ tail_text(const unsigned char *p, size_t n, int dropped,
 		while (i < n && i < 3 && (p[i] & 0xc0) == 0x80)
 			i++;
 	for (; i < n; i += k) {
-		k = utf8_seq(p + i, n - i, &ok);
-		if (ok ? buf_append(&b, p + i, k) :
+		k = utf8_next(p + i, n - i, &ok);
+		if (ok == 1 ? buf_append(&b, p + i, k) :
 		    buf_append(&b, "\xef\xbf\xbd", 3))
 			goto fail;
 		chars++;
@@ -473,11 +423,8 @@ report_error(json_t *e, char *error, size_t errlen)
 		return;
 	s = json_string_value(e);
 	n = json_string_length(e);
-	if (n > errlen - 1) {
-		n = errlen - 1;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
+	if (n > errlen - 1)
+		n = utf8_floor(s, errlen - 1);
 	for (i = 0; i < n; i++)
 		error[i] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
 	error[n] = '\0';

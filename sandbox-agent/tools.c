@@ -552,18 +552,6 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 	return result;
 }
 
-/* Characters in valid UTF-8 text. */
-static size_t
-utf8_chars(const char *s, size_t len)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			n++;
-	return n;
-}
-
 /* ------------------------------------------------------------ tools */
 
 /*

@@ -245,18 +245,6 @@ static const char *const image_exts[] = {
 	".png", ".jpg", ".jpeg", ".gif", ".webp", NULL
 };
 
-/* Characters in valid UTF-8. */
-static size_t
-chars(const char *s, size_t len)
-{
-	size_t	 i, n = 0;
-
-	for (i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			n++;
-	return n;
-}
-
 /*
  * Appends a file name for the footer: valid UTF-8 without control
  * characters (a newline would forge a line), and past max characters cut
@@ -271,7 +259,7 @@ put_name(struct buf *out, const char *name, size_t max)
 
 	if (text_escape(&t, name, strlen(name), ESCAPE_CONTROL) == -1)
 		goto done;
-	if (chars(buf_str(&t), t.len) <= max) {
+	if (utf8_chars(buf_str(&t), t.len) <= max) {
 		rc = buf_append(out, buf_str(&t), t.len);
 		goto done;
 	}
@@ -305,10 +293,10 @@ list_add(struct list *l, const char *item, size_t len)
 
 	if (l->done)
 		return 0;
-	add = chars(item, len) + (l->i > 0 ? 2 : 0);
+	add = utf8_chars(item, len) + (l->i > 0 ? 2 : 0);
 	rest = l->total - l->i;
 	m = snprintf(more, sizeof(more), ELLIPSIS " %zu more", rest);
-	tail = 2 + chars(more, (size_t)m);
+	tail = 2 + utf8_chars(more, (size_t)m);
 	if (l->i > 0 && l->used + add + (rest > 1 ? tail : 0) > LIST_MAX) {
 		l->done = 1;
 		return buf_appendf(l->out, ", %s", more);

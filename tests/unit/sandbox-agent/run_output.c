@@ -55,8 +55,8 @@ valid_utf8(const char *s, size_t n)
 	int	 ok;
 
 	for (i = 0; i < n; i += k) {
-		k = utf8_seq((const unsigned char *)s + i, n - i, &ok);
-		if (!ok)
+		k = utf8_next((const unsigned char *)s + i, n - i, &ok);
+		if (ok != 1)
 			return 0;
 	}
 	return 1;
