@@ -708,14 +708,6 @@ stream_text(struct spawn_stream *s, const struct utf8_count *cnt,
 	    cut);
 }
 
-static const char *
-sig_name(int sig)
-{
-	const char	*s = sigabbrev_np(sig);
-
-	return s != NULL ? s : "?";
-}
-
 int
 run_python(const struct run_limits *lim, const struct run_request *rq,
     struct run_result *res, char *errbuf, size_t errlen)
@@ -823,14 +815,12 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		    "print(..., flush=True) shows progress as it happens.");
 	} else if (sp.signaled) {
 		res->report = RUN_REPORT_MISSING;
+		/* Which signal it was is the error line's (tools.c). */
 		if (sp.signal == SIGKILL)
 			run_result_note(res, "The agent did not send that SIGKILL; it "
 			    "usually comes from the kernel's out-of-memory "
 			    "killer, meaning the code needed more memory than "
 			    "the sandbox allows. Work on less data at a time.");
-		else
-			run_result_note(res, "The Python process died of signal %d "
-			    "(SIG%s).", sp.signal, sig_name(sp.signal));
 	} else {
 		rs = report_read(rundir, sp.exit_code, &res->footer, res, why,
 		    sizeof(why));

@@ -319,6 +319,12 @@ test_result_timeout_signal_spawn(void **state)
 	scripted.signal = SIGKILL;
 	r = call("run_python", "{\"code\": \"x\"}", &err);
 	assert_non_null(strstr(text_of(r), "killed by signal 9 (SIGKILL)"));
+	json_decref(r);
+	/* Every signal by its name, not only a listed few. */
+	scripted.signal = SIGUSR1;
+	r = call("run_python", "{\"code\": \"x\"}", &err);
+	assert_non_null(strstr(text_of(r), "killed by signal 10 (SIGUSR1);"));
+	scripted.signal = SIGKILL;
 	snprintf(scripted.note, sizeof(scripted.note), "probably the memory "
 	    "limit");
 	json_decref(r);
