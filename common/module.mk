@@ -5,4 +5,5 @@ $(eval $(call unit_test,common_config,tests/unit/common/config.c,,))
 COMMON_PKGS += libmicrohttpd jansson
 $(eval $(call unit_test,common_http,tests/unit/common/http.c,,))
 $(eval $(call unit_test,common_link,tests/unit/common/link.c,,))
+$(eval $(call unit_test,common_jsonrpc,tests/unit/common/jsonrpc.c,,))
 $(eval $(call unit_test,common_text,tests/unit/common/text.c,,))

@@ -123,3 +123,13 @@ test('DELETE and the agent\'s own status codes pass through; the kept connection
   // The readiness probe, then one connection for both relayed requests.
   assert.equal(agent.connections, 2);
 });
+
+test('a refusal quoting bytes that are not UTF-8 still gets its JSON-RPC answer', async () => {
+  // The 404 quotes the (unescaped) path; json_pack refused it, and the
+  // connection closed without an answer.
+  const res = await fetch(`${sv.baseUrl}/nope-%ff%fe`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(res.status, 404);
+  const body = await res.json();
+  assert.equal(body.error.code, -32000);
+  assert.match(body.error.message, /nope-\\xff\\xfe/);
+});
