@@ -142,17 +142,14 @@ append_name(struct buf *b, const char *name)
 	return r == 1;
 }
 
-/* 15 KB, 1.2 MB: the sizes the text gives (1 KB = 1000 bytes, as LibreChat
- * and most people count). */
+/* "14.9 KB": human_size, as list_files and the footer say sizes. */
 static void
-append_kb(struct buf *b, size_t n)
+append_size(struct buf *b, size_t n)
 {
-	if (n < 1000)
-		buf_appendf(b, "%zu bytes", n);
-	else if (n < 1000000)
-		buf_appendf(b, "%zu KB", (n + 500) / 1000);
-	else
-		buf_appendf(b, "%.1f MB", (double)n / 1e6);
+	char	 s[32];
+
+	human_size(n, s, sizeof(s));
+	buf_appends(b, s);
 }
 
 void
@@ -199,12 +196,12 @@ run_result_images_text(struct buf *b, const struct run_result *res,
 			if (im->width > 0) {
 				buf_appendf(b, " (%dx%d): still ", im->orig_width,
 				    im->orig_height);
-				append_kb(b, im->png_len);
+				append_size(b, im->png_len);
 				buf_appendf(b, " at %dx%d, over the ", im->width,
 				    im->height);
 			} else
 				buf_appends(b, ": only ");
-			append_kb(b, im->budget);
+			append_size(b, im->budget);
 			buf_appends(b, im->width > 0 ? " it could have" :
 			    " of the result's image budget was left");
 			buf_appends(b, "; the file is in the workspace at full "
@@ -221,12 +218,12 @@ run_result_images_text(struct buf *b, const struct run_result *res,
 		if (im->shrunk) {
 			buf_appendf(b, ", shrunk to %dx%d to fit ", im->width,
 			    im->height);
-			append_kb(b, im->budget);
+			append_size(b, im->budget);
 		} else if (im->width != im->orig_width ||
 		    im->height != im->orig_height)
 			buf_appendf(b, ", shown at %dx%d", im->width, im->height);
 		buf_appends(b, ", ");
-		append_kb(b, im->png_len);
+		append_size(b, im->png_len);
 		buf_appends(b, escaped ? ") " NAME_ESCAPED_MARK "\n" : ")\n");
 	}
 	if (shown > 1)
