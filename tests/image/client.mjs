@@ -153,7 +153,7 @@ const tests = {
 		// Within the default per-image budget, at the chart's own size,
 		// and described in words for providers that drop images.
 		check(png.length <= 25600, `a ${png.length}-byte PNG is over the 25600-byte budget`, res);
-		check(/image: june_temperatures\.png \(960x540, \d+ KB\)/.test(res.text),
+		check(/image: june_temperatures\.png \(960x540, \d+\.\d KB\)/.test(res.text),
 			"no image line with size and bytes", res);
 		check(/chart june_temperatures\.png: line chart "June temperatures"; x \(day\): 2024-06-01 to 2024-06-30; Oslo: 30 points, first 11, last 12, min 10, max 16/.test(res.text),
 			"no chart description, or wrong numbers", res);
