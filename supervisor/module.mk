@@ -3,8 +3,8 @@
 PKGS_supervisor := libmicrohttpd jansson libcurl
 
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
-		   supervisor/podman.c supervisor/sandbox.c supervisor/pool.c \
-		   supervisor/metrics.c supervisor/files.c
+		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
+		   supervisor/pool.c supervisor/metrics.c supervisor/files.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
 SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor) $(COMMON_PKGS)) -lm -lpthread
 PROGS		+= $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
@@ -21,7 +21,8 @@ $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(SV_LIB_OBJS) $(COMMON_OBJS)
 $(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
-$(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o,libcurl))
+$(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/spec.o,libcurl))
+$(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o,))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run

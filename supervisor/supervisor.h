@@ -199,7 +199,10 @@ int	files_access(struct MHD_Connection *, const char *url,
 	    const char *method, const char *upload_data,
 	    size_t *upload_data_size, void **con_cls);
 
-/* ---------------------------------------------------------------- sandbox.c */
+/* ---------------------------------------------------------------- spec.c */
+
+/* Under <state_dir>: the run directories, one per user. */
+#define SANDBOX_USERS_DIR	"users"
 
 /* Names and paths of one user's objects. */
 struct names {
@@ -211,9 +214,13 @@ struct names {
 };
 
 int	sandbox_names(const struct conf *, const char *user, struct names *);
-/* New references to the request bodies for the user's objects. */
-json_t	*sandbox_network_spec(const struct conf *, struct podman *,
-	    const char *user);
+/*
+ * New references to the request bodies for the user's objects.  isolate:
+ * the network's "isolate" option, podman_isolate_value() of the Podman
+ * that makes it.
+ */
+json_t	*sandbox_network_spec(const struct conf *, const char *user,
+	    const char *isolate);
 json_t	*sandbox_volume_spec(const char *user);
 /* proxy_ip: the egress proxy's address on the user's network, or NULL. */
 json_t	*sandbox_container_spec(const struct conf *, const char *user,
@@ -221,12 +228,21 @@ json_t	*sandbox_container_spec(const struct conf *, const char *user,
 /* The environment the sandbox gets (new reference). */
 json_t	*sandbox_env(const struct conf *, const char *user,
 	    const char *proxy_ip);
+/* Of that, the variables naming the egress proxy at proxy_ip:port (new
+ * reference, in the order they are set), the same for quadlets. */
+json_t	*sandbox_proxy_env(const char *proxy_ip, long port);
+/* Of that, the file-link variables, added to env; none without a key. */
+void	sandbox_link_env(const struct conf *, const char *user, json_t *env);
 /*
  * The egress proxy's fixed address on a network: the last usable address
  * of its IPv4 subnet (Podman hands out addresses from the low end).  From
  * the network's inspect JSON; 0, or -1 when it has no usable subnet.
  */
 int	sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len);
+/* The user of a labelled Podman object (borrowed), or NULL. */
+const char *sandbox_label_user(const json_t *obj);
+
+/* ---------------------------------------------------------------- sandbox.c */
 
 /*
  * Brings the user's sandbox to "running and answering": creates what is
@@ -245,8 +261,6 @@ int	sandbox_stop(const struct conf *, struct podman *, const char *user,
 /* Removes container and network; the volume too when purge. */
 int	sandbox_remove(const struct conf *, struct podman *, const char *user,
 	    int purge, struct perr *err);
-/* The user of a labelled Podman object (borrowed), or NULL. */
-const char *sandbox_label_user(const json_t *obj);
 
 /* ---------------------------------------------------------------- pool.c */
 
