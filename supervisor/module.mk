@@ -13,7 +13,8 @@ $(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
-$(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(SV_LIB_OBJS) $(COMMON_OBJS)
+$(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
+		$(SV_LIB_OBJS) $(COMMON_OBJS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
@@ -23,6 +24,7 @@ $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 $(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/spec.o,libcurl))
 $(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o,))
+$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/spec.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run

@@ -262,6 +262,22 @@ int	sandbox_stop(const struct conf *, struct podman *, const char *user,
 int	sandbox_remove(const struct conf *, struct podman *, const char *user,
 	    int purge, struct perr *err);
 
+/* ---------------------------------------------------------------- render.c */
+
+/* vivariumctl render: the templates' directory (-t, else next to the
+ * program, else the installed one) into dst. */
+void	render_template_dir(const char *opt, char *dst, size_t len);
+/* text with each {{NAME}} of vars (NAME, value, ..., NULL) replaced,
+ * appended to out; other braces stay.  0, or -1 when out is full. */
+int	render_text(const char *text, const char *const *vars, struct buf *out);
+/* tdir/tname filled in, written to outdir/outname; 0, or -1 said on stderr. */
+int	render_file(const char *tdir, const char *tname, const char *outdir,
+	    const char *outname, const char *const *vars);
+/* The user's .network and .container quadlets into outdir; the proxy's
+ * address is asked of Podman.  0, or -1 said on stderr. */
+int	render_user(const struct conf *, struct podman *, const char *user,
+	    const char *tdir, const char *outdir);
+
 /* ---------------------------------------------------------------- pool.c */
 
 enum sb_state {
