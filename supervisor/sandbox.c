@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,21 +24,6 @@
 #include "banned.h"
 
 /* ---------------------------------------------------------------- helpers */
-
-static void perr_set(struct perr *, long, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-perr_set(struct perr *e, long status, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	memset(e, 0, sizeof(*e));
-	e->status = status;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-}
 
 /* What an entry that could not be opened as a directory is, for errors. */
 static const char *
