@@ -25,6 +25,18 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+/* sandbox_names, or a 400 saying what a user id may be. */
+static int
+user_names(const struct conf *c, const char *user, struct names *n,
+    struct perr *e)
+{
+	if (sandbox_names(c, user, n) == -1) {
+		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+		return -1;
+	}
+	return 0;
+}
+
 /* What an entry that could not be opened as a directory is, for errors. */
 static const char *
 entry_kind(int dfd, const char *name)
@@ -136,20 +148,25 @@ fail:
 	return r;
 }
 
+/*
+ * Makes the object called name from spec (new reference, released here)
+ * unless it exists; one that appears meanwhile (another caller) is fine.
+ * *made: whether this call made it.  0, or -1 with e.
+ */
 static int
-network_ensure(const struct conf *c, struct podman *p, const char *user,
-    const struct names *n, int *made, struct perr *e)
+object_ensure(struct podman *p, const char *name,
+    int (*exists_fn)(struct podman *, const char *, struct perr *),
+    int (*create_fn)(struct podman *, json_t *, struct perr *), json_t *spec,
+    int *made, struct perr *e)
 {
-	json_t	*spec;
 	int	 r;
 
 	*made = 0;
-	if ((r = podman_network_exists(p, n->network, e)) == -1)
-		return -1;
-	if (r == 1)
-		return 0;
-	spec = sandbox_network_spec(c, user, podman_isolate_value(p));
-	r = podman_network_create(p, spec, e);
+	if ((r = exists_fn(p, name, e)) != 0) {
+		json_decref(spec);
+		return r == 1 ? 0 : -1;
+	}
+	r = create_fn(p, spec, e);
 	json_decref(spec);
 	if (r == -1 && !perr_exists(e))
 		return -1;
@@ -188,19 +205,10 @@ static int
 volume_ensure(struct podman *p, const char *user, const struct names *n,
     struct perr *e)
 {
-	json_t	*spec;
-	int	 r;
+	int	 made;
 
-	if ((r = podman_volume_exists(p, n->volume, e)) == -1)
-		return -1;
-	if (r == 1)
-		return 0;
-	spec = sandbox_volume_spec(user);
-	r = podman_volume_create(p, spec, e);
-	json_decref(spec);
-	if (r == -1 && !perr_exists(e))
-		return -1;
-	return 0;
+	return object_ensure(p, n->volume, podman_volume_exists,
+	    podman_volume_create, sandbox_volume_spec(user), &made, e);
 }
 
 /*
@@ -248,6 +256,26 @@ egress_connect(const struct conf *c, struct podman *p, const struct names *n,
 		    " (is the egress proxy container \"%s\" running?)",
 		    c->egress_container);
 	return -1;
+}
+
+/*
+ * The user's network there, the proxy's address on it in ip ("" without a
+ * proxy), and on a network made just now the proxy connected at it.
+ */
+static int
+network_up(const struct conf *c, struct podman *p, const char *user,
+    const struct names *n, char *ip, size_t iplen, struct perr *e)
+{
+	int	 made;
+
+	if (object_ensure(p, n->network, podman_network_exists,
+	    podman_network_create, sandbox_network_spec(c, user,
+	    podman_isolate_value(p)), &made, e) == -1
+	    || proxy_ip(c, p, n, ip, iplen, e) == -1)
+		return -1;
+	if (made && egress_connect(c, p, n, ip, e) == -1)
+		return -1;
+	return 0;
 }
 
 /* The first variable of want that the inspected container lacks, or NULL. */
@@ -337,19 +365,13 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 	struct names	 n;
 	json_t		*spec;
 	char		 ip[INET_ADDRSTRLEN];
-	int		 made, r;
+	int		 r;
 
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_version(p, e) == -1)
 		return -1;
-	if (network_ensure(c, p, user, &n, &made, e) == -1)
-		return -1;
-	if (proxy_ip(c, p, &n, ip, sizeof(ip), e) == -1)
-		return -1;
-	if (made && egress_connect(c, p, &n, ip, e) == -1)
+	if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1)
 		return -1;
 	if (volume_ensure(p, user, &n, e) == -1)
 		return -1;
@@ -420,13 +442,11 @@ sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
 	enum ctr_state	 st;
 	const char	*stale;
 	char		 ip[INET_ADDRSTRLEN];
-	int		 tries = 0, redo = 0, made, r;
+	int		 tries = 0, redo = 0, r;
 
 	*created = 0;
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_version(p, e) == -1)
 		return -1;
 again:
@@ -489,11 +509,7 @@ again:
 	case CTR_STOPPED:
 	case CTR_OTHER:
 		/* Its network may have gone (podman network rm -f). */
-		if (network_ensure(c, p, user, &n, &made, e) == -1)
-			return -1;
-		if (proxy_ip(c, p, &n, ip, sizeof(ip), e) == -1)
-			return -1;
-		if (made && egress_connect(c, p, &n, ip, e) == -1)
+		if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1)
 			return -1;
 		/* Made with other settings, or removed with its network. */
 		if ((r = ctr_current(c, p, user, &n, ip, e)) == -1)
@@ -529,10 +545,8 @@ sandbox_stop(const struct conf *c, struct podman *p, const char *user,
 {
 	struct names	 n;
 
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_container_stop(p, n.container, (int)c->stop_timeout, e) == -1
 	    && e->status != 404)
 		return -1;
@@ -545,10 +559,8 @@ sandbox_remove(const struct conf *c, struct podman *p, const char *user,
 {
 	struct names	 n;
 
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_container_remove(p, n.container, e) == -1 && e->status != 404)
 		return -1;
 	/* Not by force: that would take the egress proxy with it. */
