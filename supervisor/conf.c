@@ -15,7 +15,7 @@
 
 #include "buf.h"
 #include "config.h"
-#include "http.h"
+#include "origin.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -439,7 +439,7 @@ y_origins(struct confdiag *d, const struct ynode *n, struct conf *c)
 		confdiag_add(d, n->line, "allowed_origins: expected a list");
 		return;
 	}
-	if (http_origins_check(c->origins, err, sizeof(err)) == -1)
+	if (origins_check(c->origins, err, sizeof(err)) == -1)
 		confdiag_add(d, n->line, "allowed_origins: %s", err);
 }
 

@@ -27,8 +27,9 @@
 
 #include "buf.h"
 #include "config.h"
-#include "http.h"
 #include "log.h"
+#include "mhd.h"
+#include "origin.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -341,7 +342,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		    sizeof(why));
 		if (refused)
 			return reply_error(conn, 400, "%s", why);
-		if (!http_origin_allowed(conf.origins, origin))
+		if (!origin_allowed(conf.origins, origin))
 			return reply_error(conn, 403, "Origin %.200s is not "
 			    "allowed (allowed_origins in the supervisor's "
 			    "config)", origin);
