@@ -3,8 +3,12 @@
  * The YAML tree is in yconf.c, so that a program reading only the
  * environment (the agent) does not link libyaml.
  */
+#include <sys/types.h>
+#include <sys/socket.h>
+
 #include <ctype.h>
 #include <errno.h>
+#include <netdb.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -242,4 +246,88 @@ config_env_duration(struct confdiag *d, const char *name, long def, long min,
 		return -1;
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------- host:port */
+
+int
+config_parse_hostport(const char *s, char *host, size_t hostlen, long *port)
+{
+	struct addrinfo	 hints, *res;
+	const char	*h = s, *colon;
+	size_t		 hl;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (end == NULL || end[1] != ':' || end == s + 1)
+			return -1;
+		h = s + 1;
+		hl = (size_t)(end - h);
+		colon = end + 1;
+	} else {
+		if ((colon = strrchr(s, ':')) == NULL)
+			return -1;
+		hl = (size_t)(colon - s);
+	}
+	if (hl >= hostlen || config_parse_long(colon + 1, 1, 65535, port) == -1)
+		return -1;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (hl == 0)
+		return 0;
+	/* The check the programs' bind makes: no lookup, an address. */
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
+	if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+		return -1;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- lists */
+
+int
+config_list_next(const char **pp, const char **item, size_t *n)
+{
+	const char	*p = *pp, *e;
+
+	if (*p == '\0')
+		return 0;
+	if ((e = strchr(p, ',')) == NULL)
+		e = p + strlen(p);
+	*pp = *e != '\0' ? e + 1 : e;
+	while (p < e && isspace((unsigned char)*p))
+		p++;
+	*n = (size_t)(e - p);
+	while (*n > 0 && isspace((unsigned char)p[*n - 1]))
+		(*n)--;
+	*item = p;
+	return 1;
+}
+
+int
+config_list_each(const char *list, void *arg,
+    int (*fn)(void *, const char *))
+{
+	const char	*p = list, *it;
+	char		 item[256];
+	size_t		 n;
+	int		 rc = 0;
+
+	while (config_list_next(&p, &it, &n)) {
+		if (n == 0)
+			continue;
+		if (n >= sizeof(item)) {
+			rc = -1;
+			continue;
+		}
+		memcpy(item, it, n);
+		item[n] = '\0';
+		if (fn(arg, item) == -1)
+			rc = -1;
+	}
+	return rc;
 }

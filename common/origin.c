@@ -1,12 +1,12 @@
 /*
  * origin.c: the Origin allow list (see origin.h).
  */
-#include <ctype.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "config.h"
 #include "origin.h"
 #include "banned.h"
 
@@ -53,27 +53,6 @@ origin_is_loopback(const char *origin)
 	return *h == '\0';
 }
 
-/* The next item of a comma-separated list at *pp, spaces trimmed: 1 with
- * *item and *n set (n may be 0 for an empty item), 0 at the end. */
-static int
-list_next(const char **pp, const char **item, size_t *n)
-{
-	const char	*p = *pp, *e;
-
-	if (*p == '\0')
-		return 0;
-	if ((e = strchr(p, ',')) == NULL)
-		e = p + strlen(p);
-	*pp = *e != '\0' ? e + 1 : e;
-	while (p < e && isspace((unsigned char)*p))
-		p++;
-	*n = (size_t)(e - p);
-	while (*n > 0 && isspace((unsigned char)p[*n - 1]))
-		(*n)--;
-	*item = p;
-	return 1;
-}
-
 int
 origin_allowed(const char *list, const char *origin)
 {
@@ -90,7 +69,7 @@ origin_allowed(const char *list, const char *origin)
 	/* A trailing slash is not part of an origin, but be forgiving. */
 	if (olen > 0 && origin[olen - 1] == '/')
 		olen--;
-	while (list_next(&list, &it, &n)) {
+	while (config_list_next(&list, &it, &n)) {
 		if (n > 0 && it[n - 1] == '/')
 			n--;
 		if (n == 1 && *it == '*')
@@ -109,7 +88,7 @@ origins_check(const char *list, char *err, size_t errlen)
 
 	if (list == NULL)
 		return 0;
-	while (list_next(&list, &p, &n)) {
+	while (config_list_next(&list, &p, &n)) {
 		if (n == 0 || (n == 1 && *p == '*'))
 			continue;
 		if (n > 7 && strncasecmp(p, "http://", 7) == 0)

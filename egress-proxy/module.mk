@@ -60,13 +60,13 @@ $(FUZZ_EGRESS): tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c \
 # The classifier and the host address file, against rules of its own.
 $(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
 		egress-proxy/conf.c egress-proxy/egress.h common/buf.c \
-		common/config.c common/yconf.c common/log.c
+		common/config.c common/conftab.c common/yconf.c common/log.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
-		egress-proxy/conf.c common/buf.c common/config.c common/yconf.c \
-		common/log.c \
+		egress-proxy/conf.c common/buf.c common/config.c common/conftab.c \
+		common/yconf.c common/log.c \
 		-lyaml -lpthread
 
 test-fuzz-egress:

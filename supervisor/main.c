@@ -146,7 +146,7 @@ relay_read(void *cls, uint64_t pos, char *dst, size_t max)
 	}
 	r->sent += (size_t)n;
 	if (r->sent > conf.max_response) {
-		log_warnx("%s: reply over the %zu-byte cap, cut off",
+		log_warnx("%s: reply over the %llu-byte cap, cut off",
 		    pool_sock(r->sb), conf.max_response);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}

@@ -49,7 +49,7 @@ struct conf {
 	int		 listen_port;
 	char		*token;		/* owned */
 	char		*user_header;	/* owned */
-	char		*origins;	/* owned: comma-separated (http.h) */
+	char		*origins;	/* owned: comma-separated (origin.h) */
 	char		*podman_socket;	/* owned */
 	long		 podman_timeout_ms;
 	char		*state_dir;	/* owned: users/<id>/ for agent sockets */
@@ -61,8 +61,8 @@ struct conf {
 	long		 ready_timeout;		/* seconds */
 	long		 stop_timeout;		/* seconds */
 	long		 agent_timeout;		/* seconds, per forwarded POST */
-	size_t		 max_body;
-	size_t		 max_response;
+	unsigned long long max_body;
+	unsigned long long max_response;
 	struct limits	 limits;
 	struct user_conf *users;	/* owned */
 	size_t		 nusers;
