@@ -89,12 +89,15 @@ test: deps
 deps:
 	@scripts/deps build test
 
-# Unit tests always run under AddressSanitizer and UBSan.
+# Unit tests always run under AddressSanitizer and UBSan; then the
+# programs' command lines (options, usage, -n) under the same build.
 unit-tests: $(UNIT_TESTS)
 
 test-unit:
-	@$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests \
+		$(patsubst bin/%,build/san/bin/%,$(PROGS))
 	@scripts/run-unit $(patsubst build/rel/%,build/san/%,$(UNIT_TESTS))
+	@tests/programs/run.sh build/san/bin $(VERSION)
 
 # ---------------------------------------------------------------- misc
 
