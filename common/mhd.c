@@ -377,7 +377,6 @@ struct http_guard {
 	pthread_mutex_t		 mtx;
 	struct guard_conn	*head, *tail;
 	unsigned		 open, soft;
-	unsigned long		 evicted;
 };
 
 struct http_guard *
@@ -390,12 +389,6 @@ http_guard_new(unsigned soft_limit)
 	pthread_mutex_init(&g->mtx, NULL);
 	g->soft = soft_limit;
 	return g;
-}
-
-unsigned long
-http_guard_evicted(const struct http_guard *g)
-{
-	return g->evicted;
 }
 
 void
@@ -430,7 +423,6 @@ http_guard_notify(void *cls, struct MHD_Connection *conn,
 				if (!v->trusted && !v->evicted && v->fd >= 0) {
 					(void)shutdown(v->fd, SHUT_RDWR);
 					v->evicted = 1;
-					g->evicted++;
 					break;
 				}
 		pthread_mutex_unlock(&g->mtx);

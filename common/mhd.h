@@ -112,8 +112,6 @@ void	http_guard_notify(void *guard, struct MHD_Connection *,
 void	http_guard_trust(struct MHD_Connection *, unsigned timeout_s);
 /* Makes it evictable again (the agent: its request is over). */
 void	http_guard_untrust(struct MHD_Connection *);
-/* Connections shut down to make room, since the start (for logs, tests). */
-unsigned long http_guard_evicted(const struct http_guard *);
 
 /* ------------------------------------------------------------ responses */
 

@@ -181,7 +181,7 @@ cmd_add(int argc, char **argv)
 		 * and leaves no container in "created", which the supervisor
 		 * takes for the remains of a crash.  Idle stop puts it to sleep.
 		 */
-		if (sandbox_ensure(&conf, podman, argv[i], 1, &created,
+		if (sandbox_ensure(&conf, podman, argv[i], &created,
 		    &e) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
@@ -382,7 +382,7 @@ cmd_start(int argc, char **argv)
 
 	if ((r = known_user(argc, argv)) != EX_OK)
 		return r;
-	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
+	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
 		return fail(&e, argv[0]);
 	if (json_out)
 		print_json(json_pack("{s:s, s:s}", "user", argv[0], "state",
@@ -748,7 +748,7 @@ cmd_import(int argc, char **argv)
 	}
 	if (r == 1 && sandbox_remove(&conf, podman, argv[0], 1, &e) == -1)
 		return fail(&e, argv[0]);
-	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
+	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
 		return fail(&e, argv[0]);
 	(void)sandbox_names(&conf, argv[0], &n);
 	/* The header is checked: walk the stream from the start again. */

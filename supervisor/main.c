@@ -102,10 +102,7 @@ reply_metrics(struct MHD_Connection *conn)
 	size_t			 len;
 
 	metrics_request(200);	/* counted before rendering: includes itself */
-	if (metrics_render(&b) == -1) {
-		buf_release(&b);
-		return reply_error(conn, 500, "cannot render metrics");
-	}
+	metrics_render(&b);
 	s = buf_detach(&b, &len);
 	resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
 	if (resp == NULL) {

@@ -233,10 +233,10 @@ int	sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len);
  * missing (network, volume, runtime dir, container), removes a container
  * stuck in "created", starts a stopped one, connects the egress proxy, and
  * waits for the agent to answer.  *created says whether a container was
- * made; without allow_create a missing one is a 403.  0, or -1 with err.  Not thread-safe per user: callers serialise.
+ * made.  0, or -1 with err.  Not thread-safe per user: callers serialise.
  */
 int	sandbox_ensure(const struct conf *, struct podman *, const char *user,
-	    int allow_create, int *created, struct perr *err);
+	    int *created, struct perr *err);
 /* Creates network, volume and container without starting; 0 or -1. */
 int	sandbox_create(const struct conf *, struct podman *, const char *user,
 	    struct perr *err);
@@ -279,7 +279,6 @@ int	pool_adopt(void);
 struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
 	    struct pool_err *err);
 void	pool_release(struct sandbox *);
-void	pool_touch(struct sandbox *);
 const char *pool_sock(const struct sandbox *);
 /* A kept connection to the sandbox's agent, or -1; and giving one back. */
 int	pool_conn_take(struct sandbox *);
@@ -296,7 +295,10 @@ void	pool_shutdown(void);
 void	metrics_request(int status);
 void	metrics_spawn(double seconds);
 void	metrics_podman_error(void);
-/* Appends the Prometheus text; 0 or -1. */
-int	metrics_render(struct buf *);
+/*
+ * Appends the Prometheus text: a few kilobytes (at most 500 status codes,
+ * the states, the histogram), so a buffer of 1 MiB always holds it.
+ */
+void	metrics_render(struct buf *);
 
 #endif
