@@ -171,34 +171,14 @@ listen_on(const char *spec)
 {
 	struct addrinfo	 hints, *res = NULL;
 	struct sockaddr_storage ss;
-	char		 host[256];
-	const char	*port;
-	size_t		 hl;
+	char		 host[256], port[8];
+	long		 p;
 	int		 fd = -1, one = 1, rc;
 
-	/* "host:port" or "[v6]:port" */
-	if (spec[0] == '[') {
-		const char *e = strchr(spec, ']');
-
-		if (e == NULL || e[1] != ':')
-			goto bad;
-		hl = (size_t)(e - spec - 1);
-		if (hl >= sizeof(host))
-			goto bad;
-		memcpy(host, spec + 1, hl);
-		port = e + 2;
-	} else {
-		const char *e = strrchr(spec, ':');
-
-		if (e == NULL)
-			goto bad;
-		hl = (size_t)(e - spec);
-		if (hl >= sizeof(host))
-			goto bad;
-		memcpy(host, spec, hl);
-		port = e + 1;
-	}
-	host[hl] = '\0';
+	/* conf.c checked it with the same parser. */
+	if (config_parse_hostport(spec, host, sizeof(host), &p) == -1)
+		goto bad;
+	snprintf(port, sizeof(port), "%ld", p);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

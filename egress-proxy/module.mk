@@ -1,15 +1,16 @@
 # egress-proxy: vivarium-egress, the forward proxy that only reaches public
-# addresses.  No pkg-config libraries beyond common/'s libyaml.
-PKGS_egress-proxy :=
+# addresses.  Internet-facing, so it links only libyaml (common/yconf.c, for
+# its config file): no libmicrohttpd, jansson or GnuTLS (test-egress checks).
+PKGS_egress-proxy := yaml-0.1
 
 EGRESS_SRCS	:= $(wildcard egress-proxy/*.c)
 EGRESS_OBJS	 = $(EGRESS_SRCS:%.c=$(O)/%.o)
 EGRESS_LIBOBJS	 = $(filter-out $(O)/egress-proxy/main.o,$(EGRESS_OBJS))
 PROGS		+= $(BIN)/vivarium-egress
 
-$(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_OBJS)
+$(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(COMMON_PKGS)) -lpthread
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(PKGS_egress-proxy)) -lpthread
 
 # Unit tests include the .c they test and link the rest of the proxy.
 $(eval $(call unit_test,egress_policy,tests/unit/egress-proxy/policy.c,$(filter-out $(O)/egress-proxy/policy.o,$(EGRESS_LIBOBJS)),))
@@ -26,12 +27,15 @@ FUZZ_POLICY	:= build/fuzz/egress-policy
 .PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 
 # Unit tests (ASan+UBSan) for the proxy, then the loopback integration test
-# against a sanitizer build of the proxy.
+# against a sanitizer build of the proxy.  Both builds are checked to load
+# no library the proxy never calls (tests/egress/libs.sh).
 test-egress:
 	@scripts/deps build test
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-egress
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		build/san/t/egress_policy build/san/t/egress_parse \
 		build/san/t/egress_conf build/san/bin/vivarium-egress
+	@tests/egress/libs.sh $(BIN)/vivarium-egress build/san/bin/vivarium-egress
 	@scripts/run-unit build/san/t/egress_policy build/san/t/egress_parse \
 		build/san/t/egress_conf
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
@@ -56,12 +60,13 @@ $(FUZZ_EGRESS): tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c \
 # The classifier and the host address file, against rules of its own.
 $(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
 		egress-proxy/conf.c egress-proxy/egress.h common/buf.c \
-		common/config.c common/log.c
+		common/config.c common/conftab.c common/yconf.c common/log.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
-		egress-proxy/conf.c common/buf.c common/config.c common/log.c \
+		egress-proxy/conf.c common/buf.c common/config.c common/conftab.c \
+		common/yconf.c common/log.c \
 		-lyaml -lpthread
 
 test-fuzz-egress:

@@ -47,7 +47,9 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: vivariumctl [-f config.yaml] [--json] COMMAND [ARGS]\n"
+"usage: vivariumctl [-hvV] [-f config.yaml] [-t dir] [--json] COMMAND [ARGS]\n"
+"\n"
+"Manages the supervisor's sandboxes through Podman, one user at a time.\n"
 "\n"
 "Commands:\n"
 "  add-user USER...          create the user's network, volume and container,\n"
@@ -68,12 +70,16 @@ usage(FILE *f)
 "                            from the templates (for systemd-managed setups)\n"
 "\n"
 "Options:\n"
-"  -f FILE     supervisor configuration (default %s when present;\n"
-"              not root: also $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
-"  -t DIR      template directory for render (default: templates/ next to\n"
-"              the program, then ../share/vivarium/templates from it, then\n"
-"              /usr/share/vivarium/templates)\n"
-"  --json      machine-readable output\n"
+"  -f FILE        supervisor configuration (default %s when\n"
+"                 present; not root: also\n"
+"                 $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
+"  -t DIR         template directory for render (default: templates/ next\n"
+"                 to the program, then ../share/vivarium/templates from it,\n"
+"                 then /usr/share/vivarium/templates)\n"
+"  --json         machine-readable output\n"
+"  -v             verbose logging\n"
+"  -h, --help     print this text and exit\n"
+"  -V, --version  print the version and exit\n"
 "\n"
 "Exit codes: 0 ok (status: running), 1 failed, 2 usage or config error,\n"
 "3 no such user, 4 Podman not reachable, 5 status: not running.\n",
@@ -175,7 +181,7 @@ cmd_add(int argc, char **argv)
 		 * and leaves no container in "created", which the supervisor
 		 * takes for the remains of a crash.  Idle stop puts it to sleep.
 		 */
-		if (sandbox_ensure(&conf, podman, argv[i], 1, &created,
+		if (sandbox_ensure(&conf, podman, argv[i], &created,
 		    &e) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
@@ -376,7 +382,7 @@ cmd_start(int argc, char **argv)
 
 	if ((r = known_user(argc, argv)) != EX_OK)
 		return r;
-	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
+	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
 		return fail(&e, argv[0]);
 	if (json_out)
 		print_json(json_pack("{s:s, s:s}", "user", argv[0], "state",
@@ -742,7 +748,7 @@ cmd_import(int argc, char **argv)
 	}
 	if (r == 1 && sandbox_remove(&conf, podman, argv[0], 1, &e) == -1)
 		return fail(&e, argv[0]);
-	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
+	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
 		return fail(&e, argv[0]);
 	(void)sandbox_names(&conf, argv[0], &n);
 	/* The header is checked: walk the stream from the start again. */
@@ -794,6 +800,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct confdiag	 diag;
@@ -803,13 +810,14 @@ main(int argc, char **argv)
 
 	log_init("vivariumctl", 0);
 	/* "+": stop at the command, so its own flags (--purge) stay. */
-	while ((ch = getopt_long(argc, argv, "+f:t:hv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+f:t:hvV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f': path = optarg; break;
 		case 't': topt = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'v': log_setverbose(1); break;
 		case 'h': usage(stdout); return EX_OK;
+		case 'V': printf("vivariumctl %s\n", VIVARIUM_VERSION); return EX_OK;
 		default: usage(stderr); return EX_USAGE;
 		}
 	}

@@ -1,20 +1,20 @@
 # supervisor: vivarium-supervisor (the multi-tenant front) and vivariumctl,
 # sharing the Podman client and the sandbox logic.
-PKGS_supervisor := libmicrohttpd jansson libcurl
+PKGS_supervisor := libmicrohttpd jansson libcurl yaml-0.1
 
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
-SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor) $(COMMON_PKGS)) -lm -lpthread
+SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor)) -lm -lpthread
 PROGS		+= $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
 
-$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_OBJS)
+$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
 $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
-		$(SV_LIB_OBJS) $(COMMON_OBJS)
+		$(SV_LIB_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 

@@ -435,7 +435,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 
 int
 sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
-    int allow_create, int *created, struct perr *e)
+    int *created, struct perr *e)
 {
 	struct names	 n;
 	json_t		*ins = NULL;
@@ -487,13 +487,6 @@ again:
 			return -1;
 		/* FALLTHROUGH */
 	case CTR_MISSING:
-		if (!allow_create) {
-			perr_set(e, 403, "no sandbox exists for user \"%s\" and "
-			    "this supervisor does not create them: ask the "
-			    "operator to run `vivariumctl add-user %s`", user,
-			    user);
-			return -1;
-		}
 		if (sandbox_create(c, p, user, e) == -1)
 			return -1;
 		*created = 1;

@@ -49,7 +49,7 @@ struct conf {
 	int		 listen_port;
 	char		*token;		/* owned */
 	char		*user_header;	/* owned */
-	char		*origins;	/* owned: comma-separated (http.h) */
+	char		*origins;	/* owned: comma-separated (origin.h) */
 	char		*podman_socket;	/* owned */
 	long		 podman_timeout_ms;
 	char		*state_dir;	/* owned: users/<id>/ for agent sockets */
@@ -61,8 +61,8 @@ struct conf {
 	long		 ready_timeout;		/* seconds */
 	long		 stop_timeout;		/* seconds */
 	long		 agent_timeout;		/* seconds, per forwarded POST */
-	size_t		 max_body;
-	size_t		 max_response;
+	unsigned long long max_body;
+	unsigned long long max_response;
 	struct limits	 limits;
 	struct user_conf *users;	/* owned */
 	size_t		 nusers;
@@ -249,10 +249,10 @@ const char *sandbox_label_user(const json_t *obj);
  * missing (network, volume, runtime dir, container), removes a container
  * stuck in "created", starts a stopped one, connects the egress proxy, and
  * waits for the agent to answer.  *created says whether a container was
- * made; without allow_create a missing one is a 403.  0, or -1 with err.  Not thread-safe per user: callers serialise.
+ * made.  0, or -1 with err.  Not thread-safe per user: callers serialise.
  */
 int	sandbox_ensure(const struct conf *, struct podman *, const char *user,
-	    int allow_create, int *created, struct perr *err);
+	    int *created, struct perr *err);
 /* Creates network, volume and container without starting; 0 or -1. */
 int	sandbox_create(const struct conf *, struct podman *, const char *user,
 	    struct perr *err);
@@ -309,7 +309,6 @@ int	pool_adopt(void);
 struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
 	    struct pool_err *err);
 void	pool_release(struct sandbox *);
-void	pool_touch(struct sandbox *);
 const char *pool_sock(const struct sandbox *);
 /* A kept connection to the sandbox's agent, or -1; and giving one back. */
 int	pool_conn_take(struct sandbox *);
@@ -326,7 +325,10 @@ void	pool_shutdown(void);
 void	metrics_request(int status);
 void	metrics_spawn(double seconds);
 void	metrics_podman_error(void);
-/* Appends the Prometheus text; 0 or -1. */
-int	metrics_render(struct buf *);
+/*
+ * Appends the Prometheus text: a few kilobytes (at most 500 status codes,
+ * the states, the histogram), so a buffer of 1 MiB always holds it.
+ */
+void	metrics_render(struct buf *);
 
 #endif

@@ -1,9 +1,8 @@
 /*
- * http.c: libmicrohttpd helpers (see http.h).
+ * mhd.c: libmicrohttpd helpers (see mhd.h).
  */
 #include <sys/socket.h>
 
-#include <ctype.h>
 #include <stddef.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -13,131 +12,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http.h"
+#include "mhd.h"
 #include "log.h"
 #include "banned.h"
-
-/* ------------------------------------------------------------ Origin */
-
-/* Is origin "scheme://host[:port]" with a loopback host? */
-static int
-origin_is_loopback(const char *origin)
-{
-	const char	*h, *end;
-	size_t		 n;
-
-	if (strncasecmp(origin, "http://", 7) == 0)
-		h = origin + 7;
-	else if (strncasecmp(origin, "https://", 8) == 0)
-		h = origin + 8;
-	else
-		return 0;
-	if (*h == '[') {
-		end = strchr(h, ']');
-		if (end == NULL)
-			return 0;
-		n = (size_t)(end - h) + 1;
-		if (n != 5 || strncmp(h, "[::1]", 5) != 0)
-			return 0;
-		h += n;
-	} else {
-		n = strcspn(h, ":/");
-		if (n == 9 && strncasecmp(h, "localhost", 9) == 0)
-			;
-		else if (n >= 4 && strncmp(h, "127.", 4) == 0 &&
-		    strspn(h, "0123456789.") >= n)
-			;
-		else
-			return 0;
-		h += n;
-	}
-	if (*h == ':') {
-		h++;
-		if (*h == '\0' || strspn(h, "0123456789") != strlen(h))
-			return 0;
-		return 1;
-	}
-	return *h == '\0';
-}
-
-/* The next item of a comma-separated list at *pp, spaces trimmed: 1 with
- * *item and *n set (n may be 0 for an empty item), 0 at the end. */
-static int
-list_next(const char **pp, const char **item, size_t *n)
-{
-	const char	*p = *pp, *e;
-
-	if (*p == '\0')
-		return 0;
-	if ((e = strchr(p, ',')) == NULL)
-		e = p + strlen(p);
-	*pp = *e != '\0' ? e + 1 : e;
-	while (p < e && isspace((unsigned char)*p))
-		p++;
-	*n = (size_t)(e - p);
-	while (*n > 0 && isspace((unsigned char)p[*n - 1]))
-		(*n)--;
-	*item = p;
-	return 1;
-}
-
-int
-http_origin_allowed(const char *list, const char *origin)
-{
-	const char	*it;
-	size_t		 n, olen;
-
-	if (origin == NULL)
-		return 1;
-	if (origin_is_loopback(origin))
-		return 1;
-	if (list == NULL)
-		return 0;
-	olen = strlen(origin);
-	/* A trailing slash is not part of an origin, but be forgiving. */
-	if (olen > 0 && origin[olen - 1] == '/')
-		olen--;
-	while (list_next(&list, &it, &n)) {
-		if (n > 0 && it[n - 1] == '/')
-			n--;
-		if (n == 1 && *it == '*')
-			return 1;
-		if (n == olen && n > 0 && strncasecmp(it, origin, n) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-int
-http_origins_check(const char *list, char *err, size_t errlen)
-{
-	const char	*p, *rest;
-	size_t		 n;
-
-	if (list == NULL)
-		return 0;
-	while (list_next(&list, &p, &n)) {
-		if (n == 0 || (n == 1 && *p == '*'))
-			continue;
-		if (n > 7 && strncasecmp(p, "http://", 7) == 0)
-			rest = p + 7;
-		else if (n > 8 && strncasecmp(p, "https://", 8) == 0)
-			rest = p + 8;
-		else {
-			snprintf(err, errlen, "'%.*s' is not an origin "
-			    "(expected scheme://host[:port], e.g. "
-			    "https://chat.example.org)", (int)n, p);
-			return -1;
-		}
-		if (memchr(rest, '/', (size_t)(p + n - rest)) != NULL &&
-		    p[n - 1] != '/') {
-			snprintf(err, errlen, "'%.*s' has a path; an origin is "
-			    "only scheme://host[:port]", (int)n, p);
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* ------------------------------------------------------------ bodies */
 
@@ -500,7 +377,6 @@ struct http_guard {
 	pthread_mutex_t		 mtx;
 	struct guard_conn	*head, *tail;
 	unsigned		 open, soft;
-	unsigned long		 evicted;
 };
 
 struct http_guard *
@@ -513,12 +389,6 @@ http_guard_new(unsigned soft_limit)
 	pthread_mutex_init(&g->mtx, NULL);
 	g->soft = soft_limit;
 	return g;
-}
-
-unsigned long
-http_guard_evicted(const struct http_guard *g)
-{
-	return g->evicted;
 }
 
 void
@@ -553,7 +423,6 @@ http_guard_notify(void *cls, struct MHD_Connection *conn,
 				if (!v->trusted && !v->evicted && v->fd >= 0) {
 					(void)shutdown(v->fd, SHUT_RDWR);
 					v->evicted = 1;
-					g->evicted++;
 					break;
 				}
 		pthread_mutex_unlock(&g->mtx);

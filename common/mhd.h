@@ -1,11 +1,16 @@
 /*
- * http.h: small libmicrohttpd helpers shared by the agent and the supervisor.
+ * mhd.h: small libmicrohttpd (and jansson) helpers shared by the agent and
+ * the supervisor, the two programs that serve HTTP with libmicrohttpd.  The
+ * functions keep their http_ prefix: they are the HTTP server's helpers.
  *
- * Three jobs, nothing more:
- *   - the Origin check (DNS-rebinding protection) against an allow list;
+ * Four jobs, nothing more:
  *   - collecting a request body across the access handler's calls, capped,
  *     with a clear 413 when it is too big;
- *   - building and queueing JSON (and plain-text) responses.
+ *   - building and queueing JSON (and plain-text) responses;
+ *   - reading request headers, strictly where they carry identity;
+ *   - a guard against idle connections (http_guard).
+ *
+ * The Origin check is plain strings and lives in origin.h.
  *
  * A typical access handler:
  *
@@ -21,8 +26,8 @@
  * and MHD_OPTION_NOTIFY_COMPLETED set to http_request_completed, which frees
  * the per-request state.
  */
-#ifndef VIVARIUM_HTTP_H
-#define VIVARIUM_HTTP_H
+#ifndef VIVARIUM_MHD_H
+#define VIVARIUM_MHD_H
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -34,23 +39,6 @@
 #include <microhttpd.h>
 
 #include "buf.h"
-
-/* ------------------------------------------------------------ Origin */
-
-/*
- * An allow list is a comma-separated list of origins ("scheme://host[:port]",
- * compared case-insensitively, no path), or "*" for any origin.
- *
- * http_origin_allowed returns 1 when the request may proceed: it carries no
- * Origin header (not a browser), the Origin is on the list, or the Origin is
- * a loopback one (localhost, 127.0.0.0/8, [::1]; a page served from the
- * machine itself) -- the attacker's origin in a DNS-rebinding attack is
- * their own domain, never one of these.  Returns 0 otherwise: answer 403.
- * list may be NULL or "" (only loopback origins then).
- */
-int	http_origin_allowed(const char *list, const char *origin);
-/* Checks a list's syntax; 0, or -1 with the reason in err. */
-int	http_origins_check(const char *list, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ bodies */
 
@@ -124,8 +112,6 @@ void	http_guard_notify(void *guard, struct MHD_Connection *,
 void	http_guard_trust(struct MHD_Connection *, unsigned timeout_s);
 /* Makes it evictable again (the agent: its request is over). */
 void	http_guard_untrust(struct MHD_Connection *);
-/* Connections shut down to make room, since the start (for logs, tests). */
-unsigned long http_guard_evicted(const struct http_guard *);
 
 /* ------------------------------------------------------------ responses */
 
