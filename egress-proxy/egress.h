@@ -7,7 +7,7 @@
  * blocks the loop.  Every address a name resolves to is classified
  * (policy.c); only a sockaddr that passed is ever handed to connect(2), and
  * it is the same sockaddr the check looked at.  Requests are parsed strictly
- * (parse.c); connections are driven by relay.c.
+ * (common/http1.c); connections are driven by relay.c.
  */
 #ifndef VIVARIUM_EGRESS_H
 #define VIVARIUM_EGRESS_H
@@ -20,6 +20,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "http1.h"
 
 /* ------------------------------------------------------------ conf.c */
 
@@ -84,96 +85,6 @@ int	policy_port_allowed(const struct egress_conf *, uint16_t);
 /* Formats the address (no port) into out; returns out. */
 const char *sockaddr_str(const struct sockaddr_storage *, char *out,
 	    size_t outsz);
-
-/* ------------------------------------------------------------ parse.c */
-
-enum {
-	HTTP_NEED_MORE	= 0,
-	HTTP_DONE	= 1,
-	HTTP_ERROR	= -1,
-};
-
-#define HTTP_MAX_HEADERS	100
-#define HTTP_MAX_HOST		253
-
-struct http_span {
-	uint32_t	off;
-	uint32_t	len;
-};
-
-struct http_field {
-	struct http_span name;
-	struct http_span value;
-};
-
-struct http_req {
-	int		 connect;		/* CONNECT method */
-	struct http_span method;
-	struct http_span path;			/* origin-form part; absolute-form only */
-	char		 host[HTTP_MAX_HOST + 1];	/* lower case, no brackets */
-	int		 host_v6;		/* host was an [IPv6] literal */
-	uint16_t	 port;
-	int		 minor;			/* HTTP/1.<minor> */
-	int		 nfields;
-	struct http_field fields[HTTP_MAX_HEADERS];
-	long long	 content_length;	/* -1 when absent */
-	int		 chunked;
-	int		 close;			/* the client wants no reuse */
-	size_t		 head_len;		/* bytes up to and with the empty line */
-	int		 status;		/* on HTTP_ERROR: 400, 431, ... */
-	const char	*reason;		/* on HTTP_ERROR: static text */
-};
-
-/* Parses a request head at the start of buf.  max bounds the head size. */
-int	http_parse_request(const char *buf, size_t len, size_t max,
-	    struct http_req *);
-/* Parses "host:port" (CONNECT's authority-form, or an absolute URI's
- * authority when defport is non-zero).  0, or -1 with *reason set. */
-int	http_parse_authority(const char *s, size_t len, uint16_t defport,
-	    struct http_req *, const char **reason);
-/* Appends the head to send upstream: origin-form target, Host set to the
- * target, hop-by-hop and Proxy-* fields dropped.  0 or -1. */
-int	http_rewrite_request(const char *buf, const struct http_req *,
-	    struct buf *out);
-
-struct http_resp {
-	int		 status;
-	long long	 content_length;
-	int		 chunked;
-	int		 close;			/* the upstream wants no reuse */
-	size_t		 head_len;		/* bytes up to and with the empty line */
-	int		 nfields;
-	struct http_field fields[HTTP_MAX_HEADERS];	/* spans into the head */
-};
-
-/* Parses a response head at the start of buf.  max bounds the head size. */
-int	http_parse_response(const char *buf, size_t len, size_t max,
-	    struct http_resp *);
-/* Appends the head to send the client: the status line and end-to-end
- * fields byte for byte and in order, hop-by-hop and Proxy-* fields dropped
- * (Transfer-Encoding and Content-Length kept: the body passes unchanged),
- * and "Connection: close" when close is set.  buf and resp are what
- * http_parse_response accepted.  0, or -1 with part of the head maybe
- * appended (out full, or resp not an accepted head). */
-int	http_rewrite_response(const char *buf, const struct http_resp *,
-	    int close, struct buf *out);
-
-/* Message body framing, fed the bytes as they pass. */
-enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
-
-struct body {
-	enum body_mode	 mode;
-	unsigned long long left;	/* LENGTH: bytes to go; CHUNKED: in chunk */
-	int		 cstate;	/* chunked parser state */
-	unsigned	 linelen;	/* chunk size / trailer line length so far */
-	int		 done;
-	int		 error;
-};
-
-void	body_init(struct body *, enum body_mode, long long length);
-/* Returns how many of the n bytes belong to this body (sets done when the
- * body ends there), or -1 on malformed chunked framing. */
-long	body_feed(struct body *, const char *, size_t n);
 
 /* ------------------------------------------------------------ resolve.c */
 
