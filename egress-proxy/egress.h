@@ -121,36 +121,72 @@ void	resolver_cancel(struct resolve_job *);
 struct resolve_job *resolver_take(void);
 void	resolve_job_free(struct resolve_job *);
 
-/* ------------------------------------------------------------ loop.c */
+/* ------------------------------------------------------------ ev.c, loop.c */
 
-enum ev_kind { EV_LISTEN, EV_CLIENT, EV_UPSTREAM, EV_RESOLVER };
-
+/*
+ * A socket in this thread's epoll set.  loop.c waits and calls each ready
+ * ev's cb; whoever owns the socket (loop.c's listeners and resolver,
+ * relay.c's connections) sets cb and ptr and says which events it wants
+ * with ev_set.  So relay code never calls into the loop, and runs without
+ * it in the unit tests.
+ */
 struct ev {
-	enum ev_kind	 kind;
+	void		(*cb)(struct ev *, uint32_t events);
+	void		*ptr;		/* the owner's */
 	int		 fd;
 	int		 reg;		/* added to the epoll set */
 	uint32_t	 mask;		/* registered epoll events */
-	uint64_t	 added;		/* loop turn of its EPOLL_CTL_ADD */
-	void		*ptr;
+	uint64_t	 added;		/* ev_turn of its EPOLL_CTL_ADD */
 };
+
+/* This thread's epoll set (-1: none yet), and the count of epoll_wait
+ * returns: an ev added during a turn can have no event of its own in that
+ * turn's batch (see the dispatch in loop.c). */
+extern _Thread_local int ev_epfd;
+extern _Thread_local uint64_t ev_turn;
+void	ev_set(struct ev *, uint32_t mask);
+void	ev_close(struct ev *);
+/* Milliseconds on the monotonic clock. */
+uint64_t now_ms(void);
 
 int	loop_run(const struct egress_conf *);
 /* Per-client connection counts; loop.c owns them. */
 struct clientcount;
-void	clientcount_release(struct clientcount *);
-void	ev_set(struct ev *, uint32_t mask);
-void	ev_close(struct ev *);
-uint64_t now_ms(void);
 
 /* ------------------------------------------------------------ relay.c */
 
 #define EGRESS_MAX_ADDRS	16
 
+/*
+ * A connection has two sides, each with its socket, and two directions
+ * between them: direction d reads side d and writes the other one, so
+ * DIR_UP carries the client's bytes to the upstream and DIR_DOWN the
+ * upstream's back.  What each direction holds is one struct dir, so the
+ * code moving bytes is written once, for either direction.
+ */
+enum { SIDE_CLIENT = 0, SIDE_UPSTREAM = 1 };
+enum { DIR_UP = 0, DIR_DOWN = 1 };
+
+struct dir {
+	struct buf		 q;		/* bytes waiting for the destination */
+	/* Bulk tunnels move data with splice(2) through a pipe, made
+	 * once the direction has carried SPLICE_AFTER bytes. */
+	int			 pipe[2];	/* -1 until made */
+	size_t			 pend;		/* bytes in the pipe */
+	int			 pfull;		/* the pipe took no more */
+	int			 eof;		/* the source sent its end */
+	int			 shut;		/* the destination was shut for writing */
+	unsigned long long	 bytes;		/* delivered to the destination */
+};
+
 struct conn {
-	struct ev		 cev;		/* client side */
-	struct ev		 uev;		/* upstream side, fd -1 when none */
+	struct ev		 ev[2];		/* [SIDE_UPSTREAM].fd -1 when none */
+	struct dir		 dir[2];
 	const struct egress_conf *conf;
 	struct conn		*prev, *next;	/* all connections */
+	/* Called once as the connection ends (loop.c gives the client's
+	 * slot back); NULL: nothing to call. */
+	void			(*release)(struct clientcount *);
 	struct clientcount	*cc;
 
 	int			 state;
@@ -164,21 +200,11 @@ struct conn {
 	char			 reason[320];
 	int			 nreq;
 	int			 up_connected;
-	int			 up_shut, client_shut;
 	int			 client_reset;	/* the client aborted (RST) */
 	int			 resp_sent;	/* bytes of this response sent */
 
 	struct buf		 in;		/* bytes read from the client, unsent */
 	struct buf		 uin;		/* response head bytes from upstream */
-	struct buf		 to_up;		/* bytes waiting for the upstream */
-	struct buf		 to_client;	/* bytes waiting for the client */
-	int			 client_eof, up_eof;
-	/* Bulk tunnels move data with splice(2) through a pipe per
-	 * direction, made once a direction has carried SPLICE_AFTER bytes. */
-	int			 pup[2], pdown[2];
-	size_t			 pend_up, pend_down;	/* bytes in the pipes */
-	int			 pfull_up, pfull_down;	/* pipe took no more */
-	int			 close_after;	/* finish the reply, then close */
 
 	struct resolve_job	*job;
 	struct sockaddr_storage	 addrs[EGRESS_MAX_ADDRS];
@@ -192,7 +218,7 @@ struct conn {
 	int			 head_request;
 	int			 want_close;
 	/* A request sent on a reused upstream that it may be sent again on
-	 * a fresh one (see retry_stale), kept until its response starts;
+	 * a fresh one (see relay_http_retry), kept until its response starts;
 	 * empty otherwise. */
 	struct buf		 resend;
 	int			 retries;	/* requests sent again (logged) */
@@ -200,12 +226,12 @@ struct conn {
 	uint64_t		 started;
 	uint64_t		 deadline;	/* of the current phase; 0 = none */
 	uint64_t		 last_io;
-	unsigned long long	 bytes_up, bytes_down;
 };
 
+/* A connection for an accepted socket; its events go to relay.c through
+ * the ev callbacks.  NULL on ENOMEM. */
 struct conn *conn_new(const struct egress_conf *, int fd,
 	    const struct sockaddr_storage *);
-void	conn_event(struct conn *, struct ev *, uint32_t events);
 void	conn_resolved(struct resolve_job *);
 /* Checks the connection's deadlines; may free it. */
 void	conn_tick(struct conn *, uint64_t now);
@@ -220,5 +246,38 @@ void	conn_fail(struct conn *, int status, const char *reason);
 /* The list of live connections, for timers. */
 extern _Thread_local struct conn *conn_list;	/* this worker's */
 extern _Atomic long conn_count;			/* all workers' */
+
+/* What relay.c, the connection, and relay_http.c, the HTTP exchange on it,
+ * use of each other. */
+enum {
+	ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_HTTP, ST_CLOSING,
+	ST_DEAD,
+};
+
+#define QUEUE_MAX	(1024 * 1024)
+#define RESP_HEAD_MAX	(64 * 1024)
+#define CLOSING_GRACE	2000	/* ms to flush a reply and drain */
+
+void	relay_set_reason(struct conn *, const char *verdict,
+	    const char *reason);
+/* Sends in direction d (DIR_UP, DIR_DOWN), queueing what does not fit;
+ * 0 or -1. */
+int	relay_put(struct conn *, int d, const char *, size_t);
+void	relay_update_masks(struct conn *);
+void	relay_close_upstream(struct conn *);
+/* Resolves (or reads as a literal) host and dials it. */
+void	relay_begin_upstream(struct conn *, const char *host, uint16_t port);
+/* Dials the next of the checked addresses in c->addrs. */
+void	relay_dial_next(struct conn *, int lasterr);
+
+/* Parses the request at the start of c->in and sets the exchange going. */
+void	relay_http_parse(struct conn *);
+/* Bytes from the client (the request's body) and from the upstream (the
+ * response; n 0 at its EOF) during an exchange. */
+void	relay_http_request(struct conn *, const char *, size_t n);
+void	relay_http_response(struct conn *, const char *, size_t n);
+/* Sends the request a stale kept-alive upstream dropped once more, on a
+ * fresh connection; 0, or -1 when the caller must fail the exchange. */
+int	relay_http_retry(struct conn *, int err);
 
 #endif

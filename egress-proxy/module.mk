@@ -14,6 +14,9 @@ $(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_OBJS)
 # Unit tests include the .c they test and link the rest of the proxy.
 $(eval $(call unit_test,egress_policy,tests/unit/egress-proxy/policy.c,$(filter-out $(O)/egress-proxy/policy.o,$(EGRESS_LIBOBJS)),))
 $(eval $(call unit_test,egress_conf,tests/unit/egress-proxy/conf.c,$(filter-out $(O)/egress-proxy/conf.o,$(EGRESS_LIBOBJS)),))
+# The relay without the loop: loop.o is left out, so this links only while
+# relay code calls nothing of the loop's (ev.c has what it needs).
+$(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-out $(O)/egress-proxy/loop.o,$(EGRESS_LIBOBJS)),))
 
 # ---------------------------------------------------------------- suites
 
@@ -29,9 +32,10 @@ test-egress:
 	@scripts/deps build test
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		build/san/t/egress_policy build/san/t/common_http1 \
-		build/san/t/egress_conf build/san/bin/vivarium-egress
+		build/san/t/egress_conf build/san/t/egress_relay \
+		build/san/bin/vivarium-egress
 	@scripts/run-unit build/san/t/egress_policy build/san/t/common_http1 \
-		build/san/t/egress_conf
+		build/san/t/egress_conf build/san/t/egress_relay
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
 
 # egress-proxy/container.sh (the proxy as a container) against the tests'
