@@ -46,6 +46,7 @@ static int	 listen_fds[EGRESS_MAX_LISTEN];
 static int	 nlisten_fds;
 static _Atomic uint64_t last_emfile;
 static pthread_mutex_t cc_mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t started;	/* every worker set up */
 
 static _Thread_local const struct egress_conf *wconf;	/* this worker's */
 static _Thread_local struct ev listeners[EGRESS_MAX_LISTEN];
@@ -363,23 +364,29 @@ worker_main(void *arg)
 
 	wa->rc = -1;
 	wconf = conf;
-	if ((ev_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
-		log_warn("epoll_create1");
-		return NULL;
-	}
 	memset(&rev, 0, sizeof(rev));
 	rev.cb = resolver_ready;
 	rev.fd = -1;
-	if ((rev.fd = resolver_register()) == -1)
+	if ((ev_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		log_warn("epoll_create1");
+	else if ((rev.fd = resolver_register()) != -1)
+		ev_set(&rev, EPOLLIN);
+	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	/*
+	 * No worker accepts before every worker has its descriptors: the
+	 * first one's clients could otherwise use them all up (a small
+	 * RLIMIT_NOFILE), and the last worker to start, the main thread,
+	 * would fail and take the proxy down with it.
+	 */
+	pthread_barrier_wait(&started);
+	if (ev_epfd == -1 || rev.fd == -1)
 		return NULL;
-	ev_set(&rev, EPOLLIN);
 	for (i = 0; i < nlisten_fds; i++) {
 		listeners[i].cb = accept_some;
 		listeners[i].fd = listen_fds[i];
 		listeners[i].reg = 0;
 	}
 	listeners_pause(0);
-	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	next_self = now_ms() + SELF_REFRESH_MS;
 	next_host = now_ms() + HOST_REFRESH_MS;
 
@@ -473,6 +480,8 @@ loop_run(const struct egress_conf *conf)
 	if ((wa = calloc((size_t)nw, sizeof(*wa))) == NULL ||
 	    (t = calloc((size_t)nw, sizeof(*t))) == NULL)
 		fatal("calloc");
+	if ((errno = pthread_barrier_init(&started, NULL, (unsigned)nw)) != 0)
+		fatal("pthread_barrier_init");
 	/* Extra workers leave the signals to this thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -494,6 +503,7 @@ loop_run(const struct egress_conf *conf)
 		if (wa[i].rc != 0)
 			rc = -1;
 	log_info("shut down");
+	pthread_barrier_destroy(&started);
 	free(wa);
 	free(t);
 	return rc;
