@@ -141,11 +141,14 @@ struct ev {
 
 /* This thread's epoll set (-1: none yet), and the count of epoll_wait
  * returns: an ev added during a turn can have no event of its own in that
- * turn's batch (see the dispatch in loop.c). */
+ * turn's batch (see ev_dispatch). */
 extern _Thread_local int ev_epfd;
 extern _Thread_local uint64_t ev_turn;
 void	ev_set(struct ev *, uint32_t mask);
 void	ev_close(struct ev *);
+struct epoll_event;
+/* Calls the callbacks of one epoll_wait's n events. */
+void	ev_dispatch(const struct epoll_event *, int n);
 /* Milliseconds on the monotonic clock. */
 uint64_t now_ms(void);
 

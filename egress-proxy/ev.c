@@ -46,6 +46,26 @@ ev_set(struct ev *ev, uint32_t mask)
 }
 
 void
+ev_dispatch(const struct epoll_event *evs, int n)
+{
+	int	 i;
+
+	ev_turn++;
+	for (i = 0; i < n; i++) {
+		struct ev *ev = evs[i].data.ptr;
+
+		/* A connection that replaced its upstream socket during this
+		 * batch (a kept-alive client asking for another target, a
+		 * retry) reuses the same ev: an event still in the batch for
+		 * it was the closed socket's, and the new one, possibly on the
+		 * same fd number, did not exist when epoll_wait returned. */
+		if (ev->reg && ev->added == ev_turn)
+			continue;
+		ev->cb(ev, evs[i].events);
+	}
+}
+
+void
 ev_close(struct ev *ev)
 {
 	if (ev->fd < 0)

@@ -398,20 +398,7 @@ worker_main(void *arg)
 			log_warn("epoll_wait");
 			break;
 		}
-		ev_turn++;
-		for (i = 0; i < n; i++) {
-			struct ev *ev = evs[i].data.ptr;
-
-			/* A connection that replaced its upstream socket during
-			 * this batch (a kept-alive client asking for another
-			 * target, a retry) reuses the same ev: an event still
-			 * in the batch for it was the closed socket's, and the
-			 * new one, possibly on the same fd number, did not
-			 * exist when epoll_wait returned. */
-			if (ev->reg && ev->added == ev_turn)
-				continue;
-			ev->cb(ev, evs[i].events);
-		}
+		ev_dispatch(evs, n);
 		now = now_ms();
 		if (now >= next_tick) {
 			for (c = conn_list; c != NULL; c = next) {

@@ -38,17 +38,10 @@ static void
 turn(int ms)
 {
 	struct epoll_event evs[16];
-	int		 i, n;
+	int		 n;
 
-	n = epoll_wait(ev_epfd, evs, 16, ms);
-	ev_turn++;
-	for (i = 0; i < n; i++) {
-		struct ev *ev = evs[i].data.ptr;
-
-		if (ev->reg && ev->added == ev_turn)
-			continue;
-		ev->cb(ev, evs[i].events);
-	}
+	if ((n = epoll_wait(ev_epfd, evs, 16, ms)) > 0)
+		ev_dispatch(evs, n);
 	conn_reap();
 	conn_log_flush();
 }
