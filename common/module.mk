@@ -7,6 +7,7 @@
 COMMON_PKGS += yaml-0.1 libmicrohttpd jansson
 
 $(eval $(call unit_test,common_buf,tests/unit/common/buf.c,,))
+$(eval $(call unit_test,common_http1,tests/unit/common/http1.c,,))
 $(eval $(call unit_test,common_config,tests/unit/common/config.c,,))
 $(eval $(call unit_test,common_origin,tests/unit/common/origin.c,,))
 $(eval $(call unit_test,common_link,tests/unit/common/link.c,,))

@@ -59,12 +59,13 @@ run:
 FUZZ_TIME	?= 30
 FUZZ_SUPERVISOR	:= build/fuzz/supervisor-relay
 $(FUZZ_SUPERVISOR): tests/fuzz/supervisor/fuzz_relay.c supervisor/forward.c \
-		supervisor/supervisor.h common/buf.c
+		supervisor/supervisor.h common/buf.c common/http1.c common/http1.h
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		$(call PC_cflags,jansson) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/supervisor/fuzz_relay.c common/buf.c
+		-o $@ tests/fuzz/supervisor/fuzz_relay.c common/buf.c \
+		common/http1.c
 
 .PHONY: test-fuzz-supervisor
 TEST_SUITES += test-fuzz-supervisor

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "http1.h"
 #include "link.h"
 #include "podman.h"
 
@@ -137,7 +138,7 @@ struct agent_conn {
 	struct agent_head head;
 	char		 rbuf[16384];
 	size_t		 rpos, rlen;
-	long long	 remaining;	/* in the current chunk or body */
+	struct body	 body;		/* framing of the reply's body */
 	int		 done;
 	int		 keepalive;	/* the agent keeps the connection */
 	int		 timeout_ms;	/* per read; -1: none */
