@@ -27,6 +27,7 @@
 
 #include "agent.h"
 #include "fileweb.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "mhd.h"
 #include "origin.h"
@@ -50,7 +51,7 @@ mcp_refuse(struct MHD_Connection *conn, unsigned int status, const char *msg)
 	json_t		*e;
 	enum MHD_Result	 ret;
 
-	e = mcp_error(NULL, status == 400 ? RPC_INVALID_REQUEST : -32000,
+	e = jsonrpc_error(NULL, status == 400 ? RPC_INVALID_REQUEST : -32000,
 	    "%s", msg);
 	if (e == NULL)
 		return MHD_NO;

@@ -28,6 +28,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "mhd.h"
 #include "origin.h"
@@ -58,15 +59,13 @@ reply_error(struct MHD_Connection *conn, int status, const char *fmt, ...)
 {
 	struct MHD_Response	*resp;
 	json_t			*j;
-	char			 msg[1024];
 	va_list			 ap;
 
+	/* jsonrpc_verror makes the message UTF-8: it may quote a URL. */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	j = jsonrpc_verror(NULL, -32000, fmt, ap);
 	va_end(ap);
-	j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-	    "error", "code", -32000, "message", msg);
-	resp = http_response_json(j);
+	resp = j != NULL ? http_response_json(j) : NULL;
 	json_decref(j);
 	if (resp == NULL)
 		return MHD_NO;

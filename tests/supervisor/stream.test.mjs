@@ -161,3 +161,13 @@ test('a reply head the strict parser refuses reaches the client as a 502 that sa
     assert.match(body, /malformed reply/);
   }
 });
+
+test('a refusal quoting bytes that are not UTF-8 still gets its JSON-RPC answer', async () => {
+  // The 404 quotes the (unescaped) path; json_pack refused it, and the
+  // connection closed without an answer.
+  const res = await fetch(`${sv.baseUrl}/nope-%ff%fe`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(res.status, 404);
+  const body = await res.json();
+  assert.equal(body.error.code, -32000);
+  assert.match(body.error.message, /nope-\\xff\\xfe/);
+});
