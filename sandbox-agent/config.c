@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "http.h"
 #include "log.h"
+#include "origin.h"
 #include "spawn.h"
 #include "banned.h"
 
@@ -346,7 +346,7 @@ agent_config_load(struct agent_config *cfg, struct confdiag *d)
 		    cfg->user_header);
 
 	cfg->allowed_origins = config_env_str("VIVARIUM_ALLOWED_ORIGINS", "");
-	if (http_origins_check(cfg->allowed_origins, err, sizeof(err)) == -1)
+	if (origins_check(cfg->allowed_origins, err, sizeof(err)) == -1)
 		confdiag_add(d, 0, "VIVARIUM_ALLOWED_ORIGINS: %s", err);
 
 	load_python(cfg, d);

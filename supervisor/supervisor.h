@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "http1.h"
 #include "link.h"
 #include "podman.h"
 
@@ -49,7 +50,7 @@ struct conf {
 	int		 listen_port;
 	char		*token;		/* owned */
 	char		*user_header;	/* owned */
-	char		*origins;	/* owned: comma-separated (http.h) */
+	char		*origins;	/* owned: comma-separated (origin.h) */
 	char		*podman_socket;	/* owned */
 	long		 podman_timeout_ms;
 	char		*state_dir;	/* owned: users/<id>/ for agent sockets */
@@ -61,8 +62,8 @@ struct conf {
 	long		 ready_timeout;		/* seconds */
 	long		 stop_timeout;		/* seconds */
 	long		 agent_timeout;		/* seconds, per forwarded POST */
-	size_t		 max_body;
-	size_t		 max_response;
+	unsigned long long max_body;
+	unsigned long long max_response;
 	struct limits	 limits;
 	struct user_conf *users;	/* owned */
 	size_t		 nusers;
@@ -137,7 +138,7 @@ struct agent_conn {
 	struct agent_head head;
 	char		 rbuf[16384];
 	size_t		 rpos, rlen;
-	long long	 remaining;	/* in the current chunk or body */
+	struct body	 body;		/* framing of the reply's body */
 	int		 done;
 	int		 keepalive;	/* the agent keeps the connection */
 	int		 timeout_ms;	/* per read; -1: none */
@@ -199,7 +200,10 @@ int	files_access(struct MHD_Connection *, const char *url,
 	    const char *method, const char *upload_data,
 	    size_t *upload_data_size, void **con_cls);
 
-/* ---------------------------------------------------------------- sandbox.c */
+/* ---------------------------------------------------------------- spec.c */
+
+/* Under <state_dir>: the run directories, one per user. */
+#define SANDBOX_USERS_DIR	"users"
 
 /* Names and paths of one user's objects. */
 struct names {
@@ -211,9 +215,13 @@ struct names {
 };
 
 int	sandbox_names(const struct conf *, const char *user, struct names *);
-/* New references to the request bodies for the user's objects. */
-json_t	*sandbox_network_spec(const struct conf *, struct podman *,
-	    const char *user);
+/*
+ * New references to the request bodies for the user's objects.  isolate:
+ * the network's "isolate" option, podman_isolate_value() of the Podman
+ * that makes it.
+ */
+json_t	*sandbox_network_spec(const struct conf *, const char *user,
+	    const char *isolate);
 json_t	*sandbox_volume_spec(const char *user);
 /* proxy_ip: the egress proxy's address on the user's network, or NULL. */
 json_t	*sandbox_container_spec(const struct conf *, const char *user,
@@ -221,22 +229,31 @@ json_t	*sandbox_container_spec(const struct conf *, const char *user,
 /* The environment the sandbox gets (new reference). */
 json_t	*sandbox_env(const struct conf *, const char *user,
 	    const char *proxy_ip);
+/* Of that, the variables naming the egress proxy at proxy_ip:port (new
+ * reference, in the order they are set), the same for quadlets. */
+json_t	*sandbox_proxy_env(const char *proxy_ip, long port);
+/* Of that, the file-link variables, added to env; none without a key. */
+void	sandbox_link_env(const struct conf *, const char *user, json_t *env);
 /*
  * The egress proxy's fixed address on a network: the last usable address
  * of its IPv4 subnet (Podman hands out addresses from the low end).  From
  * the network's inspect JSON; 0, or -1 when it has no usable subnet.
  */
 int	sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len);
+/* The user of a labelled Podman object (borrowed), or NULL. */
+const char *sandbox_label_user(const json_t *obj);
+
+/* ---------------------------------------------------------------- sandbox.c */
 
 /*
  * Brings the user's sandbox to "running and answering": creates what is
  * missing (network, volume, runtime dir, container), removes a container
  * stuck in "created", starts a stopped one, connects the egress proxy, and
  * waits for the agent to answer.  *created says whether a container was
- * made; without allow_create a missing one is a 403.  0, or -1 with err.  Not thread-safe per user: callers serialise.
+ * made.  0, or -1 with err.  Not thread-safe per user: callers serialise.
  */
 int	sandbox_ensure(const struct conf *, struct podman *, const char *user,
-	    int allow_create, int *created, struct perr *err);
+	    int *created, struct perr *err);
 /* Creates network, volume and container without starting; 0 or -1. */
 int	sandbox_create(const struct conf *, struct podman *, const char *user,
 	    struct perr *err);
@@ -245,8 +262,22 @@ int	sandbox_stop(const struct conf *, struct podman *, const char *user,
 /* Removes container and network; the volume too when purge. */
 int	sandbox_remove(const struct conf *, struct podman *, const char *user,
 	    int purge, struct perr *err);
-/* The user of a labelled Podman object (borrowed), or NULL. */
-const char *sandbox_label_user(const json_t *obj);
+
+/* ---------------------------------------------------------------- render.c */
+
+/* vivariumctl render: the templates' directory (-t, else next to the
+ * program, else the installed one) into dst. */
+void	render_template_dir(const char *opt, char *dst, size_t len);
+/* text with each {{NAME}} of vars (NAME, value, ..., NULL) replaced,
+ * appended to out; other braces stay.  0, or -1 when out is full. */
+int	render_text(const char *text, const char *const *vars, struct buf *out);
+/* tdir/tname filled in, written to outdir/outname; 0, or -1 said on stderr. */
+int	render_file(const char *tdir, const char *tname, const char *outdir,
+	    const char *outname, const char *const *vars);
+/* The user's .network and .container quadlets into outdir; the proxy's
+ * address is asked of Podman.  0, or -1 said on stderr. */
+int	render_user(const struct conf *, struct podman *, const char *user,
+	    const char *tdir, const char *outdir);
 
 /* ---------------------------------------------------------------- pool.c */
 
@@ -279,7 +310,6 @@ int	pool_adopt(void);
 struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
 	    struct pool_err *err);
 void	pool_release(struct sandbox *);
-void	pool_touch(struct sandbox *);
 const char *pool_sock(const struct sandbox *);
 /* A kept connection to the sandbox's agent, or -1; and giving one back. */
 int	pool_conn_take(struct sandbox *);
@@ -296,7 +326,10 @@ void	pool_shutdown(void);
 void	metrics_request(int status);
 void	metrics_spawn(double seconds);
 void	metrics_podman_error(void);
-/* Appends the Prometheus text; 0 or -1. */
-int	metrics_render(struct buf *);
+/*
+ * Appends the Prometheus text: a few kilobytes (at most 500 status codes,
+ * the states, the histogram), so a buffer of 1 MiB always holds it.
+ */
+void	metrics_render(struct buf *);
 
 #endif

@@ -21,6 +21,7 @@
 #include "../../../supervisor/route.c"
 #include "../../../supervisor/forward.c"
 #include "../../../supervisor/conf.c"
+#include "../../../supervisor/spec.c"
 #include "../../../supervisor/sandbox.c"
 
 #define API	"/v4.0.0/libpod"
@@ -69,7 +70,7 @@ test_version_4_6_strict(void **state)
 	assert_string_equal(podman_isolate_value(p), "strict");
 	memset(&c, 0, sizeof(c));
 	c.state_dir = (char *)(uintptr_t)"/var/lib/vivarium";
-	spec = sandbox_network_spec(&c, p, "alice");
+	spec = sandbox_network_spec(&c, "alice", podman_isolate_value(p));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(
 	    spec, "options"), "isolate")), "strict");
 	assert_true(json_is_true(json_object_get(spec, "internal")));
@@ -79,7 +80,8 @@ test_version_4_6_strict(void **state)
 	{
 		const char *br = json_string_value(json_object_get(spec,
 		    "network_interface"));
-		json_t *other = sandbox_network_spec(&c, p, "bob");
+		json_t *other = sandbox_network_spec(&c, "bob",
+		    podman_isolate_value(p));
 		assert_non_null(br);
 		assert_int_equal(strlen(br), 15);
 		assert_string_not_equal(br, json_string_value(json_object_get(
@@ -216,8 +218,8 @@ test_create_missing_image(void **state)
 {
 	static const struct fake_route r[] = {
 		{ "GET", API "/version", "version.http" },
-		/* An internal network without DNS: kept as it is. */
-		{ "GET", API "/networks/vivarium-bob/json", "network-inspect.http" },
+		/* The network is there: kept as it is. */
+		{ "GET", API "/networks/vivarium-bob/exists", "network-exists.http" },
 		{ "GET", API "/volumes/vivarium-bob-workspace/exists",
 		    "volume-exists-missing.http" },
 		{ "POST", API "/volumes/create", "volume-create-exists.http" },
@@ -347,59 +349,6 @@ test_proxy_ip(void **state)
 	done(p);
 }
 
-static void
-test_container_spec(void **state)
-{
-	struct conf	 c;
-	struct confdiag	 d;
-	json_t		*s, *m;
-
-	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef0123", 1);
-	confdiag_init(&d, NULL);
-	assert_int_equal(conf_load(&c, NULL, &d), 0);
-	confdiag_release(&d);
-	s = sandbox_container_spec(&c, "alice", NULL);
-	assert_string_equal(json_string_value(json_object_get(s, "name")),
-	    "vivarium-alice");
-	assert_true(json_is_true(json_object_get(s, "read_only_filesystem")));
-	assert_true(json_is_true(json_object_get(s, "no_new_privileges")));
-	assert_true(json_is_true(json_object_get(s, "init")));
-	assert_string_equal(json_string_value(json_array_get(json_object_get(s,
-	    "cap_drop"), 0)), "ALL");
-	m = json_object_get(s, "resource_limits");
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(m,
-	    "memory"), "limit")), 2147483648LL);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(m,
-	    "cpu"), "quota")), 200000);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(m,
-	    "pids"), "limit")), 128);
-	assert_int_equal(json_array_size(json_object_get(s, "r_limits")), 2);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(
-	    json_object_get(s, "mounts"), 0), "destination")), "/tmp");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(s,
-	    "labels"), "io.vivarium.user")), "alice");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(
-	    json_object_get(s, "volumes"), 0), "Name")),
-	    "vivarium-alice-workspace");
-	assert_null(json_object_get(json_object_get(s, "env"), "http_proxy"));
-	/* The agent listens on its socket only, not on TCP. */
-	assert_string_equal(json_string_value(json_object_get(json_object_get(s,
-	    "env"), "VIVARIUM_PORT")), "off");
-	assert_true(json_is_false(json_object_get(s, "httpproxy")));
-	json_decref(s);
-	/* With a proxy: its address, upper and lower case, no exceptions. */
-	c.egress_port = 3128;
-	s = sandbox_container_spec(&c, "alice", "10.89.0.254");
-	m = json_object_get(s, "env");
-	assert_string_equal(json_string_value(json_object_get(m, "http_proxy")),
-	    "http://10.89.0.254:3128");
-	assert_string_equal(json_string_value(json_object_get(m, "HTTPS_PROXY")),
-	    "http://10.89.0.254:3128");
-	assert_string_equal(json_string_value(json_object_get(m, "no_proxy")), "");
-	json_decref(s);
-	conf_release(&c);
-}
-
 int
 main(void)
 {
@@ -414,7 +363,6 @@ main(void)
 		cmocka_unit_test(test_create_missing_image),
 		cmocka_unit_test(test_egress_already_connected),
 		cmocka_unit_test(test_proxy_ip),
-		cmocka_unit_test(test_container_spec),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -131,27 +131,6 @@ test_planted_entries_refused(void **state)
 	assert_int_equal(make("alice", why, sizeof(why)), 0);
 }
 
-static void
-test_mount_checked(void **state)
-{
-	struct names	 n;
-	json_t		*ins;
-	char		 js[512];
-
-	assert_int_equal(sandbox_names(&cf, "alice", &n), 0);
-	snprintf(js, sizeof(js), "{\"Mounts\": [{\"Destination\": \"/tmp\"}, "
-	    "{\"Destination\": \"/run/vivarium\", \"Source\": \"%s/alice\"}]}",
-	    tmp);
-	ins = json_loads(js, 0, NULL);
-	assert_false(rundir_mounted(ins, &n));
-	json_decref(ins);
-	snprintf(js, sizeof(js), "{\"Mounts\": [{\"Destination\": "
-	    "\"/run/vivarium\", \"Source\": \"%s\"}]}", n.rundir);
-	ins = json_loads(js, 0, NULL);
-	assert_true(rundir_mounted(ins, &n));
-	json_decref(ins);
-}
-
 int
 main(void)
 {
@@ -159,7 +138,6 @@ main(void)
 		cmocka_unit_test(test_names_in_users),
 		cmocka_unit_test(test_user_named_token),
 		cmocka_unit_test(test_planted_entries_refused),
-		cmocka_unit_test(test_mount_checked),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,265 @@
+/*
+ * spec.c: what one user's Podman objects are to be, as the JSON bodies
+ * sent to Podman (network, volume, container) and the environment the
+ * sandbox gets.  Pure: no Podman, no files, no clock; sandbox.c makes the
+ * objects, and vivariumctl renders the same environment into quadlets.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "supervisor.h"
+#include "banned.h"
+
+#define AGENT_SOCK_IN	"/run/vivarium/agent.sock"
+
+int
+sandbox_names(const struct conf *c, const char *user, struct names *n)
+{
+	if (route_user_valid(user, strlen(user)) == -1)
+		return -1;
+	snprintf(n->container, sizeof(n->container), "vivarium-%s", user);
+	snprintf(n->network, sizeof(n->network), "vivarium-%s", user);
+	snprintf(n->volume, sizeof(n->volume), "vivarium-%s-workspace", user);
+	/* A namespace of their own: a user named "token" is not the file. */
+	snprintf(n->rundir, sizeof(n->rundir), "%s/" SANDBOX_USERS_DIR "/%s",
+	    c->state_dir, user);
+	snprintf(n->sock, sizeof(n->sock), "%s/agent.sock", n->rundir);
+	return 0;
+}
+
+static json_t *
+labels(const char *user)
+{
+	return json_pack("{s:s, s:s}", "io.vivarium.managed", "true",
+	    "io.vivarium.user", user);
+}
+
+const char *
+sandbox_label_user(const json_t *obj)
+{
+	const json_t	*l = json_object_get(obj, "Labels");
+
+	if (l == NULL)
+		l = json_object_get(obj, "labels");
+	return json_string_value(json_object_get(l, "io.vivarium.user"));
+}
+
+/*
+ * The bridge's name on the host, derived from the user id.  Podman would
+ * pick "podmanN", the first N free in its own records, and a second Podman
+ * storage on the same host (tests, another operator) picking the same name
+ * would put two networks on one bridge.  15 characters at most (IFNAMSIZ).
+ */
+static void
+bridge_name(const char *user, char *dst, size_t len)
+{
+	uint64_t	 h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	const char	*p;
+
+	for (p = user; *p != '\0'; p++) {
+		h ^= (unsigned char)*p;
+		h *= 0x100000001b3ULL;
+	}
+	snprintf(dst, len, "viv%012llx", (unsigned long long)(h >> 16));
+}
+
+json_t *
+sandbox_network_spec(const struct conf *c, const char *user,
+    const char *isolate)
+{
+	struct names	 n;
+	char		 br[16];
+
+	(void)sandbox_names(c, user, &n);
+	bridge_name(user, br, sizeof(br));
+	/*
+	 * No DNS: on an internal network aardvark-dns still resolves outside
+	 * names by asking the host's resolvers, a way out that bypasses the
+	 * proxy.  Internal without DNS also has no gateway, so the host is
+	 * out of reach too.  The sandbox finds the proxy by address.
+	 */
+	return json_pack("{s:s, s:s, s:s, s:b, s:b, s:{s:s}, s:o}",
+	    "name", n.network, "driver", "bridge", "network_interface", br,
+	    "internal", 1, "dns_enabled", 0,
+	    "options", "isolate", isolate,
+	    "labels", labels(user));
+}
+
+json_t *
+sandbox_volume_spec(const char *user)
+{
+	char	 name[USER_ID_MAX + 32];
+
+	snprintf(name, sizeof(name), "vivarium-%s-workspace", user);
+	return json_pack("{s:s, s:o}", "Name", name, "Labels", labels(user));
+}
+
+int
+sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len)
+{
+	const json_t	*sn;
+	const char	*cidr, *slash;
+	char		 addr[INET_ADDRSTRLEN];
+	struct in_addr	 in;
+	uint32_t	 a, mask;
+	size_t		 i;
+	long		 bits;
+	char		*end;
+
+	json_array_foreach(json_object_get(net, "subnets"), i, sn) {
+		cidr = json_string_value(json_object_get(sn, "subnet"));
+		if (cidr == NULL || (slash = strchr(cidr, '/')) == NULL
+		    || (size_t)(slash - cidr) >= sizeof(addr))
+			continue;
+		memcpy(addr, cidr, (size_t)(slash - cidr));
+		addr[slash - cidr] = '\0';
+		errno = 0;
+		bits = strtol(slash + 1, &end, 10);
+		/* At least two hosts besides network and broadcast. */
+		if (*end != '\0' || errno != 0 || bits < 1 || bits > 29
+		    || inet_pton(AF_INET, addr, &in) != 1)
+			continue;
+		mask = ~0U << (32 - bits);
+		a = (ntohl(in.s_addr) | ~mask) - 1;
+		in.s_addr = htonl(a);
+		if (inet_ntop(AF_INET, &in, dst, (socklen_t)len) == NULL)
+			return -1;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * What the agent needs to make file links: this user's key (never the
+ * master key: a sandbox can only sign links to its own workspace), where
+ * browsers reach the supervisor, and the lifetimes.  Without a loaded key
+ * (vivariumctl before the supervisor ever started) links stay off.
+ */
+void
+sandbox_link_env(const struct conf *c, const char *user, json_t *env)
+{
+	char	 hex[LINK_KEY_HEX + 1], n[32];
+
+	if (link_user_key_hex(&c->link_keys, user, hex) == -1)
+		return;
+	json_object_set_new(env, "VIVARIUM_LINK_USER", json_string(user));
+	json_object_set_new(env, "VIVARIUM_LINK_KEY", json_string(hex));
+	json_object_set_new(env, "VIVARIUM_PUBLIC_URL",
+	    json_string(c->public_url));
+#define SETN(name, v) \
+	snprintf(n, sizeof(n), "%lld", (long long)(v)); \
+	json_object_set_new(env, name, json_string(n))
+	SETN("VIVARIUM_DOWNLOAD_LIFETIME", c->download_lifetime);
+	SETN("VIVARIUM_UPLOAD_LIFETIME", c->upload_lifetime);
+	SETN("VIVARIUM_LINK_MAX_LIFETIME", c->link_max_lifetime);
+	SETN("VIVARIUM_UPLOAD_MAX_BYTES", c->upload_max);
+#undef SETN
+	memset(hex, 0, sizeof(hex));
+}
+
+/*
+ * With no DNS the proxy can only be named by its address; nothing is local
+ * but the proxy, so everything goes to it (no_proxy empty).  Both cases,
+ * since programs differ in which they read.  New reference, or NULL.
+ */
+json_t *
+sandbox_proxy_env(const char *proxy_ip, long port)
+{
+	static const char *const names[] = { "http_proxy", "https_proxy",
+	    "HTTP_PROXY", "HTTPS_PROXY" };
+	json_t	*env;
+	char	 url[INET_ADDRSTRLEN + 32];
+	size_t	 i;
+
+	if ((env = json_object()) == NULL)
+		return NULL;
+	snprintf(url, sizeof(url), "http://%s:%ld", proxy_ip, port);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		json_object_set_new(env, names[i], json_string(url));
+	json_object_set_new(env, "no_proxy", json_string(""));
+	json_object_set_new(env, "NO_PROXY", json_string(""));
+	return env;
+}
+
+json_t *
+sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
+{
+	json_t	*env, *px;
+	size_t	 i;
+
+	env = json_object();
+	for (i = 0; i < c->nenv; i++)
+		json_object_set_new(env, c->env[i].key,
+		    json_string(c->env[i].value));
+	/* Ours come last: sandbox.env cannot undo them. */
+	json_object_set_new(env, "VIVARIUM_SOCKET", json_string(AGENT_SOCK_IN));
+	/* The socket only: nothing in the sandbox listens on TCP. */
+	json_object_set_new(env, "VIVARIUM_PORT", json_string("off"));
+	if (proxy_ip != NULL) {
+		px = sandbox_proxy_env(proxy_ip, c->egress_port);
+		json_object_update(env, px);
+		json_decref(px);
+	}
+	sandbox_link_env(c, user, env);
+	return env;
+}
+
+json_t *
+sandbox_container_spec(const struct conf *c, const char *user,
+    const char *proxy_ip)
+{
+	const struct limits	*l = conf_limits(c, user);
+	struct names		 n;
+	json_t			*spec, *env;
+	char			 tmpsz[64];
+
+	(void)sandbox_names(c, user, &n);
+	env = sandbox_env(c, user, proxy_ip);
+	snprintf(tmpsz, sizeof(tmpsz), "size=%llu", c->tmp_size);
+	spec = json_pack(
+	    "{s:s, s:s, s:o, s:o, s:s, s:s, s:b, s:b, s:[s], s:b,"
+	    " s:{s:{s:I}, s:{s:I, s:I}, s:{s:I}},"
+	    " s:[{s:s, s:I, s:I}, {s:s, s:I, s:I}],"
+	    " s:{s:s}, s:{s:{s:[s]}},"
+	    " s:[{s:s, s:s, s:s, s:[s, s, s, s]}, {s:s, s:s, s:s, s:[s]}],"
+	    " s:[{s:s, s:s}], s:I}",
+	    "name", n.container,
+	    "image", c->image,
+	    "labels", labels(user),
+	    "env", env,
+	    "user", c->sandbox_user,
+	    "work_dir", "/workspace",
+	    "read_only_filesystem", 1,
+	    "no_new_privileges", 1,
+	    "cap_drop", "ALL",
+	    "init", 1,
+	    "resource_limits",
+		"memory", "limit", (json_int_t)l->memory,
+		"cpu", "quota", (json_int_t)l->cpus_milli * 100,
+		    "period", (json_int_t)100000,
+		"pids", "limit", (json_int_t)l->pids,
+	    /* Podman's default rlimits exceed many hosts' hard limits. */
+	    "r_limits",
+		"type", "nofile", "soft", (json_int_t)4096, "hard", (json_int_t)4096,
+		"type", "nproc", "soft", (json_int_t)1024, "hard", (json_int_t)1024,
+	    "netns", "nsmode", "bridge",
+	    "Networks", n.network, "aliases", "sandbox",
+	    "mounts",
+		"destination", "/tmp", "type", "tmpfs", "source", "tmpfs",
+		"options", "rw", "nosuid", "nodev", tmpsz,
+		"destination", "/run/vivarium", "type", "bind",
+		"source", n.rundir, "options", "rw",
+	    "volumes", "Name", n.volume, "Dest", "/workspace",
+	    "stop_timeout", (json_int_t)c->stop_timeout);
+	/* Not the host's proxy variables (containers.conf http_proxy=true). */
+	if (spec != NULL)
+		json_object_set_new(spec, "httpproxy", json_false());
+	return spec;
+}
+
