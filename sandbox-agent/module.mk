@@ -65,8 +65,8 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/jobs.c \
 		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
 		common/link.c common/sha256.c common/fileweb.c common/mhd.c common/origin.c \
-		common/text.c common/clock.c common/jsonrpc.c -lmicrohttpd -ljansson \
-		-lm -lpthread
+		common/config.c common/text.c common/clock.c common/jsonrpc.c \
+		-lmicrohttpd -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent
