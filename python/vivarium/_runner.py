@@ -7,7 +7,8 @@ main() does all the work and returns the exit status without exiting, so a
 warm fork server can call it in a forked child as well as `python3 -m
 vivarium._runner` does.  Only the standard library's light modules are
 imported up front: a call that prints "hi" with nothing stored never loads
-cloudpickle, pandas or the footer's helpers beyond os.scandir.
+cloudpickle or pandas.  The workspace is the agent's to walk (the footer's
+workspace lines are its), so the runner does not.
 """
 import builtins
 import os
