@@ -1,6 +1,7 @@
 /*
  * conftab.c: settings read from a table of keys (see config.h): the YAML
- * file first, then the environment.  One wording for every program:
+ * file first, then the environment.  One wording for every program (and
+ * config.c's config_env_* say what a value takes in the same words):
  *
  *	file:line: key: "value" is not <what it takes>
  *	file:line: unknown key "k" in section (known: a, b, c)
