@@ -181,8 +181,8 @@ config_env_bool(struct confdiag *d, const char *name, int def, int *out)
 		return 0;
 	if (config_parse_bool(v, out) == -1) {
 		*out = def;
-		confdiag_add(d, 0, "%s=\"%s\": expected 1 or 0 (yes/no, "
-		    "true/false, on/off)", name, v);
+		confdiag_add(d, 0, "%s=\"%s\": expected yes or no (true/false, "
+		    "on/off, 1/0)", name, v);
 		return -1;
 	}
 	return 0;
@@ -199,8 +199,8 @@ config_env_size(struct confdiag *d, const char *name, unsigned long long def,
 		return 0;
 	if (config_parse_size(v, max, out) == -1) {
 		*out = def;
-		confdiag_add(d, 0, "%s=\"%s\": expected a size in bytes up to "
-		    "%llu (a k, m or g suffix is allowed)", name, v, max);
+		confdiag_add(d, 0, "%s=\"%s\": expected a size from 0 to %llu "
+		    "bytes (e.g. 512m, 2g)", name, v, max);
 		return -1;
 	}
 	return 0;
@@ -241,8 +241,8 @@ config_env_duration(struct confdiag *d, const char *name, long def, long min,
 	if (config_parse_duration(v, max, out) == -1 || *out < min) {
 		*out = def;
 		confdiag_add(d, 0, "%s=\"%s\": expected a duration from %lds to "
-		    "%lds: seconds, or a number with s, m, h or d (e.g. 15m, "
-		    "24h)", name, v, min, max);
+		    "%lds (e.g. 30s, 15m, 2h, or plain seconds)", name, v, min,
+		    max);
 		return -1;
 	}
 	return 0;

@@ -1,6 +1,7 @@
 /*
  * conftab.c: settings read from a table of keys (see config.h): the YAML
- * file first, then the environment.  One wording for every program:
+ * file first, then the environment.  One wording for every program (and
+ * config.c's config_env_* say what a value takes in the same words):
  *
  *	file:line: key: "value" is not <what it takes>
  *	file:line: unknown key "k" in section (known: a, b, c)
@@ -65,8 +66,8 @@ set_str(char **dst, const char *v)
 }
 
 /*
- * Sets a scalar key from v: 0, or -1 when v is not what it takes (the
- * caller says so, in the file's words or the environment's).
+ * Sets a scalar key from v: 0; -1 when v is not what it takes (the caller
+ * says so, in the file's words or the environment's); -2 out of memory.
  */
 static int
 set_scalar(const struct conf_key *k, void *base, const char *v)
@@ -79,7 +80,7 @@ set_scalar(const struct conf_key *k, void *base, const char *v)
 	case CONF_STR:
 		if (*v == '\0')
 			return -1;
-		return set_str(field(base, k), v);
+		return set_str(field(base, k), v) == -1 ? -2 : 0;
 	case CONF_LONG:
 		if (config_parse_long(v, (long)k->min, (long)k->max, &x) == -1)
 			return -1;
@@ -157,6 +158,7 @@ file_key(const struct conf_key *k, void *base, const struct ynode *n,
     const char *what, struct confdiag *d)
 {
 	char	 desc[256];
+	int	 rc;
 
 	switch (k->type) {
 	case CONF_SECTION:
@@ -180,7 +182,9 @@ file_key(const struct conf_key *k, void *base, const struct ynode *n,
 		confdiag_add(d, n->line, "%s: must not be empty", what);
 		return;
 	}
-	if (set_scalar(k, base, n->value) == -1) {
+	if ((rc = set_scalar(k, base, n->value)) == -2)
+		confdiag_add(d, n->line, "%s: out of memory", what);
+	else if (rc == -1) {
 		describe(k, desc, sizeof(desc));
 		confdiag_add(d, n->line, "%s: \"%s\" is not %s", what, n->value,
 		    desc);
@@ -282,6 +286,7 @@ env_keys(const struct conf_key *keys, size_t nkeys, void *base,
 	const char	*v;
 	char		 desc[256];
 	size_t		 i;
+	int		 rc;
 
 	for (i = 0; i < nkeys; i++) {
 		k = &keys[i];
@@ -295,7 +300,9 @@ env_keys(const struct conf_key *keys, size_t nkeys, void *base,
 			env_list(k, base, v, d);
 			continue;
 		}
-		if (set_scalar(k, base, v) == -1) {
+		if ((rc = set_scalar(k, base, v)) == -2)
+			confdiag_add(d, 0, "%s: out of memory", k->env);
+		else if (rc == -1) {
 			describe(k, desc, sizeof(desc));
 			confdiag_add(d, 0, "%s=\"%s\": expected %s", k->env, v,
 			    desc);

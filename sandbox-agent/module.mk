@@ -64,9 +64,9 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
 		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/jobs.c \
 		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
-		common/link.c common/sha256.c common/fileweb.c common/mhd.c common/origin.c \
-		common/config.c common/text.c common/clock.c common/jsonrpc.c \
-		-lmicrohttpd -ljansson -lm -lpthread
+		common/link.c common/sha256.c common/fileweb.c common/mhd.c \
+		common/text.c common/clock.c common/jsonrpc.c -lmicrohttpd -ljansson \
+		-lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent

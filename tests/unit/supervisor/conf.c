@@ -222,6 +222,13 @@ test_listen(void **state)
 		"nonsense:xyz", "localhost:8787", "127.0.0.1", "127.0.0.1:0",
 		"[::1]8787",
 	};
+	static const struct {
+		const char	*spec, *host;
+		int		 port;
+	} good[] = {
+		{ "[::1]:9001", "::1", 9001 },
+		{ ":9002", "0.0.0.0", 9002 },	/* every address */
+	};
 	struct conf	 c;
 	struct confdiag	 d;
 	char		 want[64];
@@ -239,20 +246,15 @@ test_listen(void **state)
 		confdiag_release(&d);
 		conf_release(&c);
 	}
-	setenv("VIVARIUM_SUPERVISOR_LISTEN", "[::1]:9001", 1);
-	confdiag_init(&d, NULL);
-	assert_int_equal(conf_load(&c, NULL, &d), 0);
-	assert_string_equal(c.listen_host, "::1");
-	assert_int_equal(c.listen_port, 9001);
-	confdiag_release(&d);
-	conf_release(&c);
-	setenv("VIVARIUM_SUPERVISOR_LISTEN", ":9002", 1);
-	confdiag_init(&d, NULL);
-	assert_int_equal(conf_load(&c, NULL, &d), 0);
-	assert_string_equal(c.listen_host, "0.0.0.0");
-	assert_int_equal(c.listen_port, 9002);
-	confdiag_release(&d);
-	conf_release(&c);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		setenv("VIVARIUM_SUPERVISOR_LISTEN", good[i].spec, 1);
+		confdiag_init(&d, NULL);
+		assert_int_equal(conf_load(&c, NULL, &d), 0);
+		assert_string_equal(c.listen_host, good[i].host);
+		assert_int_equal(c.listen_port, good[i].port);
+		confdiag_release(&d);
+		conf_release(&c);
+	}
 	clear_env();
 }
 
