@@ -39,6 +39,8 @@ TEST_SUITES += test-supervisor
 # Download and upload links in a real browser.  "-": the image builds the
 # supervisor from a context without tests/ (Containerfile).
 -include tests/files/files.mk
+# The supervisor as an ordinary user with rootless Podman.
+-include tests/rootless/rootless.mk
 
 bench-supervisor:
 	@scripts/deps build test podman

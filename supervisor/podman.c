@@ -33,6 +33,7 @@ podman_new(const char *socket, long timeout_ms)
 		return NULL;
 	}
 	p->timeout_ms = timeout_ms;
+	p->rootless = -1;
 	return p;
 }
 
@@ -722,8 +723,9 @@ podman_limits_enforced(struct podman *p, char *why, size_t whylen,
 	cg = json_string_value(json_object_get(host, "cgroupVersion"));
 	ctl = json_object_get(host, "cgroupControllers");
 	why[0] = '\0';
-	if (!json_is_true(json_object_get(json_object_get(host, "security"),
-	    "rootless")))
+	p->rootless = json_is_true(json_object_get(json_object_get(host,
+	    "security"), "rootless"));
+	if (!p->rootless)
 		goto done;
 	if (cg != NULL && strcmp(cg, "v1") == 0) {
 		snprintf(why, whylen, "Podman is rootless on a cgroup v1 host: "
@@ -763,6 +765,21 @@ perr_set(struct perr *e, long status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
+}
+
+int
+podman_rootless(struct podman *p, struct perr *e)
+{
+	json_t	*r = NULL;
+
+	if (p->rootless != -1)
+		return p->rootless;
+	if (podman_call(p, "GET", PODMAN_API "/info", NULL, &r, NULL, e) == -1)
+		return -1;
+	p->rootless = json_is_true(json_object_get(json_object_get(
+	    json_object_get(r, "host"), "security"), "rootless"));
+	json_decref(r);
+	return p->rootless;
 }
 
 int

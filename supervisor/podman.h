@@ -26,6 +26,8 @@ struct podman {
 	/* Learned from /version on first contact (0 until then). */
 	int	 major, minor, patch;
 	char	 version[32];
+	/* From /info: 1 rootless, 0 rootful, -1 not asked yet. */
+	int	 rootless;
 	/* Called after every failed call (may be NULL): metrics. */
 	void	(*on_error)(const struct perr *);
 };
@@ -126,6 +128,10 @@ int	podman_archive_put(struct podman *, const char *name, const char *path,
  */
 int	podman_limits_enforced(struct podman *, char *why, size_t whylen,
 	    struct perr *);
+
+/* Whether the service is rootless Podman: 1 or 0 (asks /info once), or
+ * -1 with perr. */
+int	podman_rootless(struct podman *, struct perr *);
 
 /* True when the error says the object already exists / the name is taken. */
 int	perr_exists(const struct perr *);

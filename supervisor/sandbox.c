@@ -358,6 +358,28 @@ running_stale(const struct conf *c, const char *user, const json_t *ins)
 	return k != NULL ? why : NULL;
 }
 
+/*
+ * Rootless Podman maps the container's uids onto the host user's
+ * subordinate range, so the sandbox user (1000) would be a host uid the
+ * supervisor can neither hand the socket directory to (chown needs root)
+ * nor connect to the agent's 0600 socket of.  keep-id maps the sandbox user
+ * onto the supervisor's own uid instead: the directory and the socket are
+ * the supervisor's, 0700 and 0600 as with rootful Podman, and every other
+ * uid of the container stays in the subordinate range.
+ */
+static void
+userns_keep_id(const struct conf *c, json_t *spec)
+{
+	unsigned int	 uid, gid;
+	char		 extra, v[64];
+
+	if (sscanf(c->sandbox_user, "%u:%u%c", &uid, &gid, &extra) != 2)
+		return;
+	snprintf(v, sizeof(v), "uid=%u,gid=%u", uid, gid);
+	json_object_set_new(spec, "userns", json_pack("{s:s, s:s}", "nsmode",
+	    "keep-id", "value", v));
+}
+
 int
 sandbox_create(const struct conf *c, struct podman *p, const char *user,
     struct perr *e)
@@ -365,7 +387,7 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 	struct names	 n;
 	json_t		*spec;
 	char		 ip[INET_ADDRSTRLEN];
-	int		 r;
+	int		 rootless, r;
 
 	if (user_names(c, user, &n, e) == -1)
 		return -1;
@@ -377,7 +399,11 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 		return -1;
 	if (rundir_make(c, &n, e) == -1)
 		return -1;
+	if ((rootless = podman_rootless(p, e)) == -1)
+		return -1;
 	spec = sandbox_container_spec(c, user, ip[0] != '\0' ? ip : NULL);
+	if (spec != NULL && rootless)
+		userns_keep_id(c, spec);
 	r = podman_container_create(p, spec, e);
 	json_decref(spec);
 	if (r == -1 && perr_exists(e))

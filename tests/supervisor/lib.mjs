@@ -6,6 +6,7 @@ import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, readFileSync
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import assert from 'node:assert/strict';
 import { startServer, makeFetch, repoRoot } from '../e2e/harness.mjs';
 
 const sdk = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/client');
@@ -155,6 +156,40 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
 export async function runPython(client, code, args = {}) {
   const r = await client.callTool({ name: 'run_python', arguments: { code, ...args } }, undefined, { timeout: 120000 });
   return { ...r, text: r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n') };
+}
+
+// Two sandboxes cannot reach each other.  Nothing listens on TCP in a
+// sandbox, so B opens a listener of its own for `wait` seconds (checking
+// that it answers on B's address) and A's connection to it must fail;
+// control: the same probe connects where something listens (A's own).
+export async function assertIsolated(ca, cb, ipA, ipB, wait = 8) {
+  assert.match(ipB, /^\d+\.\d+\.\d+\.\d+$/);
+  const listenB = runPython(cb, `import socket
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(('0.0.0.0', 9000)); l.listen(8)
+c = socket.create_connection((${JSON.stringify(ipB)}, 9000), timeout=3); l.accept()[0].close(); c.close()
+print('SELF OK')
+l.settimeout(${wait})
+try:
+    l.accept(); print('SOMEONE CAME')
+except socket.timeout:
+    print('NOBODY CAME')`);
+  await sleep(Math.min(2000, wait * 300));
+  const probe = (ip) => `import socket
+s = socket.socket(); s.settimeout(${Math.min(3, wait / 2)})
+try:
+    s.connect((${JSON.stringify(ip)}, 9000)); print('CONNECTED')
+except Exception as e:
+    print('BLOCKED', type(e).__name__)`;
+  let r = await runPython(ca, probe(ipB));
+  assert.match(r.text, /BLOCKED/, `A reached B's sandbox: ${r.text}`);
+  r = await listenB;
+  assert.match(r.text, /SELF OK/, `control: B's listener did not answer on its own address: ${r.text}`);
+  assert.match(r.text, /NOBODY CAME/, r.text);
+  r = await runPython(ca, `import socket
+l = socket.socket(); l.bind(('0.0.0.0', 9000)); l.listen(1)
+${probe(ipA)}`);
+  assert.match(r.text, /CONNECTED/, `control probe failed: ${r.text}`);
 }
 
 // Podman objects of one of our users.

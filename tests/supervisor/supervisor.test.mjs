@@ -8,7 +8,7 @@ import { writeFileSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import {
   TOKEN, TAG, IMAGE, user, vp, vpTry, sleep, startPodman, stateDir, startSupervisor,
-  runPython, objects, containerState, cleanup, imagePresent, ctlBin,
+  runPython, objects, containerState, cleanup, imagePresent, ctlBin, assertIsolated,
 } from './lib.mjs';
 
 const podmanSock = `/run/vsv-${TAG}.podman.sock`;
@@ -49,36 +49,7 @@ test('two users get separate containers, networks and volumes, and cannot reach 
   assert.equal(netsA, `vivarium-${a}`);
   const ipB = vp('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${b}`);
   const ipA = vp('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${a}`);
-  assert.match(ipB, /^\d+\.\d+\.\d+\.\d+$/);
-  // Nothing listens on TCP in a sandbox, so B opens a listener of its own
-  // for a while (checking that it answers on B's address), and A tries it.
-  const listenB = runPython(cb, `import socket, time
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(('0.0.0.0', 9000)); l.listen(8)
-c = socket.create_connection((${JSON.stringify(ipB)}, 9000), timeout=3); l.accept()[0].close(); c.close()
-print('SELF OK')
-l.settimeout(8)
-try:
-    l.accept(); print('SOMEONE CAME')
-except socket.timeout:
-    print('NOBODY CAME')`);
-  await sleep(2000);
-  const probe = (ip) => `import socket
-s = socket.socket(); s.settimeout(3)
-try:
-    s.connect((${JSON.stringify(ip)}, 9000)); print('CONNECTED')
-except Exception as e:
-    print('BLOCKED', type(e).__name__)`;
-  r = await runPython(ca, probe(ipB));
-  assert.match(r.text, /BLOCKED/, `alice reached bob's sandbox: ${r.text}`);
-  r = await listenB;
-  assert.match(r.text, /SELF OK/, `control: bob's listener did not answer on its own address: ${r.text}`);
-  assert.match(r.text, /NOBODY CAME/, r.text);
-  // Control: the same probe connects where something listens (A's own).
-  r = await runPython(ca, `import socket
-l = socket.socket(); l.bind(('0.0.0.0', 9000)); l.listen(1)
-${probe(ipA)}`);
-  assert.match(r.text, /CONNECTED/, `control probe failed: ${r.text}`);
+  await assertIsolated(ca, cb, ipA, ipB);
   await ca.close(); await cb.close();
 });
 

@@ -212,12 +212,16 @@ test_connection_closed(void **state)
 	done(p);
 }
 
-/* sandbox_create walks network, volume, runtime dir, container. */
+/*
+ * sandbox_create walks network, volume, runtime dir, container; info is
+ * the /info reply (rootful or rootless), which decides the user namespace.
+ */
 static void
-test_create_missing_image(void **state)
+create_missing_image(const char *info, int rootless)
 {
-	static const struct fake_route r[] = {
+	const struct fake_route r[] = {
 		{ "GET", API "/version", "version.http" },
+		{ "GET", API "/info", info },
 		/* The network is there: kept as it is. */
 		{ "GET", API "/networks/vivarium-bob/exists", "network-exists.http" },
 		{ "GET", API "/volumes/vivarium-bob-workspace/exists",
@@ -231,6 +235,7 @@ test_create_missing_image(void **state)
 	struct confdiag	 d;
 	char		 dir[] = "/tmp/svtestXXXXXX";
 	struct stat	 st;
+	struct fake_request	 q;
 	char		 rundir[128];
 
 	assert_non_null(mkdtemp(dir));
@@ -244,6 +249,15 @@ test_create_missing_image(void **state)
 	assert_int_equal(sandbox_create(&c, p, "bob", &e), -1);
 	assert_non_null(strstr(e.msg, "make image"));
 	assert_non_null(strstr(e.msg, c.image));
+	/* Rootless: the sandbox user is the supervisor's own uid, so the
+	 * socket directory and socket need no chown and no wider mode. */
+	q = fake_last();
+	assert_non_null(strstr(q.target, "/containers/create"));
+	if (rootless)
+		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
+		    "\"keep-id\",\"value\":\"uid=1000,gid=1000\"}"));
+	else
+		assert_null(strstr(q.body, "userns"));
 	snprintf(rundir, sizeof(rundir), "%s/users/bob", dir);
 	assert_int_equal(stat(rundir, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
@@ -254,6 +268,18 @@ test_create_missing_image(void **state)
 	conf_release(&c);
 	unsetenv("VIVARIUM_STATE_DIR");
 	done(p);
+}
+
+static void
+test_create_missing_image(void **state)
+{
+	create_missing_image("info.http", 0);
+}
+
+static void
+test_create_rootless_keep_id(void **state)
+{
+	create_missing_image("info-rootless.http", 1);
 }
 
 static void
@@ -361,6 +387,7 @@ main(void)
 		cmocka_unit_test(test_unreachable),
 		cmocka_unit_test(test_connection_closed),
 		cmocka_unit_test(test_create_missing_image),
+		cmocka_unit_test(test_create_rootless_keep_id),
 		cmocka_unit_test(test_egress_already_connected),
 		cmocka_unit_test(test_proxy_ip),
 	};

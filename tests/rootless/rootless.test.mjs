@@ -1,0 +1,140 @@
+// The supervisor as an ordinary user against that user's rootless Podman,
+// driven by the official MCP SDK client.  Run by tests/rootless/run.sh
+// (make test-rootless) as the user it makes, with that user's Podman
+// service on VIVARIUM_PODMAN_SOCKET, the sandbox image in its storage, the
+// egress proxy container VRL_EGRESS and an origin web server at VRL_ORIGIN
+// (host:port, a private address the proxy was told to allow).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, statSync, mkdirSync } from 'node:fs';
+import { user, startSupervisor, runPython, ctlBin, assertIsolated } from '../supervisor/lib.mjs';
+
+const sock = process.env.VIVARIUM_PODMAN_SOCKET;
+const origin = process.env.VRL_ORIGIN;
+const egress = process.env.VRL_EGRESS;
+const state = `${process.env.XDG_RUNTIME_DIR}/vivarium`;
+const uid = process.getuid();
+let sv;
+
+// The user's own Podman, through the socket the supervisor uses.
+const P = (...args) => execFileSync('podman', ['--remote', '--url', `unix://${sock}`, ...args],
+  { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const info = JSON.parse(P('info', '--format', 'json'));
+// A container's log: the proxy writes to stderr, which `podman logs` keeps.
+const logs = (name) => {
+  const r = spawnSync('podman', ['--remote', '--url', `unix://${sock}`, 'logs', name], { encoding: 'utf8' });
+  return r.stdout + r.stderr;
+};
+
+before(async () => {
+  assert.ok(sock && origin && egress, 'run by tests/rootless/run.sh');
+  mkdirSync(state, { recursive: true, mode: 0o700 });
+  // The first container pays for the copy of the image's layers that
+  // keep-id's uid mapping needs (about 10 s here).
+  sv = await startSupervisor({ podmanSock: sock, state, readyTimeout: '120s',
+    extra: ['egress:', `  container: ${egress}`, '  port: 3128'].join('\n') });
+});
+
+after(async () => {
+  if (sv) await sv.stop();
+});
+
+test('an ordinary user runs the supervisor against its rootless Podman', () => {
+  assert.notEqual(uid, 0, 'the client runs as the test user');
+  assert.equal(info.host.security.rootless, true, 'Podman is rootless');
+  const st = readFileSync(`/proc/${sv.proc.pid}/status`, 'utf8');
+  assert.match(st, new RegExp(`^Uid:\\s+${uid}\\s+${uid}\\s`, 'm'), 'the supervisor runs as the user');
+  assert.match(sv.stderr(), new RegExp(`Podman 4\\.\\d+\\.\\d+ at ${sock}`));
+});
+
+test('two users: own containers, networks and workspaces; they cannot reach each other', async () => {
+  const a = user('alice'), b = user('bob');
+  const ca = await sv.client(a);
+  const cb = await sv.client(b, { viaPath: true });
+  let r = await runPython(ca, "open('mine.txt','w').write('alice'); import os; print('A', os.getuid(), sorted(os.listdir('.')))");
+  assert.match(r.text, /A 1000 \['mine\.txt'\]/, r.text);
+  r = await runPython(cb, "import os; print('B', sorted(os.listdir('.')), os.path.exists('/workspace/mine.txt'))");
+  assert.match(r.text, /B \[\] False/, `bob sees alice's files: ${r.text}`);
+  r = await runPython(ca, "print(open('mine.txt').read())");
+  assert.match(r.text, /alice/, 'alice keeps her file');
+
+  for (const u of [a, b]) {
+    const name = `vivarium-${u}`;
+    assert.equal(P('inspect', '-f', '{{.State.Status}}', name), 'running');
+    assert.equal(P('network', 'inspect', '-f', '{{.Internal}} {{.DNSEnabled}}', name), 'true false');
+    assert.equal(P('volume', 'exists', `${name}-workspace`), '');
+    assert.equal(P('inspect', '-f', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', name).trim(), name);
+    // keep-id: the sandbox user is the supervisor's uid, so its socket
+    // directory and the agent's socket need no chown and no wider mode.
+    const d = statSync(`${state}/users/${u}`), s = statSync(`${state}/users/${u}/agent.sock`);
+    assert.equal(d.uid, uid); assert.equal(d.mode & 0o777, 0o700);
+    assert.ok(s.isSocket()); assert.equal(s.uid, uid); assert.equal(s.mode & 0o777, 0o600);
+  }
+  r = await runPython(ca, "print('MAP', ' '.join(open('/proc/self/uid_map').read().split()))");
+  assert.match(r.text, /MAP 0 1 1000 1000 0 1 1001 1001 \d+/, `uid map: ${r.text}`);
+
+  // As in the rootful suite, with a shorter wait.
+  const ip = (u) => P('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${u}`);
+  await assertIsolated(ca, cb, ip(a), ip(b), 5);
+  await ca.close(); await cb.close();
+});
+
+test('egress: the sandbox reaches the web through the real proxy, and nothing directly', async (t) => {
+  const u = user('alice');
+  const c = await sv.client(u);
+  const [host, port] = origin.split(':');
+  const r = await runPython(c, `import os, socket, urllib.request
+print('PROXY', os.environ.get('http_proxy'))
+try:
+    print('VIA', urllib.request.urlopen('http://${origin}/hello.txt', timeout=10).read().decode().strip())
+except urllib.error.HTTPError as e:
+    print('REFUSED', e.code, e.read().decode(errors='replace'))
+s = socket.socket(); s.settimeout(3)
+try:
+    s.connect((${JSON.stringify(host)}, ${port})); print('DIRECT CONNECTED')
+except Exception as e:
+    print('DIRECT BLOCKED', type(e).__name__)
+if ${process.env.VRL_INTERNET === '1' ? 'True' : 'False'}:
+    print('NET', urllib.request.urlopen('http://deb.debian.org/debian/', timeout=20).status)`);
+  await c.close();
+  const net = `vivarium-${u}`;
+  const sub = P('network', 'inspect', '-f', '{{range .Subnets}}{{.Subnet}}{{end}}', net);
+  const ip = P('inspect', '-f', `{{(index .NetworkSettings.Networks "${net}").IPAddress}}`, egress);
+  assert.equal(ip, sub.replace(/\.0\/24$/, '.254'), 'the proxy at the last address of the user network');
+  assert.ok(r.text.includes(`PROXY http://${ip}:3128`), r.text);
+  assert.match(r.text, /VIA hello-rootless/, `the sandbox did not reach the origin through the proxy: ${r.text}\nproxy log:\n${logs(egress)}`);
+  assert.match(r.text, /DIRECT BLOCKED/, `the sandbox reached the origin without the proxy: ${r.text}`);
+  if (process.env.VRL_INTERNET === '1')
+    assert.match(r.text, /NET 200/, `the host reaches deb.debian.org, the sandbox did not: ${r.text}`);
+  else
+    t.diagnostic('this host does not reach deb.debian.org: internet fetch not tried');
+  assert.match(logs(egress), new RegExp(`target=${host}:${port} .*verdict=allow`));
+});
+
+test('limits Podman cannot enforce are said loudly, at start and in vivariumctl status', () => {
+  const v1 = info.host.cgroupVersion === 'v1';
+  const ctl = (...a) => {
+    try {
+      return execFileSync(ctlBin, ['-f', sv.conf, ...a], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      return `exit ${e.status}: ${e.stdout}${e.stderr}`;
+    }
+  };
+  // alice's sandbox runs (made by the tests above).
+  const status = ctl('status', user('alice'));
+  const json = ctl('--json', 'status', user('alice'));
+  assert.match(json, /"state": *"running"/, json);
+  assert.match(json, /"agent_answers": *true/, json);
+  if (v1) {
+    assert.match(sv.stderr(), /WARNING: sandbox limits are NOT enforced: Podman is rootless on a cgroup v1 host/);
+    assert.match(status, /limits are NOT enforced: Podman is rootless on a cgroup v1 host/);
+    assert.match(json, /"limits_enforced": *false/);
+  } else {
+    // cgroup v2: enforced exactly when the controllers are delegated.
+    const ctls = info.host.cgroupControllers || [];
+    const all = ['memory', 'cpu', 'pids'].every((c) => ctls.includes(c));
+    assert.equal(/NOT enforced/.test(sv.stderr()), !all, sv.stderr());
+    assert.match(json, new RegExp(`"limits_enforced": *${all}`));
+  }
+});
