@@ -164,6 +164,8 @@ conf_defaults(struct conf *c)
 	c->limits.memory = 2ULL << 30;
 	c->limits.cpus_milli = 2000;
 	c->limits.pids = 128;
+	c->limits.workspace = 5ULL << 30;
+	c->uid_base = DEF_UID_BASE;
 	c->egress_alias = xstrdup("egress");
 	c->egress_port = 3128;
 	c->max_connections = 1024;
@@ -302,6 +304,17 @@ unknown(struct confdiag *d, const struct ynode *n, const char *where,
 	    where ? " in " : "", where ? where : "", known);
 }
 
+/* "uid:gid", both inside one sandbox's namespace of UID_RANGE ids. */
+static int
+sandbox_user_in_range(const char *user)
+{
+	unsigned int	 uid, gid;
+	char		 extra;
+
+	return sscanf(user, "%u:%u%c", &uid, &gid, &extra) == 2
+	    && uid < UID_RANGE && gid < UID_RANGE;
+}
+
 static void
 y_limits(struct confdiag *d, const struct ynode *map, struct limits *l)
 {
@@ -319,8 +332,10 @@ y_limits(struct confdiag *d, const struct ynode *map, struct limits *l)
 				    "or 0.5)", v);
 		} else if (strcmp(n->key, "pids") == 0)
 			y_long(d, n, 16, 1L << 22, &l->pids);
+		else if (strcmp(n->key, "workspace") == 0)
+			y_size(d, n, 16ULL << 20, 1ULL << 44, &l->workspace);
 		else
-			unknown(d, n, map->key, "memory, cpus, pids");
+			unknown(d, n, map->key, "memory, cpus, pids, workspace");
 	}
 }
 
@@ -363,13 +378,14 @@ y_users(struct confdiag *d, const struct ynode *map, struct conf *c)
 		u->limits.memory = 0;
 		u->limits.cpus_milli = 0;
 		u->limits.pids = 0;
+		u->limits.workspace = 0;
 		if (map->type == YNODE_SEQ)
 			continue;
 		if (n->type == YNODE_SCALAR && n->value[0] == '\0')
 			continue;	/* "alice:" with nothing after it */
 		if (n->type != YNODE_MAP) {
 			confdiag_add(d, n->line, "users: %s: expected limits "
-			    "(memory, cpus, pids) or nothing", id);
+			    "(memory, cpus, pids, workspace) or nothing", id);
 			continue;
 		}
 		y_limits(d, n, &u->limits);
@@ -557,9 +573,12 @@ conf_file(struct conf *c, const struct ynode *root, struct confdiag *d)
 					    &c->stop_timeout);
 				else if (strcmp(m->key, "env") == 0)
 					y_env(d, m, c);
+				else if (strcmp(m->key, "uid_base") == 0)
+					y_long(d, m, 0, UID_BASE_MAX,
+					    &c->uid_base);
 				else
-					unknown(d, m, "sandbox",
-					    "user, tmp_size, stop_timeout, env");
+					unknown(d, m, "sandbox", "user, tmp_size, "
+					    "stop_timeout, env, uid_base");
 			}
 		} else if (strcmp(k, "users") == 0)
 			y_users(d, n, c);
@@ -692,6 +711,8 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 			l->cpus_milli = c->limits.cpus_milli;
 		if (l->pids == 0)
 			l->pids = c->limits.pids;
+		if (l->workspace == 0)
+			l->workspace = c->limits.workspace;
 	}
 	if (c->token == NULL || c->token[0] == '\0')
 		confdiag_add(d, 0, "no token: set token or token_file in the "
@@ -703,6 +724,11 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 	if (c->state_dir[0] != '/')
 		confdiag_add(d, 0, "state_dir: \"%s\" must be an absolute path",
 		    c->state_dir);
+	if (c->uid_base != 0 && !sandbox_user_in_range(c->sandbox_user))
+		confdiag_add(d, 0, "sandbox: user \"%s\" must be numeric "
+		    "uid:gid below %d when uid_base gives each sandbox a user "
+		    "namespace (or set uid_base: 0)", c->sandbox_user,
+		    UID_RANGE);
 	/* Sized buffers hold <state_dir>/<user>/agent.sock. */
 	if (strlen(c->state_dir) > STATE_DIR_MAX)
 		confdiag_add(d, 0, "state_dir: \"%s\" is too long (at most %d "

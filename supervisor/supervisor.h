@@ -31,7 +31,16 @@ struct limits {
 	unsigned long long	 memory;	/* bytes */
 	long			 cpus_milli;	/* 2000 = 2 CPUs */
 	long			 pids;
+	unsigned long long	 workspace;	/* bytes: the workspace quota */
 };
+
+/*
+ * Each sandbox gets UID_RANGE host ids of its own, from uid_base up: slot
+ * 0 is the egress proxy's (deploy/), user slots start at 1 (idmap.c).
+ */
+#define UID_RANGE	65536
+#define DEF_UID_BASE	1000000000L
+#define UID_BASE_MAX	4000000000L
 
 struct user_conf {
 	char		 id[USER_ID_MAX + 1];
@@ -56,6 +65,7 @@ struct conf {
 	char		*image;		/* owned */
 	char		*sandbox_user;	/* owned: "uid:gid" */
 	unsigned long long tmp_size;
+	long		 uid_base;	/* first host id of slot 0; 0: no userns */
 	enum provisioning provisioning;
 	long		 idle_stop_after;	/* seconds; 0: never */
 	long		 ready_timeout;		/* seconds */
