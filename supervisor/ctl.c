@@ -413,9 +413,10 @@ cmd_status(int argc, char **argv)
 	const struct limits	*l;
 	const char		*state;
 	unsigned long long	 mem = 0;
-	int			 net, vol, running, enforced;
+	int			 net, vol, running, enforced, quota;
 	long			 idle;
-	char			 ms[32], is[32], why[512];
+	char			 ms[32], ws[32], is[32], why[512], qwhy[512];
+	const char		*ids;
 
 	if (argc != 1) {
 		usage(stderr);
@@ -442,12 +443,19 @@ cmd_status(int argc, char **argv)
 	idle = idle_seconds(argv[0]);
 	l = conf_limits(&conf, argv[0]);
 	enforced = podman_limits_enforced(podman, why, sizeof(why), &e);
-	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:{s:I, s:f, s:I}}",
+	quota = sandbox_quota_usable(&conf, podman, qwhy, sizeof(qwhy));
+	ids = ins == NULL ? NULL : json_string_value(json_object_get(
+	    json_object_get(json_object_get(ins, "Config"), "Labels"),
+	    SANDBOX_IDS_LABEL));
+	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:s?,"
+	    " s:{s:I, s:f, s:I, s:I}}",
 	    "user", argv[0], "state", state, "container", n.container,
 	    "image", ins ? json_string_value(json_object_get(ins, "ImageName"))
 	    : NULL, "network", net, "volume", vol, "socket", n.sock,
+	    "host_ids", ids,
 	    "limits", "memory_bytes", (json_int_t)l->memory,
-	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids);
+	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids,
+	    "workspace_bytes", (json_int_t)l->workspace);
 	if (running) {
 		json_object_set_new(out, "memory_bytes",
 		    json_integer((json_int_t)mem));
@@ -461,19 +469,28 @@ cmd_status(int argc, char **argv)
 		json_object_set_new(out, "limits_warning", json_string(why));
 	} else if (enforced == 1)
 		json_object_set_new(out, "limits_enforced", json_true());
+	if (quota != -1)
+		json_object_set_new(out, "quota_enforced", json_boolean(quota));
+	if (quota == 0 && qwhy[0] != '\0')
+		json_object_set_new(out, "quota_warning", json_string(qwhy));
 	json_decref(ins);
 	if (json_out)
 		print_json(json_incref(out));
 	else {
 		human_size(mem, ms, sizeof(ms));
 		human_time(idle, is, sizeof(is));
+		human_size(l->workspace, ws, sizeof(ws));
 		printf("user:      %s\ncontainer: %s (%s)\nnetwork:   %s%s\n"
 		    "volume:    %s%s\nsocket:    %s\nlimits:    %s memory, "
-		    "%.2f CPUs, %ld pids\n", argv[0], n.container, state,
-		    n.network, net ? "" : " (missing)", n.volume,
+		    "%.2f CPUs, %ld pids, %s workspace\n", argv[0], n.container,
+		    state, n.network, net ? "" : " (missing)", n.volume,
 		    vol ? "" : " (missing)", n.sock,
 		    (human_size(l->memory, ms, sizeof(ms)), ms),
-		    (double)l->cpus_milli / 1000.0, l->pids);
+		    (double)l->cpus_milli / 1000.0, l->pids, ws);
+		if (ids != NULL)
+			printf("host ids:  %s\n", strcmp(ids, "shared") == 0 ?
+			    "shared with every sandbox (no user namespace)" :
+			    ids);
 		if (running) {
 			human_size(mem, ms, sizeof(ms));
 			printf("memory:    %s in use\nagent:     %s\n", ms,
@@ -483,6 +500,9 @@ cmd_status(int argc, char **argv)
 		printf("idle:      %s\n", is);
 		if (enforced == 0)
 			printf("WARNING:   limits are NOT enforced: %s\n", why);
+		if (quota == 0 && qwhy[0] != '\0')
+			printf("WARNING:   the workspace quota is NOT enforced: "
+			    "%s\n", qwhy);
 	}
 	json_decref(out);
 	return running ? EX_OK : EX_NOTRUNNING;

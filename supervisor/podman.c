@@ -32,6 +32,7 @@ podman_new(const char *socket, long timeout_ms)
 		return NULL;
 	}
 	p->timeout_ms = timeout_ms;
+	p->rootless = -1;
 	return p;
 }
 
@@ -383,6 +384,13 @@ int
 podman_volume_exists(struct podman *p, const char *name, struct perr *e)
 {
 	return exists(p, PODMAN_API "/volumes/", name, "/exists", e);
+}
+
+int
+podman_volume_inspect(struct podman *p, const char *name, json_t **out,
+    struct perr *e)
+{
+	return inspect(p, PODMAN_API "/volumes/", name, out, e);
 }
 
 int
@@ -748,6 +756,21 @@ podman_limits_enforced(struct podman *p, char *why, size_t whylen,
 done:
 	json_decref(r);
 	return ret;
+}
+
+int
+podman_rootless(struct podman *p, struct perr *e)
+{
+	json_t	*r = NULL;
+
+	if (p->rootless != -1)
+		return p->rootless;
+	if (podman_call(p, "GET", PODMAN_API "/info", NULL, &r, NULL, e) == -1)
+		return -1;
+	p->rootless = json_is_true(json_object_get(json_object_get(
+	    json_object_get(r, "host"), "security"), "rootless"));
+	json_decref(r);
+	return p->rootless;
 }
 
 int
