@@ -40,11 +40,22 @@ TEST_SUITES	:= test-unit
 .PHONY: all
 all: programs
 
-# The shared code: every program links all of common/.
+# The shared code: every common/*.c goes into one static archive, and a
+# program links the archive, so the linker takes only the modules it calls.
+# A module that needs a library says so in common/module.mk; a program
+# lists the libraries of the modules it uses in its PKGS_ (the link fails
+# when one is missing, and an unused one would still be loaded: ldd).
 COMMON_SRCS	:= $(wildcard common/*.c)
 COMMON_OBJS	 = $(COMMON_SRCS:%.c=$(O)/%.o)
-COMMON_PKGS	:= yaml-0.1
-PKGS_common	:= $(COMMON_PKGS)
+COMMON_LIB	 = $(O)/common/libcommon.a
+# Every library some common/ module needs (its compile flags, unit tests).
+COMMON_PKGS	:=
+PKGS_common	 = $(COMMON_PKGS)
+AR		?= ar
+
+$(O)/common/libcommon.a: $(COMMON_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
@@ -54,10 +65,10 @@ $(O)/%.o: %.c
 # built from a test source that may #include the .c it tests.
 define unit_test
 UNIT_TESTS += $(O)/t/$(1)
-$(O)/t/$(1): $(2) $(3) $$(COMMON_OBJS)
+$(O)/t/$(1): $(2) $(3) $$(COMMON_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -Itests/unit $$(call PC_cflags,$(4) cmocka $$(COMMON_PKGS)) \
-		-o $$@ $(2) $(3) $$(COMMON_OBJS) $$(ALL_LDFLAGS) \
+		-o $$@ $(2) $(3) $$(COMMON_LIB) $$(ALL_LDFLAGS) \
 		$$(call PC_libs,$(4) cmocka $$(COMMON_PKGS)) -lm -lpthread
 endef
 
@@ -78,12 +89,15 @@ test: deps
 deps:
 	@scripts/deps build test
 
-# Unit tests always run under AddressSanitizer and UBSan.
+# Unit tests always run under AddressSanitizer and UBSan; then the
+# programs' command lines (options, usage, -n) under the same build.
 unit-tests: $(UNIT_TESTS)
 
 test-unit:
-	@$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests \
+		$(patsubst bin/%,build/san/bin/%,$(PROGS))
 	@scripts/run-unit $(patsubst build/rel/%,build/san/%,$(UNIT_TESTS))
+	@tests/programs/run.sh build/san/bin $(VERSION)
 
 # ---------------------------------------------------------------- misc
 

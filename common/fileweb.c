@@ -20,7 +20,7 @@
 
 #include "buf.h"
 #include "fileweb.h"
-#include "http.h"
+#include "mhd.h"
 #include "log.h"
 #include "text.h"
 #include "banned.h"

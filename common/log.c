@@ -27,12 +27,6 @@ log_setverbose(int verbose)
 	log_verbose = verbose;
 }
 
-int
-log_getverbose(void)
-{
-	return log_verbose;
-}
-
 void
 vlog(int pri, const char *fmt, va_list ap)
 {

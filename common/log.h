@@ -15,7 +15,6 @@
 /* progname is borrowed and must outlive the program; verbose enables log_debug. */
 void	log_init(const char *progname, int verbose);
 void	log_setverbose(int verbose);
-int	log_getverbose(void);
 
 void	log_warn(const char *, ...) LOG_FMT(1, 2);
 void	log_warnx(const char *, ...) LOG_FMT(1, 2);

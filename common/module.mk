@@ -1,7 +1,15 @@
-# common/: linked into every program (see COMMON_OBJS in the Makefile).
+# common/: the static archive $(COMMON_LIB) (see the Makefile).  The modules
+# that need a library, and which programs link them:
+#   yconf.c            libyaml          (the supervisor, vivarium-egress)
+#   mhd.c, fileweb.c   libmicrohttpd, jansson  (the agent, the supervisor)
+# Every other module needs only libc.  A new common/*.c joins the archive by
+# itself; add its library here and to the PKGS_ of the programs using it.
+COMMON_PKGS += yaml-0.1 libmicrohttpd jansson
+
 $(eval $(call unit_test,common_buf,tests/unit/common/buf.c,,))
+$(eval $(call unit_test,common_http1,tests/unit/common/http1.c,,))
 $(eval $(call unit_test,common_config,tests/unit/common/config.c,,))
-# common/http.c (MHD + JSON helpers) is linked into every program.
-COMMON_PKGS += libmicrohttpd jansson
-$(eval $(call unit_test,common_http,tests/unit/common/http.c,,))
+$(eval $(call unit_test,common_origin,tests/unit/common/origin.c,,))
 $(eval $(call unit_test,common_link,tests/unit/common/link.c,,))
+$(eval $(call unit_test,common_jsonrpc,tests/unit/common/jsonrpc.c,,))
+$(eval $(call unit_test,common_text,tests/unit/common/text.c,,))

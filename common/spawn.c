@@ -148,13 +148,16 @@ env_lookup(char *const *envp, const char *name)
 }
 
 /*
- * Finds the program in PATH before forking (execvp may allocate, which the
- * child of a threaded program must not).  Returns 0 or an errno value.
+ * Found before forking (execvp may allocate, which the child of a threaded
+ * program must not), so the child only calls execve.
  */
-static int
-resolve_path(const char *prog, char *const *envp, char *out, size_t outlen)
+int
+spawn_find(const char *prog, char *const *envp, const char *cwd, char *out,
+    size_t outlen)
 {
 	const char	*path, *p, *e;
+	char		 at[PATH_MAX];
+	const char	*check;
 	struct stat	 st;
 	int		 err = ENOENT, n;
 	size_t		 dl;
@@ -171,16 +174,27 @@ resolve_path(const char *prog, char *const *envp, char *out, size_t outlen)
 	for (p = path; ; p = e + 1) {
 		e = strchr(p, ':');
 		dl = e != NULL ? (size_t)(e - p) : strlen(p);
+		/* POSIX: an empty entry is the current directory. */
 		if (dl == 0)
-			n = snprintf(out, outlen, "%s", prog);
+			n = snprintf(out, outlen, "./%s", prog);
 		else
 			n = snprintf(out, outlen, "%.*s/%s", (int)dl, p, prog);
-		if (n >= 0 && (size_t)n < outlen && stat(out, &st) == 0 &&
-		    S_ISREG(st.st_mode)) {
-			if (access(out, X_OK) == 0)
+		if (n < 0 || (size_t)n >= outlen)
+			goto next;
+		/* A relative entry is relative to where the child will be. */
+		check = out;
+		if (out[0] != '/' && cwd != NULL) {
+			n = snprintf(at, sizeof(at), "%s/%s", cwd, out);
+			if (n < 0 || (size_t)n >= sizeof(at))
+				goto next;
+			check = at;
+		}
+		if (stat(check, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(check, X_OK) == 0)
 				return 0;
 			err = EACCES;
 		}
+next:
 		if (e == NULL)
 			break;
 	}
@@ -345,7 +359,7 @@ spawn_detached(char *const *argv, char *const *envp, const int *fds,
 		snprintf(errbuf, errlen, "spawn: no program");
 		return -1;
 	}
-	if ((e = resolve_path(argv[0], envp, path, sizeof(path))) != 0) {
+	if ((e = spawn_find(argv[0], envp, NULL, path, sizeof(path))) != 0) {
 		snprintf(errbuf, errlen, "%s: %s", argv[0], strerror(e));
 		return -1;
 	}
@@ -372,7 +386,8 @@ exec_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 		snprintf(errbuf, errlen, "spawn: no program");
 		return -1;
 	}
-	if ((e = resolve_path(sp->argv[0], sp->envp, path, sizeof(path))) != 0) {
+	if ((e = spawn_find(sp->argv[0], sp->envp, sp->cwd, path,
+	    sizeof(path))) != 0) {
 		sp->exec_errno = e;
 		snprintf(errbuf, errlen, "%s: %s", sp->argv[0], strerror(e));
 		return -1;

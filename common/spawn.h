@@ -134,6 +134,18 @@ pid_t	spawn_detached(char *const *argv, char *const *envp, const int *fds,
 void	spawn_release(struct spawn *);
 
 /*
+ * The one PATH search: where prog (no '/': looked up in envp's PATH, the
+ * caller's environment when envp is NULL, /usr/local/bin:/usr/bin:/bin
+ * when unset) is, as the path to execute, in out.  An empty entry means
+ * the current directory (POSIX), and it and any relative entry are checked
+ * relative to cwd, where the child will run (NULL: the caller's).  A
+ * regular executable file counts.  Returns 0 or an errno value (ENOENT,
+ * EACCES when one was found but not executable, ENAMETOOLONG).
+ */
+int	spawn_find(const char *prog, char *const *envp, const char *cwd,
+	    char *out, size_t outlen);
+
+/*
  * The kept bytes of a stream in order, as one NUL-terminated block
  * (rearranging the ring in place).  Borrowed: valid until spawn_release.
  * Never NULL.

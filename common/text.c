@@ -1,5 +1,5 @@
 /*
- * text.c: UTF-8 sequences and sizes in words (text.h).
+ * text.c: UTF-8 sequences, escaped names and sizes in words (text.h).
  */
 #include <stdio.h>
 
@@ -9,30 +9,81 @@
 #include "banned.h"
 
 int
+utf8_lead(unsigned char b, unsigned char *lo, unsigned char *hi)
+{
+	*lo = 0x80;
+	*hi = 0xbf;
+	if (b < 0x80)
+		return 0;
+	if (b >= 0xc2 && b <= 0xdf)
+		return 1;
+	if (b == 0xe0)
+		*lo = 0xa0;	/* else overlong */
+	else if (b == 0xed)
+		*hi = 0x9f;	/* else a surrogate */
+	if (b >= 0xe0 && b <= 0xef)
+		return 2;
+	if (b == 0xf0)
+		*lo = 0x90;	/* else overlong */
+	else if (b == 0xf4)
+		*hi = 0x8f;	/* else past U+10FFFF */
+	if (b >= 0xf0 && b <= 0xf4)
+		return 3;
+	return -1;
+}
+
+size_t
+utf8_next(const unsigned char *p, size_t n, int *state)
+{
+	unsigned char	 lo, hi;
+	int		 need;
+	size_t		 i;
+
+	need = utf8_lead(p[0], &lo, &hi);
+	*state = need >= 0;
+	if (need <= 0)
+		return 1;
+	for (i = 1; i <= (size_t)need; i++) {
+		if (i >= n) {
+			*state = -1;
+			return i;
+		}
+		if (p[i] < lo || p[i] > hi) {
+			*state = 0;
+			return i;
+		}
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	return i;
+}
+
+int
 utf8_seq(const unsigned char *p, size_t n)
 {
-	unsigned int	 c = p[0], need, i, cp, min;
+	int	 st;
+	size_t	 k = utf8_next(p, n, &st);
 
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		need = 1; cp = c & 0x1f; min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		need = 2; cp = c & 0x0f; min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 3; cp = c & 0x07; min = 0x10000;
-	} else
-		return 0;
-	for (i = 1; i <= need; i++) {
-		if (i >= n)
-			return -1;
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return (int)need + 1;
+	return st == 1 ? (int)k : st;
+}
+
+size_t
+utf8_chars(const char *s, size_t n)
+{
+	size_t	 i, c = 0;
+
+	for (i = 0; i < n; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			c++;
+	return c;
+}
+
+size_t
+utf8_floor(const char *s, size_t i)
+{
+	while (i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80)
+		i--;
+	return i;
 }
 
 void

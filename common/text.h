@@ -9,11 +9,29 @@
 #include "buf.h"
 
 /*
- * Length of the valid UTF-8 sequence at p (n bytes left): 1 to 4, 0 when
- * invalid (overlong, a surrogate, past U+10FFFF, a bad continuation), -1
- * when valid so far but cut off by the end of the data.
+ * The one UTF-8 decoder.  utf8_lead: how many continuation bytes lead
+ * byte b takes (0 for ASCII, -1 when b leads nothing), and the range the
+ * first of them must fall in (later ones: 0x80-0xbf), which rules out
+ * overlong forms, surrogates and code points past U+10FFFF.
  */
+int	utf8_lead(unsigned char b, unsigned char *lo, unsigned char *hi);
+
+/*
+ * The sequence at p (n > 0 bytes left): its length, and *state 1 when it
+ * is valid, 0 when not (then it is a maximal invalid subpart, at least one
+ * byte, which a decoder replaces with one U+FFFD: Unicode ch. 3), -1 when
+ * valid so far but cut off by the end of the data.
+ */
+size_t	utf8_next(const unsigned char *p, size_t n, int *state);
+
+/* The same as a length when valid (1 to 4), 0 when invalid, -1 when cut off. */
 int	utf8_seq(const unsigned char *p, size_t n);
+
+/* Characters in valid UTF-8 s of n bytes. */
+size_t	utf8_chars(const char *s, size_t n);
+
+/* i, or where the character that byte i of valid UTF-8 falls in starts. */
+size_t	utf8_floor(const char *s, size_t i);
 
 /*
  * Appends s (n bytes) to out for a model to read.  As it is when it is

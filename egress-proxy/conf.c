@@ -1,7 +1,7 @@
 /*
  * conf.c: vivarium-egress settings: defaults, then the YAML file, then
  * VIVARIUM_EGRESS_* variables.  Every problem is collected and reported in
- * one run.
+ * one run.  The keys are the table conf_keys (common/conftab.c reads it).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -10,6 +10,7 @@
 #include <sched.h>
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,9 @@ conf_defaults(struct egress_conf *c)
 }
 
 static void
-listen_release(struct egress_conf *c)
+listen_release(void *arg)
 {
+	struct egress_conf *c = arg;
 	int	 i;
 
 	for (i = 0; i < c->nlisten; i++)
@@ -68,9 +70,10 @@ conf_release(struct egress_conf *c)
 }
 
 static int
-set_host_addresses(struct egress_conf *c, const char *path)
+set_host_addresses(void *arg, const char *path)
 {
-	char	*p;
+	struct egress_conf *c = arg;
+	char		*p;
 
 	if (path[0] != '/' || (p = strdup(path)) == NULL)
 		return -1;
@@ -112,38 +115,8 @@ cidr_parse(const char *s, struct cidr *out)
 	return 0;
 }
 
-/* Splits a comma-separated list, calling fn on each trimmed item. */
 static int
-each_item(const char *list, int (*fn)(const char *, void *), void *arg)
-{
-	char		 item[128];
-	const char	*p = list, *e;
-	size_t		 n;
-	int		 rc = 0;
-
-	while (*p != '\0') {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (*p == '\0')
-			break;
-		for (e = p; *e != '\0' && *e != ','; e++)
-			;
-		n = (size_t)(e - p);
-		while (n > 0 && p[n - 1] == ' ')
-			n--;
-		if (n >= sizeof(item))
-			return -1;
-		memcpy(item, p, n);
-		item[n] = '\0';
-		if (fn(item, arg) == -1)
-			rc = -1;
-		p = e;
-	}
-	return rc;
-}
-
-static int
-add_port(const char *s, void *arg)
+add_port(void *arg, const char *s)
 {
 	struct egress_conf *c = arg;
 	long		 v;
@@ -159,13 +132,13 @@ int
 conf_parse_ports(const char *s, struct egress_conf *c)
 {
 	c->nports = 0;
-	if (each_item(s, add_port, c) == -1 || c->nports == 0)
+	if (config_list_each(s, c, add_port) == -1 || c->nports == 0)
 		return -1;
 	return 0;
 }
 
 static int
-add_cidr(const char *s, void *arg)
+add_cidr(void *arg, const char *s)
 {
 	struct egress_conf *c = arg;
 
@@ -177,11 +150,14 @@ add_cidr(const char *s, void *arg)
 }
 
 static int
-add_listen(const char *s, void *arg)
+add_listen(void *arg, const char *s)
 {
 	struct egress_conf *c = arg;
+	char		 host[256];
+	long		 port;
 
-	if (c->nlisten == EGRESS_MAX_LISTEN || strchr(s, ':') == NULL)
+	if (c->nlisten == EGRESS_MAX_LISTEN ||
+	    config_parse_hostport(s, host, sizeof(host), &port) == -1)
 		return -1;
 	if ((c->listen[c->nlisten] = strdup(s)) == NULL)
 		return -1;
@@ -189,202 +165,73 @@ add_listen(const char *s, void *arg)
 	return 0;
 }
 
-/* ------------------------------------------------------------ YAML */
-
-/* A scalar or a sequence of scalars, each handed to fn. */
 static void
-yaml_list(const struct ynode *n, const char *what,
-    int (*fn)(const char *, void *), struct egress_conf *c,
-    struct confdiag *d)
+ports_reset(void *arg)
 {
-	const struct ynode *e;
-
-	if (n->type == YNODE_SCALAR) {
-		if (fn(n->value, c) == -1)
-			confdiag_add(d, n->line, "%s: bad value '%s'", what,
-			    n->value);
-		return;
-	}
-	if (n->type != YNODE_SEQ) {
-		confdiag_add(d, n->line, "%s: expected a list", what);
-		return;
-	}
-	for (e = n->child; e != NULL; e = e->next) {
-		if (e->type != YNODE_SCALAR)
-			confdiag_add(d, e->line, "%s: expected a scalar", what);
-		else if (fn(e->value, c) == -1)
-			confdiag_add(d, e->line, "%s: bad value '%s'", what,
-			    e->value);
-	}
+	((struct egress_conf *)arg)->nports = 0;
 }
 
 static void
-yaml_long(const struct ynode *n, const char *what, long min, long max,
-    long *out, struct confdiag *d)
+cidrs_reset(void *arg)
 {
-	if (n->type != YNODE_SCALAR ||
-	    config_parse_long(n->value, min, max, out) == -1)
-		confdiag_add(d, n->line, "%s: expected a whole number from "
-		    "%ld to %ld", what, min, max);
+	((struct egress_conf *)arg)->nallow = 0;
 }
 
-struct key {
-	const char	*name;
-	long		 min, max;
-	size_t		 off;
+/* ------------------------------------------------------------ the table */
+
+#define E(f)	offsetof(struct egress_conf, f)
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+#define V	CONF_VALUE
+#define LIST(n, e, add, reset_fn, what) \
+	{ .name = (n), .env = (e), .type = CONF_LIST, .parse = (add), \
+	  .reset = (reset_fn), .desc = (what) }
+
+static const struct conf_key timeout_keys[] = {
+	V("header", "VIVARIUM_EGRESS_HEADER_TIMEOUT", CONF_LONG,
+	    E(header_timeout), 1, 3600),
+	V("connect", "VIVARIUM_EGRESS_CONNECT_TIMEOUT", CONF_LONG,
+	    E(connect_timeout), 1, 600),
+	V("idle", "VIVARIUM_EGRESS_IDLE_TIMEOUT", CONF_LONG, E(idle_timeout),
+	    1, 86400),
 };
 
-#define K(n, lo, hi, f) { n, lo, hi, offsetof(struct egress_conf, f) }
-
-static const struct key timeout_keys[] = {
-	K("header", 1, 3600, header_timeout),
-	K("connect", 1, 600, connect_timeout),
-	K("idle", 1, 86400, idle_timeout),
-};
-static const struct key limit_keys[] = {
-	K("connections", 1, 1000000, max_conns),
-	K("per_client", 1, 1000000, max_per_client),
-	K("header_bytes", 1024, 1048576, max_header_bytes),
+static const struct conf_key limit_keys[] = {
+	V("connections", "VIVARIUM_EGRESS_MAX_CONNECTIONS", CONF_LONG,
+	    E(max_conns), 1, 1000000),
+	V("per_client", "VIVARIUM_EGRESS_MAX_PER_CLIENT", CONF_LONG,
+	    E(max_per_client), 1, 1000000),
+	V("header_bytes", "VIVARIUM_EGRESS_MAX_HEADER_BYTES", CONF_LONG,
+	    E(max_header_bytes), 1024, 1048576),
 };
 
-static void
-yaml_map(const struct ynode *map, const char *section,
-    const struct key *keys, size_t nkeys, struct egress_conf *c,
-    struct confdiag *d)
-{
-	const struct ynode *e;
-	char		 what[64];
-	size_t		 i;
-
-	if (map->type != YNODE_MAP) {
-		confdiag_add(d, map->line, "%s: expected a mapping", section);
-		return;
-	}
-	for (e = map->child; e != NULL; e = e->next) {
-		for (i = 0; i < nkeys; i++)
-			if (strcmp(e->key, keys[i].name) == 0)
-				break;
-		snprintf(what, sizeof(what), "%s.%s", section, e->key);
-		if (i == nkeys) {
-			confdiag_add(d, e->line, "unknown key '%s'", what);
-			continue;
-		}
-		yaml_long(e, what, keys[i].min, keys[i].max,
-		    (long *)(void *)((char *)c + keys[i].off), d);
-	}
-}
-
-static void
-conf_yaml(struct egress_conf *c, const struct ynode *root, struct confdiag *d)
-{
-	const struct ynode *e;
-	int		 b;
-
-	if (root->type != YNODE_MAP) {
-		confdiag_add(d, root->line, "expected a mapping at the top");
-		return;
-	}
-	for (e = root->child; e != NULL; e = e->next) {
-		if (strcmp(e->key, "listen") == 0)
-			yaml_list(e, "listen", add_listen, c, d);
-		else if (strcmp(e->key, "allow_ports") == 0) {
-			c->nports = 0;
-			yaml_list(e, "allow_ports", add_port, c, d);
-		} else if (strcmp(e->key, "allow_cidrs") == 0)
-			yaml_list(e, "allow_cidrs", add_cidr, c, d);
-		else if (strcmp(e->key, "host_addresses") == 0) {
-			if (e->type != YNODE_SCALAR ||
-			    set_host_addresses(c, e->value) == -1)
-				confdiag_add(d, e->line, "host_addresses: "
-				    "expected an absolute path");
-		} else if (strcmp(e->key, "timeouts") == 0)
-			yaml_map(e, "timeouts", timeout_keys, 3, c, d);
-		else if (strcmp(e->key, "limits") == 0)
-			yaml_map(e, "limits", limit_keys, 3, c, d);
-		else if (strcmp(e->key, "resolver_threads") == 0)
-			yaml_long(e, "resolver_threads", 1, 64,
-			    &c->resolver_threads, d);
-		else if (strcmp(e->key, "workers") == 0)
-			yaml_long(e, "workers", 1, 64, &c->workers, d);
-		else if (strcmp(e->key, "verbose") == 0) {
-			if (e->type != YNODE_SCALAR ||
-			    config_parse_bool(e->value, &b) == -1)
-				confdiag_add(d, e->line,
-				    "verbose: expected yes or no");
-			else
-				c->verbose = b;
-		} else
-			confdiag_add(d, e->line, "unknown key '%s'", e->key);
-	}
-}
-
-/* ------------------------------------------------------------ environment */
-
-static void
-env_list(const char *name, int (*fn)(const char *, void *),
-    struct egress_conf *c, int *count, struct confdiag *d)
-{
-	const char	*v = config_env_str(name, NULL);
-
-	if (v == NULL)
-		return;
-	*count = 0;	/* the variable replaces the file's list */
-	if (each_item(v, fn, c) == -1)
-		confdiag_add(d, 0, "%s: bad value '%s'", name, v);
-}
+/* Every setting: its YAML key, its variable, where it goes.  The
+ * variables of a list replace the file's list. */
+static const struct conf_key conf_keys[] = {
+	LIST("listen", "VIVARIUM_EGRESS_LISTEN", add_listen, listen_release,
+	    "host:port with an address (e.g. 0.0.0.0:3128 or [::]:3128; up "
+	    "to " STR(EGRESS_MAX_LISTEN) " of them)"),
+	LIST("allow_ports", "VIVARIUM_EGRESS_PORTS", add_port, ports_reset,
+	    "a port from 1 to 65535 (up to " STR(EGRESS_MAX_PORTS) " of them)"),
+	LIST("allow_cidrs", "VIVARIUM_EGRESS_ALLOW_CIDRS", add_cidr,
+	    cidrs_reset, "an address block with no host bits (e.g. "
+	    "10.0.0.0/8 or fd00::/8; up to " STR(EGRESS_MAX_ALLOW) " of them)"),
+	CONF_PARSED("host_addresses", "VIVARIUM_EGRESS_HOST_ADDRESSES",
+	    set_host_addresses, "an absolute path"),
+	CONF_SECTION_OF("timeouts", 0, timeout_keys),
+	CONF_SECTION_OF("limits", 0, limit_keys),
+	V("resolver_threads", "VIVARIUM_EGRESS_RESOLVER_THREADS", CONF_LONG,
+	    E(resolver_threads), 1, 64),
+	V("workers", "VIVARIUM_EGRESS_WORKERS", CONF_LONG, E(workers), 1, 64),
+	V("verbose", "VIVARIUM_EGRESS_VERBOSE", CONF_BOOL, E(verbose), 0, 0),
+};
 
 int
 conf_load(struct egress_conf *c, const char *path, struct confdiag *d)
 {
-	struct confdiag	 envd, *env = &envd;
-	struct ynode	*root;
-	const char	*v;
-	int		 i;
-
-	if (path != NULL) {
-		if ((root = yconf_load(path, d)) != NULL) {
-			conf_yaml(c, root, d);
-			yconf_free(root);
-		}
-	}
-
-	/* Variables are named in their own messages, without the file. */
-	confdiag_init(env, NULL);
-	if (config_env_str("VIVARIUM_EGRESS_LISTEN", NULL) != NULL)
-		listen_release(c);
-	env_list("VIVARIUM_EGRESS_LISTEN", add_listen, c, &i, env);
-	env_list("VIVARIUM_EGRESS_PORTS", add_port, c, &c->nports, env);
-	env_list("VIVARIUM_EGRESS_ALLOW_CIDRS", add_cidr, c, &c->nallow, env);
-	if ((v = config_env_str("VIVARIUM_EGRESS_HOST_ADDRESSES", NULL)) != NULL &&
-	    set_host_addresses(c, v) == -1)
-		confdiag_add(env, 0, "VIVARIUM_EGRESS_HOST_ADDRESSES: expected "
-		    "an absolute path, not '%s'", v);
-	config_env_long(env, "VIVARIUM_EGRESS_HEADER_TIMEOUT",
-	    c->header_timeout, 1, 3600, &c->header_timeout);
-	config_env_long(env, "VIVARIUM_EGRESS_CONNECT_TIMEOUT",
-	    c->connect_timeout, 1, 600, &c->connect_timeout);
-	config_env_long(env, "VIVARIUM_EGRESS_IDLE_TIMEOUT",
-	    c->idle_timeout, 1, 86400, &c->idle_timeout);
-	config_env_long(env, "VIVARIUM_EGRESS_MAX_CONNECTIONS",
-	    c->max_conns, 1, 1000000, &c->max_conns);
-	config_env_long(env, "VIVARIUM_EGRESS_MAX_PER_CLIENT",
-	    c->max_per_client, 1, 1000000, &c->max_per_client);
-	config_env_long(env, "VIVARIUM_EGRESS_MAX_HEADER_BYTES",
-	    c->max_header_bytes, 1024, 1048576, &c->max_header_bytes);
-	config_env_long(env, "VIVARIUM_EGRESS_RESOLVER_THREADS",
-	    c->resolver_threads, 1, 64, &c->resolver_threads);
-	config_env_long(env, "VIVARIUM_EGRESS_WORKERS", c->workers, 1, 64,
-	    &c->workers);
-	config_env_bool(env, "VIVARIUM_EGRESS_VERBOSE", c->verbose,
-	    &c->verbose);
-	if (env->count > 0) {
-		(void)buf_appends(&d->text, buf_str(&env->text));
-		d->count += env->count;
-	}
-	confdiag_release(env);
-
+	config_load(CONF_KEYS(conf_keys), c, path, d);
 	if (c->nlisten == 0)
-		add_listen("0.0.0.0:3128", c);
+		add_listen(c, "0.0.0.0:3128");
 	if (c->nports == 0)
 		confdiag_add(d, 0, "allow_ports: at least one port is needed");
 	return d->count > 0 ? -1 : 0;

@@ -7,7 +7,7 @@
  * blocks the loop.  Every address a name resolves to is classified
  * (policy.c); only a sockaddr that passed is ever handed to connect(2), and
  * it is the same sockaddr the check looked at.  Requests are parsed strictly
- * (parse.c); connections are driven by relay.c.
+ * (common/http1.c); connections are driven by relay.c.
  */
 #ifndef VIVARIUM_EGRESS_H
 #define VIVARIUM_EGRESS_H
@@ -20,6 +20,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "http1.h"
 
 /* ------------------------------------------------------------ conf.c */
 
@@ -85,96 +86,6 @@ int	policy_port_allowed(const struct egress_conf *, uint16_t);
 const char *sockaddr_str(const struct sockaddr_storage *, char *out,
 	    size_t outsz);
 
-/* ------------------------------------------------------------ parse.c */
-
-enum {
-	HTTP_NEED_MORE	= 0,
-	HTTP_DONE	= 1,
-	HTTP_ERROR	= -1,
-};
-
-#define HTTP_MAX_HEADERS	100
-#define HTTP_MAX_HOST		253
-
-struct http_span {
-	uint32_t	off;
-	uint32_t	len;
-};
-
-struct http_field {
-	struct http_span name;
-	struct http_span value;
-};
-
-struct http_req {
-	int		 connect;		/* CONNECT method */
-	struct http_span method;
-	struct http_span path;			/* origin-form part; absolute-form only */
-	char		 host[HTTP_MAX_HOST + 1];	/* lower case, no brackets */
-	int		 host_v6;		/* host was an [IPv6] literal */
-	uint16_t	 port;
-	int		 minor;			/* HTTP/1.<minor> */
-	int		 nfields;
-	struct http_field fields[HTTP_MAX_HEADERS];
-	long long	 content_length;	/* -1 when absent */
-	int		 chunked;
-	int		 close;			/* the client wants no reuse */
-	size_t		 head_len;		/* bytes up to and with the empty line */
-	int		 status;		/* on HTTP_ERROR: 400, 431, ... */
-	const char	*reason;		/* on HTTP_ERROR: static text */
-};
-
-/* Parses a request head at the start of buf.  max bounds the head size. */
-int	http_parse_request(const char *buf, size_t len, size_t max,
-	    struct http_req *);
-/* Parses "host:port" (CONNECT's authority-form, or an absolute URI's
- * authority when defport is non-zero).  0, or -1 with *reason set. */
-int	http_parse_authority(const char *s, size_t len, uint16_t defport,
-	    struct http_req *, const char **reason);
-/* Appends the head to send upstream: origin-form target, Host set to the
- * target, hop-by-hop and Proxy-* fields dropped.  0 or -1. */
-int	http_rewrite_request(const char *buf, const struct http_req *,
-	    struct buf *out);
-
-struct http_resp {
-	int		 status;
-	long long	 content_length;
-	int		 chunked;
-	int		 close;			/* the upstream wants no reuse */
-	size_t		 head_len;		/* bytes up to and with the empty line */
-	int		 nfields;
-	struct http_field fields[HTTP_MAX_HEADERS];	/* spans into the head */
-};
-
-/* Parses a response head at the start of buf.  max bounds the head size. */
-int	http_parse_response(const char *buf, size_t len, size_t max,
-	    struct http_resp *);
-/* Appends the head to send the client: the status line and end-to-end
- * fields byte for byte and in order, hop-by-hop and Proxy-* fields dropped
- * (Transfer-Encoding and Content-Length kept: the body passes unchanged),
- * and "Connection: close" when close is set.  buf and resp are what
- * http_parse_response accepted.  0, or -1 with part of the head maybe
- * appended (out full, or resp not an accepted head). */
-int	http_rewrite_response(const char *buf, const struct http_resp *,
-	    int close, struct buf *out);
-
-/* Message body framing, fed the bytes as they pass. */
-enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };
-
-struct body {
-	enum body_mode	 mode;
-	unsigned long long left;	/* LENGTH: bytes to go; CHUNKED: in chunk */
-	int		 cstate;	/* chunked parser state */
-	unsigned	 linelen;	/* chunk size / trailer line length so far */
-	int		 done;
-	int		 error;
-};
-
-void	body_init(struct body *, enum body_mode, long long length);
-/* Returns how many of the n bytes belong to this body (sets done when the
- * body ends there), or -1 on malformed chunked framing. */
-long	body_feed(struct body *, const char *, size_t n);
-
 /* ------------------------------------------------------------ resolve.c */
 
 struct conn;
@@ -210,36 +121,75 @@ void	resolver_cancel(struct resolve_job *);
 struct resolve_job *resolver_take(void);
 void	resolve_job_free(struct resolve_job *);
 
-/* ------------------------------------------------------------ loop.c */
+/* ------------------------------------------------------------ ev.c, loop.c */
 
-enum ev_kind { EV_LISTEN, EV_CLIENT, EV_UPSTREAM, EV_RESOLVER };
-
+/*
+ * A socket in this thread's epoll set.  loop.c waits and calls each ready
+ * ev's cb; whoever owns the socket (loop.c's listeners and resolver,
+ * relay.c's connections) sets cb and ptr and says which events it wants
+ * with ev_set.  So relay code never calls into the loop, and runs without
+ * it in the unit tests.
+ */
 struct ev {
-	enum ev_kind	 kind;
+	void		(*cb)(struct ev *, uint32_t events);
+	void		*ptr;		/* the owner's */
 	int		 fd;
 	int		 reg;		/* added to the epoll set */
 	uint32_t	 mask;		/* registered epoll events */
-	uint64_t	 added;		/* loop turn of its EPOLL_CTL_ADD */
-	void		*ptr;
+	uint64_t	 added;		/* ev_turn of its EPOLL_CTL_ADD */
 };
+
+/* This thread's epoll set (-1: none yet), and the count of epoll_wait
+ * returns: an ev added during a turn can have no event of its own in that
+ * turn's batch (see ev_dispatch). */
+extern _Thread_local int ev_epfd;
+extern _Thread_local uint64_t ev_turn;
+void	ev_set(struct ev *, uint32_t mask);
+void	ev_close(struct ev *);
+struct epoll_event;
+/* Calls the callbacks of one epoll_wait's n events. */
+void	ev_dispatch(const struct epoll_event *, int n);
+/* Milliseconds on the monotonic clock. */
+uint64_t now_ms(void);
 
 int	loop_run(const struct egress_conf *);
 /* Per-client connection counts; loop.c owns them. */
 struct clientcount;
-void	clientcount_release(struct clientcount *);
-void	ev_set(struct ev *, uint32_t mask);
-void	ev_close(struct ev *);
-uint64_t now_ms(void);
 
 /* ------------------------------------------------------------ relay.c */
 
 #define EGRESS_MAX_ADDRS	16
 
+/*
+ * A connection has two sides, each with its socket, and two directions
+ * between them: direction d reads side d and writes the other one, so
+ * DIR_UP carries the client's bytes to the upstream and DIR_DOWN the
+ * upstream's back.  What each direction holds is one struct dir, so the
+ * code moving bytes is written once, for either direction.
+ */
+enum { SIDE_CLIENT = 0, SIDE_UPSTREAM = 1 };
+enum { DIR_UP = 0, DIR_DOWN = 1 };
+
+struct dir {
+	struct buf		 q;		/* bytes waiting for the destination */
+	/* Bulk tunnels move data with splice(2) through a pipe, made
+	 * once the direction has carried SPLICE_AFTER bytes. */
+	int			 pipe[2];	/* -1 until made */
+	size_t			 pend;		/* bytes in the pipe */
+	int			 pfull;		/* the pipe took no more */
+	int			 eof;		/* the source sent its end */
+	int			 shut;		/* the destination was shut for writing */
+	unsigned long long	 bytes;		/* delivered to the destination */
+};
+
 struct conn {
-	struct ev		 cev;		/* client side */
-	struct ev		 uev;		/* upstream side, fd -1 when none */
+	struct ev		 ev[2];		/* [SIDE_UPSTREAM].fd -1 when none */
+	struct dir		 dir[2];
 	const struct egress_conf *conf;
 	struct conn		*prev, *next;	/* all connections */
+	/* Called once as the connection ends (loop.c gives the client's
+	 * slot back); NULL: nothing to call. */
+	void			(*release)(struct clientcount *);
 	struct clientcount	*cc;
 
 	int			 state;
@@ -253,21 +203,11 @@ struct conn {
 	char			 reason[320];
 	int			 nreq;
 	int			 up_connected;
-	int			 up_shut, client_shut;
 	int			 client_reset;	/* the client aborted (RST) */
 	int			 resp_sent;	/* bytes of this response sent */
 
 	struct buf		 in;		/* bytes read from the client, unsent */
 	struct buf		 uin;		/* response head bytes from upstream */
-	struct buf		 to_up;		/* bytes waiting for the upstream */
-	struct buf		 to_client;	/* bytes waiting for the client */
-	int			 client_eof, up_eof;
-	/* Bulk tunnels move data with splice(2) through a pipe per
-	 * direction, made once a direction has carried SPLICE_AFTER bytes. */
-	int			 pup[2], pdown[2];
-	size_t			 pend_up, pend_down;	/* bytes in the pipes */
-	int			 pfull_up, pfull_down;	/* pipe took no more */
-	int			 close_after;	/* finish the reply, then close */
 
 	struct resolve_job	*job;
 	struct sockaddr_storage	 addrs[EGRESS_MAX_ADDRS];
@@ -281,7 +221,7 @@ struct conn {
 	int			 head_request;
 	int			 want_close;
 	/* A request sent on a reused upstream that it may be sent again on
-	 * a fresh one (see retry_stale), kept until its response starts;
+	 * a fresh one (see relay_http_retry), kept until its response starts;
 	 * empty otherwise. */
 	struct buf		 resend;
 	int			 retries;	/* requests sent again (logged) */
@@ -289,12 +229,12 @@ struct conn {
 	uint64_t		 started;
 	uint64_t		 deadline;	/* of the current phase; 0 = none */
 	uint64_t		 last_io;
-	unsigned long long	 bytes_up, bytes_down;
 };
 
+/* A connection for an accepted socket; its events go to relay.c through
+ * the ev callbacks.  NULL on ENOMEM. */
 struct conn *conn_new(const struct egress_conf *, int fd,
 	    const struct sockaddr_storage *);
-void	conn_event(struct conn *, struct ev *, uint32_t events);
 void	conn_resolved(struct resolve_job *);
 /* Checks the connection's deadlines; may free it. */
 void	conn_tick(struct conn *, uint64_t now);
@@ -309,5 +249,38 @@ void	conn_fail(struct conn *, int status, const char *reason);
 /* The list of live connections, for timers. */
 extern _Thread_local struct conn *conn_list;	/* this worker's */
 extern _Atomic long conn_count;			/* all workers' */
+
+/* What relay.c, the connection, and relay_http.c, the HTTP exchange on it,
+ * use of each other. */
+enum {
+	ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_HTTP, ST_CLOSING,
+	ST_DEAD,
+};
+
+#define QUEUE_MAX	(1024 * 1024)
+#define RESP_HEAD_MAX	(64 * 1024)
+#define CLOSING_GRACE	2000	/* ms to flush a reply and drain */
+
+void	relay_set_reason(struct conn *, const char *verdict,
+	    const char *reason);
+/* Sends in direction d (DIR_UP, DIR_DOWN), queueing what does not fit;
+ * 0 or -1. */
+int	relay_put(struct conn *, int d, const char *, size_t);
+void	relay_update_masks(struct conn *);
+void	relay_close_upstream(struct conn *);
+/* Resolves (or reads as a literal) host and dials it. */
+void	relay_begin_upstream(struct conn *, const char *host, uint16_t port);
+/* Dials the next of the checked addresses in c->addrs. */
+void	relay_dial_next(struct conn *, int lasterr);
+
+/* Parses the request at the start of c->in and sets the exchange going. */
+void	relay_http_parse(struct conn *);
+/* Bytes from the client (the request's body) and from the upstream (the
+ * response; n 0 at its EOF) during an exchange. */
+void	relay_http_request(struct conn *, const char *, size_t n);
+void	relay_http_response(struct conn *, const char *, size_t n);
+/* Sends the request a stale kept-alive upstream dropped once more, on a
+ * fresh connection; 0, or -1 when the caller must fail the exchange. */
+int	relay_http_retry(struct conn *, int err);
 
 #endif

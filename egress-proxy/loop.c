@@ -1,10 +1,12 @@
 /*
  * loop.c: the epoll loop, the listeners, connection caps and timers.
  *
- * Level-triggered epoll over non-blocking sockets; relay.c decides which
- * events each socket wants.  Deadlines are checked on a 100 ms tick by a
- * walk over all connections, which costs little at the scale of one
- * household and keeps the timer code obvious.
+ * Level-triggered epoll over non-blocking sockets; each socket's owner
+ * (the listeners and the resolver here, connections in relay.c) decides
+ * which events it wants and gets them through its ev's callback (ev.c).
+ * Deadlines are checked on a 100 ms tick by a walk over all connections,
+ * which costs little at the scale of one household and keeps the timer
+ * code obvious.
  */
 #include <sys/types.h>
 #include <sys/epoll.h>
@@ -44,14 +46,12 @@ static int	 listen_fds[EGRESS_MAX_LISTEN];
 static int	 nlisten_fds;
 static _Atomic uint64_t last_emfile;
 static pthread_mutex_t cc_mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t started;	/* every worker set up */
 
-static _Thread_local int epfd = -1;
+static _Thread_local const struct egress_conf *wconf;	/* this worker's */
 static _Thread_local struct ev listeners[EGRESS_MAX_LISTEN];
 static _Thread_local int reserve_fd = -1;
 static _Thread_local uint64_t paused_until;
-/* Counts epoll_wait returns: an ev added during a turn can have no event of
- * its own in that turn's batch (see the dispatch in worker_main). */
-static _Thread_local uint64_t turn;
 
 struct clientcount {
 	struct clientcount *next;
@@ -61,48 +61,6 @@ struct clientcount {
 	unsigned	 bucket;
 };
 static struct clientcount *cc_table[CC_BUCKETS];
-
-uint64_t
-now_ms(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void
-ev_set(struct ev *ev, uint32_t mask)
-{
-	struct epoll_event e;
-
-	if (ev->fd < 0 || (ev->reg && ev->mask == mask))
-		return;
-	memset(&e, 0, sizeof(e));
-	e.events = mask;
-	e.data.ptr = ev;
-	if (epoll_ctl(epfd, ev->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, ev->fd,
-	    &e) == -1) {
-		log_warn("epoll_ctl fd %d", ev->fd);
-		return;
-	}
-	if (!ev->reg)
-		ev->added = turn;
-	ev->reg = 1;
-	ev->mask = mask;
-}
-
-void
-ev_close(struct ev *ev)
-{
-	if (ev->fd < 0)
-		return;
-	/* close() drops the fd from the epoll set. */
-	close(ev->fd);
-	ev->fd = -1;
-	ev->reg = 0;
-	ev->mask = 0;
-}
 
 /* ------------------------------------------------------------ per client */
 
@@ -147,7 +105,7 @@ clientcount_take(const struct sockaddr_storage *ss, long max, int *busy)
 	return cc;
 }
 
-void
+static void
 clientcount_release(struct clientcount *cc)
 {
 	struct clientcount **pp;
@@ -171,34 +129,14 @@ listen_on(const char *spec)
 {
 	struct addrinfo	 hints, *res = NULL;
 	struct sockaddr_storage ss;
-	char		 host[256];
-	const char	*port;
-	size_t		 hl;
+	char		 host[256], port[8];
+	long		 p;
 	int		 fd = -1, one = 1, rc;
 
-	/* "host:port" or "[v6]:port" */
-	if (spec[0] == '[') {
-		const char *e = strchr(spec, ']');
-
-		if (e == NULL || e[1] != ':')
-			goto bad;
-		hl = (size_t)(e - spec - 1);
-		if (hl >= sizeof(host))
-			goto bad;
-		memcpy(host, spec + 1, hl);
-		port = e + 2;
-	} else {
-		const char *e = strrchr(spec, ':');
-
-		if (e == NULL)
-			goto bad;
-		hl = (size_t)(e - spec);
-		if (hl >= sizeof(host))
-			goto bad;
-		memcpy(host, spec, hl);
-		port = e + 1;
-	}
-	host[hl] = '\0';
+	/* conf.c checked it with the same parser. */
+	if (config_parse_hostport(spec, host, sizeof(host), &p) == -1)
+		goto bad;
+	snprintf(port, sizeof(port), "%ld", p);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -255,13 +193,13 @@ listeners_pause(int pause)
 		struct ev *l = &listeners[i];
 
 		if (pause && l->reg) {
-			epoll_ctl(epfd, EPOLL_CTL_DEL, l->fd, NULL);
+			epoll_ctl(ev_epfd, EPOLL_CTL_DEL, l->fd, NULL);
 			l->reg = 0;
 		} else if (!pause && !l->reg) {
 			memset(&e, 0, sizeof(e));
 			e.events = EPOLLIN | EPOLLEXCLUSIVE;
 			e.data.ptr = l;
-			if (epoll_ctl(epfd, EPOLL_CTL_ADD, l->fd, &e) == -1)
+			if (epoll_ctl(ev_epfd, EPOLL_CTL_ADD, l->fd, &e) == -1)
 				log_warn("epoll_ctl listener");
 			else
 				l->reg = 1;
@@ -285,9 +223,11 @@ refuse(int fd, const char *why)
 	close(fd);
 }
 
+/* The listeners' callback. */
 static void
-accept_some(const struct egress_conf *conf, struct ev *l)
+accept_some(struct ev *l, uint32_t events)
 {
+	const struct egress_conf *conf = wconf;
 	struct sockaddr_storage ss;
 	struct clientcount *cc;
 	struct conn	*c;
@@ -354,10 +294,11 @@ accept_some(const struct egress_conf *conf, struct ev *l)
 			continue;
 		}
 		c->cc = cc;
+		c->release = clientcount_release;
 		/* Clients send their request right after connecting, and a
 		 * connection waiting in the accept queue usually has it
 		 * already: read now rather than after another epoll_wait. */
-		conn_event(c, &c->cev, EPOLLIN);
+		c->ev[SIDE_CLIENT].cb(&c->ev[SIDE_CLIENT], EPOLLIN);
 	}
 }
 
@@ -368,6 +309,20 @@ on_signal(int sig)
 {
 	(void)sig;
 	quit = 1;
+}
+
+/* The resolver's callback: its finished lookups. */
+static void
+resolver_ready(struct ev *ev, uint32_t events)
+{
+	struct resolve_job *j, *jn;
+
+	for (j = resolver_take(); j != NULL; j = jn) {
+		jn = j->next;
+		if (j->conn != NULL)
+			conn_resolved(j);
+		resolve_job_free(j);
+	}
 }
 
 struct worker_arg {
@@ -384,69 +339,46 @@ worker_main(void *arg)
 	struct epoll_event evs[256];
 	struct ev	 rev;
 	struct conn	*c, *next;
-	struct resolve_job *j, *jn;
 	uint64_t	 now, next_tick = 0, next_self, next_host;
 	int		 i, n;
 
 	wa->rc = -1;
-	if ((epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
-		log_warn("epoll_create1");
-		return NULL;
-	}
+	wconf = conf;
 	memset(&rev, 0, sizeof(rev));
-	rev.kind = EV_RESOLVER;
+	rev.cb = resolver_ready;
 	rev.fd = -1;
-	if ((rev.fd = resolver_register()) == -1)
+	if ((ev_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		log_warn("epoll_create1");
+	else if ((rev.fd = resolver_register()) != -1)
+		ev_set(&rev, EPOLLIN);
+	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	/*
+	 * No worker accepts before every worker has its descriptors: the
+	 * first one's clients could otherwise use them all up (a small
+	 * RLIMIT_NOFILE), and the last worker to start, the main thread,
+	 * would fail and take the proxy down with it.
+	 */
+	pthread_barrier_wait(&started);
+	if (ev_epfd == -1 || rev.fd == -1)
 		return NULL;
-	ev_set(&rev, EPOLLIN);
 	for (i = 0; i < nlisten_fds; i++) {
-		listeners[i].kind = EV_LISTEN;
+		listeners[i].cb = accept_some;
 		listeners[i].fd = listen_fds[i];
 		listeners[i].reg = 0;
 	}
 	listeners_pause(0);
-	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	next_self = now_ms() + SELF_REFRESH_MS;
 	next_host = now_ms() + HOST_REFRESH_MS;
 
 	while (!quit) {
-		n = epoll_wait(epfd, evs, 256, TICK_MS);
+		n = epoll_wait(ev_epfd, evs, 256, TICK_MS);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			log_warn("epoll_wait");
 			break;
 		}
-		turn++;
-		for (i = 0; i < n; i++) {
-			struct ev *ev = evs[i].data.ptr;
-
-			/* A connection that replaced its upstream socket during
-			 * this batch (a kept-alive client asking for another
-			 * target, a retry) reuses the same ev: an event still
-			 * in the batch for it was the closed socket's, and the
-			 * new one, possibly on the same fd number, did not
-			 * exist when epoll_wait returned. */
-			if (ev->reg && ev->added == turn)
-				continue;
-			switch (ev->kind) {
-			case EV_LISTEN:
-				accept_some(conf, ev);
-				break;
-			case EV_RESOLVER:
-				for (j = resolver_take(); j != NULL; j = jn) {
-					jn = j->next;
-					if (j->conn != NULL)
-						conn_resolved(j);
-					resolve_job_free(j);
-				}
-				break;
-			case EV_CLIENT:
-			case EV_UPSTREAM:
-				conn_event(ev->ptr, ev, evs[i].events);
-				break;
-			}
-		}
+		ev_dispatch(evs, n);
 		now = now_ms();
 		if (now >= next_tick) {
 			for (c = conn_list; c != NULL; c = next) {
@@ -482,7 +414,8 @@ worker_main(void *arg)
 	conn_log_flush();
 	if (reserve_fd != -1)
 		close(reserve_fd);
-	close(epfd);
+	close(ev_epfd);
+	ev_epfd = -1;
 	wa->rc = 0;
 	return NULL;
 }
@@ -514,6 +447,8 @@ loop_run(const struct egress_conf *conf)
 	if ((wa = calloc((size_t)nw, sizeof(*wa))) == NULL ||
 	    (t = calloc((size_t)nw, sizeof(*t))) == NULL)
 		fatal("calloc");
+	if ((errno = pthread_barrier_init(&started, NULL, (unsigned)nw)) != 0)
+		fatal("pthread_barrier_init");
 	/* Extra workers leave the signals to this thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -535,6 +470,7 @@ loop_run(const struct egress_conf *conf)
 		if (wa[i].rc != 0)
 			rc = -1;
 	log_info("shut down");
+	pthread_barrier_destroy(&started);
 	free(wa);
 	free(t);
 	return rc;

@@ -1,6 +1,7 @@
 /*
  * main.c: vivarium-egress command line.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +11,29 @@
 #include "log.h"
 #include "banned.h"
 
+static const struct option long_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: vivarium-egress [-nv] [-f config.yaml]\n"
+"usage: vivarium-egress [-hnvV] [-f config.yaml]\n"
 "\n"
 "Forward proxy for sandboxes: CONNECT and absolute-form http:// requests to\n"
 "public addresses only.  Every address a name resolves to is checked and\n"
 "only a checked address is dialled.\n"
 "\n"
-"  -f FILE   YAML configuration (default: $VIVARIUM_EGRESS_CONFIG, else none)\n"
-"  -n        check the configuration, print the result and exit\n"
-"  -v        log debug messages\n"
-"  -V        print the version\n"
-"  --help    this text\n"
+"Options:\n"
+"  -f FILE        YAML configuration (default: $VIVARIUM_EGRESS_CONFIG, else\n"
+"                 none)\n"
+"  -n             check the configuration, print it and exit\n"
+"  -v             verbose logging\n"
+"  -h, --help     print this text and exit\n"
+"  -V, --version  print the version and exit\n"
 "\n"
 "Environment (overrides the file): VIVARIUM_EGRESS_LISTEN, _PORTS,\n"
 "_ALLOW_CIDRS (comma-separated lists), _HEADER_TIMEOUT, _CONNECT_TIMEOUT,\n"
@@ -78,13 +87,12 @@ main(int argc, char *argv[])
 	int		 ch, check = 0, verbose = 0, rc;
 
 	log_init("vivarium-egress", 0);
-	if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-		usage(stdout);
-		return 0;
-	}
 	path = config_env_str("VIVARIUM_EGRESS_CONFIG", NULL);
-	while ((ch = getopt(argc, argv, "f:nvV")) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:hnvV", long_options, NULL)) != -1) {
 		switch (ch) {
+		case 'h':
+			usage(stdout);
+			return 0;
 		case 'f':
 			path = optarg;
 			break;

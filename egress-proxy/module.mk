@@ -1,39 +1,45 @@
 # egress-proxy: vivarium-egress, the forward proxy that only reaches public
-# addresses.  No pkg-config libraries beyond common/'s libyaml.
-PKGS_egress-proxy :=
+# addresses.  Internet-facing, so it links only libyaml (common/yconf.c, for
+# its config file): no libmicrohttpd, jansson or GnuTLS (test-egress checks).
+PKGS_egress-proxy := yaml-0.1
 
 EGRESS_SRCS	:= $(wildcard egress-proxy/*.c)
 EGRESS_OBJS	 = $(EGRESS_SRCS:%.c=$(O)/%.o)
 EGRESS_LIBOBJS	 = $(filter-out $(O)/egress-proxy/main.o,$(EGRESS_OBJS))
 PROGS		+= $(BIN)/vivarium-egress
 
-$(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_OBJS)
+$(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(COMMON_PKGS)) -lpthread
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(PKGS_egress-proxy)) -lpthread
 
 # Unit tests include the .c they test and link the rest of the proxy.
 $(eval $(call unit_test,egress_policy,tests/unit/egress-proxy/policy.c,$(filter-out $(O)/egress-proxy/policy.o,$(EGRESS_LIBOBJS)),))
-$(eval $(call unit_test,egress_parse,tests/unit/egress-proxy/parse.c,$(filter-out $(O)/egress-proxy/parse.o,$(EGRESS_LIBOBJS)),))
 $(eval $(call unit_test,egress_conf,tests/unit/egress-proxy/conf.c,$(filter-out $(O)/egress-proxy/conf.o,$(EGRESS_LIBOBJS)),))
+# The relay without the loop: loop.o is left out, so this links only while
+# relay code calls nothing of the loop's (ev.c has what it needs).
+$(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-out $(O)/egress-proxy/loop.o,$(EGRESS_LIBOBJS)),))
 
 # ---------------------------------------------------------------- suites
 
 TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
 FUZZ_TIME	?= 30
-FUZZ_EGRESS	:= build/fuzz/egress-parse
 FUZZ_POLICY	:= build/fuzz/egress-policy
 
 .PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 
 # Unit tests (ASan+UBSan) for the proxy, then the loopback integration test
-# against a sanitizer build of the proxy.
+# against a sanitizer build of the proxy.  Both builds are checked to load
+# no library the proxy never calls (tests/egress/libs.sh).
 test-egress:
 	@scripts/deps build test
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-egress
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined \
-		build/san/t/egress_policy build/san/t/egress_parse \
-		build/san/t/egress_conf build/san/bin/vivarium-egress
-	@scripts/run-unit build/san/t/egress_policy build/san/t/egress_parse \
-		build/san/t/egress_conf
+		build/san/t/egress_policy build/san/t/common_http1 \
+		build/san/t/egress_conf build/san/t/egress_relay \
+		build/san/bin/vivarium-egress
+	@tests/egress/libs.sh $(BIN)/vivarium-egress build/san/bin/vivarium-egress
+	@scripts/run-unit build/san/t/egress_policy build/san/t/common_http1 \
+		build/san/t/egress_conf build/san/t/egress_relay
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
 
 # egress-proxy/container.sh (the proxy as a container) against the tests'
@@ -45,31 +51,43 @@ test-egress-container: image-for-tests
 	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
 	    tests/egress/container.sh
 
-# The request parser under libFuzzer, clang and Debian's libclang-rt.
-$(FUZZ_EGRESS): tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c \
-		egress-proxy/egress.h common/buf.c
+# The HTTP/1.1 parser (common/http1.c) under libFuzzer, clang and Debian's
+# libclang-rt: one target per entry point (request, response, body), each
+# with its own kept corpus in tests/fuzz/http1/.  They run here because the
+# proxy is the parser's first user; the supervisor's reply reader has its
+# own target (test-fuzz-supervisor).
+FUZZ_HTTP1	:= request response body
+build/fuzz/http1-%: tests/fuzz/http1/fuzz_%.c common/http1.c common/http1.h \
+		common/buf.c
 	@mkdir -p $(@D)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/egress/fuzz_parse.c egress-proxy/parse.c common/buf.c
+		-o $@ $< common/http1.c common/buf.c
 
 # The classifier and the host address file, against rules of its own.
 $(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
 		egress-proxy/conf.c egress-proxy/egress.h common/buf.c \
-		common/config.c common/log.c
+		common/config.c common/conftab.c common/yconf.c common/log.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
-		egress-proxy/conf.c common/buf.c common/config.c common/log.c \
+		egress-proxy/conf.c common/buf.c common/config.c common/conftab.c \
+		common/yconf.c common/log.c \
 		-lyaml -lpthread
 
 test-fuzz-egress:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory $(FUZZ_EGRESS) $(FUZZ_POLICY)
-	@mkdir -p build/fuzz/egress-corpus build/fuzz/egress-policy-corpus
-	$(FUZZ_EGRESS) -max_total_time=$(FUZZ_TIME) -max_len=8192 -print_final_stats=1 \
-		-timeout=5 build/fuzz/egress-corpus tests/fuzz/egress/corpus
+	@$(MAKE) --no-print-directory $(FUZZ_HTTP1:%=build/fuzz/http1-%) \
+		$(FUZZ_POLICY)
+	@mkdir -p $(FUZZ_HTTP1:%=build/fuzz/http1-%-corpus) \
+		build/fuzz/egress-policy-corpus
+	@set -e; for t in $(FUZZ_HTTP1); do \
+		echo "build/fuzz/http1-$$t"; \
+		build/fuzz/http1-$$t -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+		    -print_final_stats=1 -timeout=5 build/fuzz/http1-$$t-corpus \
+		    tests/fuzz/http1/$$t; \
+	done
 	$(FUZZ_POLICY) -max_total_time=$(FUZZ_TIME) -max_len=4096 -print_final_stats=1 \
 		-timeout=5 build/fuzz/egress-policy-corpus tests/fuzz/egress/policy-corpus
 

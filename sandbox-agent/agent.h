@@ -259,9 +259,6 @@ unsigned int mcp_handle(const struct agent_ctx *, const char *protocol_version,
 	    const char *body, size_t len, json_t **reply);
 /* 1 when version is one we speak. */
 int	mcp_version_supported(const char *version);
-/* New JSON-RPC error response (id borrowed, may be NULL). */
-json_t	*mcp_error(json_t *id, int code, const char *fmt, ...)
-	    __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------ sse.c */
 

@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "http.h"
 #include "log.h"
+#include "origin.h"
+#include "spawn.h"
 #include "banned.h"
 
 /* An HTTP header name is an RFC 9110 token. */
@@ -39,29 +40,10 @@ header_name_valid(const char *s)
 static int
 executable_found(const char *name)
 {
-	const char	*path, *p, *e;
-	char		 full[PATH_MAX];
-	int		 n;
+	char	 full[PATH_MAX];
 
-	if (strchr(name, '/') != NULL)
-		return access(name, X_OK) == 0;
-	path = getenv("PATH");
-	if (path == NULL)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; ; p = e + 1) {
-		e = strchr(p, ':');
-		if (e == NULL)
-			e = p + strlen(p);
-		if (e == p)
-			n = snprintf(full, sizeof(full), "./%s", name);
-		else
-			n = snprintf(full, sizeof(full), "%.*s/%s",
-			    (int)(e - p), p, name);
-		if (n > 0 && (size_t)n < sizeof(full) && access(full, X_OK) == 0)
-			return 1;
-		if (*e == '\0')
-			return 0;
-	}
+	return spawn_find(name, NULL, NULL, full, sizeof(full)) == 0 &&
+	    access(full, X_OK) == 0;
 }
 
 /*
@@ -364,7 +346,7 @@ agent_config_load(struct agent_config *cfg, struct confdiag *d)
 		    cfg->user_header);
 
 	cfg->allowed_origins = config_env_str("VIVARIUM_ALLOWED_ORIGINS", "");
-	if (http_origins_check(cfg->allowed_origins, err, sizeof(err)) == -1)
+	if (origins_check(cfg->allowed_origins, err, sizeof(err)) == -1)
 		confdiag_add(d, 0, "VIVARIUM_ALLOWED_ORIGINS: %s", err);
 
 	load_python(cfg, d);

@@ -24,7 +24,7 @@
 
 #include "agent.h"
 #include "fileweb.h"
-#include "http.h"
+#include "mhd.h"
 #include "log.h"
 #include "banned.h"
 

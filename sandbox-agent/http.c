@@ -27,8 +27,10 @@
 
 #include "agent.h"
 #include "fileweb.h"
-#include "http.h"
+#include "jsonrpc.h"
 #include "log.h"
+#include "mhd.h"
+#include "origin.h"
 #include "banned.h"
 
 #define MAX_CONNECTIONS		256
@@ -49,7 +51,7 @@ mcp_refuse(struct MHD_Connection *conn, unsigned int status, const char *msg)
 	json_t		*e;
 	enum MHD_Result	 ret;
 
-	e = mcp_error(NULL, status == 400 ? RPC_INVALID_REQUEST : -32000,
+	e = jsonrpc_error(NULL, status == 400 ? RPC_INVALID_REQUEST : -32000,
 	    "%s", msg);
 	if (e == NULL)
 		return MHD_NO;
@@ -189,7 +191,7 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	if (*con_cls == NULL) {
 		/* DNS-rebinding protection: any Host, but only known Origins. */
 		origin = http_header(conn, "Origin");
-		if (!http_origin_allowed(conf->allowed_origins, origin)) {
+		if (!origin_allowed(conf->allowed_origins, origin)) {
 			log_warnx("refused a request from Origin %.200s (not in "
 			    "VIVARIUM_ALLOWED_ORIGINS)", origin);
 			return mcp_refuse(conn, 403, "Forbidden: this Origin is "

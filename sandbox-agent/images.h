@@ -1,8 +1,7 @@
 /*
- * images.h: which PNGs a run made, and copies of them sized for a model.
+ * images.h: copies of the PNGs a run made (wsdiff.h finds them), sized for
+ * a model.
  *
- * Before a run the agent lists the workspace's *.png files (size, mtime,
- * ctime, inode); after it, the files that are new or differ are the run's images.
  * Each is decoded with libpng (any colour type, bit depth, interlace),
  * averaged down so its longest side fits, and encoded again: as a palette
  * PNG when quant.c's palette is faithful (charts nearly always are), and
@@ -13,13 +12,6 @@
 #define VIVARIUM_IMAGES_H
 
 #include <stddef.h>
-#include <sys/types.h>
-#include <time.h>
-
-/* Bounds on the walk: a workspace may hold anything. */
-#define IMG_WALK_MAX_DEPTH	16
-#define IMG_WALK_MAX_ENTRIES	200000	/* directory entries looked at */
-#define IMG_WALK_MAX_PNGS	20000	/* PNGs remembered */
 
 /*
  * Bounds on decoding, so that a decompression bomb (a small file declaring
@@ -31,42 +23,6 @@
 #define IMG_MAX_PIXELS_INTERLACED (16ULL << 20)
 #define IMG_MAX_FILE_BYTES	(256ULL << 20)
 #define IMG_MAX_OUTPUT_BYTES	(64u << 20)
-
-struct img_file {
-	char		*path;		/* owned; relative to the workspace */
-	off_t		 size;
-	struct timespec	 mtime;
-	struct timespec	 ctime;		/* code cannot set it back with utime */
-	ino_t		 ino;
-	dev_t		 dev;
-};
-
-struct img_snap {
-	struct img_file	*files;		/* owned; sorted by path */
-	size_t		 n, cap;
-	int		 truncated;	/* a walk bound was reached */
-};
-
-#define IMG_SNAP_INIT	{ NULL, 0, 0, 0 }
-
-/*
- * Lists the *.png files (any case) under the workspace: regular files only,
- * recursive, without following symlinks and without entering any directory
- * named .vivarium (the runner's).  Returns 0, or -1 with errbuf set when
- * the workspace cannot be opened.
- */
-int	img_snap_take(struct img_snap *, const char *workspace, char *errbuf,
-	    size_t errlen);
-void	img_snap_release(struct img_snap *);
-
-/*
- * The files of `after` that are not in `before`, or whose size, mtime,
- * ctime or inode changed: newest first by mtime (ties by path).  *out is a new array of
- * pointers borrowed from `after` (free() the array only).  Returns the
- * count, or -1 when out of memory.
- */
-ssize_t	img_snap_changed(const struct img_snap *before,
-	    const struct img_snap *after, const struct img_file ***out);
 
 /*
  * Fitting a byte budget: a palette is used when it is exact or its error

@@ -137,7 +137,8 @@ job_observe(void *arg, int stream, const unsigned char *p, size_t n)
 static void
 utf8_clean(const unsigned char *p, size_t n, char *out, size_t outlen)
 {
-	size_t	 i = 0, o = 0, k, need;
+	size_t	 i = 0, o = 0;
+	int	 k;
 
 	while (i < n && i < 3 && (p[i] & 0xc0) == 0x80)
 		i++;
@@ -146,25 +147,14 @@ utf8_clean(const unsigned char *p, size_t n, char *out, size_t outlen)
 			i++;
 			continue;
 		}
-		need = p[i] < 0x80 ? 0 : (p[i] & 0xe0) == 0xc0 && p[i] >= 0xc2 ? 1 :
-		    (p[i] & 0xf0) == 0xe0 ? 2 :
-		    (p[i] & 0xf8) == 0xf0 && p[i] <= 0xf4 ? 3 : 9;
-		for (k = 1; need != 9 && k <= need; k++)
-			if (i + k >= n || (p[i + k] & 0xc0) != 0x80)
-				break;
-		/* Overlong, surrogate and out-of-range forms are refused too. */
-		if (need == 9 || k <= need || (need == 2 && p[i] == 0xe0 &&
-		    p[i + 1] < 0xa0) || (need == 2 && p[i] == 0xed &&
-		    p[i + 1] > 0x9f) || (need == 3 && p[i] == 0xf0 &&
-		    p[i + 1] < 0x90) || (need == 3 && p[i] == 0xf4 &&
-		    p[i + 1] > 0x8f)) {
+		if ((k = utf8_seq(p + i, n - i)) <= 0) {
 			out[o++] = '?';
 			i++;
 			continue;
 		}
-		memcpy(out + o, p + i, need + 1);
-		o += need + 1;
-		i += need + 1;
+		memcpy(out + o, p + i, (size_t)k);
+		o += (size_t)k;
+		i += (size_t)k;
 	}
 	out[o] = '\0';
 }

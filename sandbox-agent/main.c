@@ -3,6 +3,7 @@
  * sandbox (or on a host for single-user use).  See docs/agent.md.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,19 +16,26 @@
 #include "warm.h"
 #include "banned.h"
 
+static const struct option long_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: vivarium-agent [-n] [-v] [--help] [--version]\n"
+"usage: vivarium-agent [-hnvV]\n"
 "\n"
 "An MCP server (streamable HTTP at /mcp, health at /health) with the tools\n"
 "run_python, list_files and read_text_file over one workspace directory.\n"
 "\n"
-"  -n         check the configuration, print it, and exit (0 when valid)\n"
-"  -v         verbose logging\n"
-"  --help     this text\n"
-"  --version  print the version\n"
+"Options:\n"
+"  -n             check the configuration, print it and exit\n"
+"  -v             verbose logging\n"
+"  -h, --help     print this text and exit\n"
+"  -V, --version  print the version and exit\n"
 "\n"
 "Configuration comes from the environment (defaults in brackets):\n"
 "  VIVARIUM_WORKDIR            workspace directory [/workspace]\n"
@@ -131,25 +139,30 @@ main(int argc, char **argv)
 	struct confdiag		 diag;
 	sigset_t		 set;
 	pthread_t		 tid;
-	int			 i, check = 0, verbose = 0, sig;
+	int			 ch, check = 0, verbose = 0, sig;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+	while ((ch = getopt_long(argc, argv, "hnvV", long_options, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else if (strcmp(argv[i], "--version") == 0) {
+		case 'n':
+			check = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'V':
 			printf("vivarium-agent %s\n", VIVARIUM_VERSION);
 			return 0;
-		} else if (strcmp(argv[i], "-n") == 0)
-			check = 1;
-		else if (strcmp(argv[i], "-v") == 0)
-			verbose = 1;
-		else {
-			fprintf(stderr, "vivarium-agent: unknown argument '%s'\n",
-			    argv[i]);
+		default:
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
 	}
 	log_init("vivarium-agent", verbose);
 

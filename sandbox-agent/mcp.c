@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "banned.h"
 
@@ -71,33 +72,11 @@ mcp_version_supported(const char *v)
 	return 0;
 }
 
-json_t *
-mcp_error(json_t *id, int code, const char *fmt, ...)
-{
-	char		 msg[1024];
-	struct buf	 b = BUF_INIT(sizeof(msg) * 4);
-	va_list		 ap;
-	json_t		*e;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/*
-	 * A JSON string must be UTF-8, and the message may quote what the
-	 * client sent (jansson's parse errors do) or be cut mid-character.
-	 */
-	(void)text_escape(&b, msg, strlen(msg), 0);
-	e = json_pack("{s:s, s:O?, s:{s:i, s:s%}}", "jsonrpc", "2.0",
-	    "id", id, "error", "code", code, "message", buf_str(&b), b.len);
-	buf_release(&b);
-	return e;
-}
-
 static json_t *
 mcp_result(json_t *id, json_t *result)
 {
 	if (result == NULL)
-		return mcp_error(id, RPC_INTERNAL_ERROR, "out of memory");
+		return jsonrpc_error(id, RPC_INTERNAL_ERROR, "out of memory");
 	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
 	    "result", result);
 }
@@ -111,7 +90,7 @@ method_initialize(json_t *id, json_t *params)
 	const char	*v;
 
 	if (!json_is_string(pv))
-		return mcp_error(id, RPC_INVALID_PARAMS, "initialize needs "
+		return jsonrpc_error(id, RPC_INVALID_PARAMS, "initialize needs "
 		    "params.protocolVersion (a string such as \"%s\")",
 		    MCP_LATEST_VERSION);
 	v = json_string_value(pv);
@@ -135,23 +114,24 @@ method_tools_call(const struct agent_ctx *ctx, json_t *id, json_t *params)
 	name = json_object_get(params, "name");
 	args = json_object_get(params, "arguments");
 	if (name == NULL)
-		return mcp_error(id, RPC_INVALID_PARAMS, "tools/call needs "
+		return jsonrpc_error(id, RPC_INVALID_PARAMS, "tools/call needs "
 		    "params.name: the tool to call (see tools/list)");
 	if (!json_is_string(name))
-		return mcp_error(id, RPC_INVALID_PARAMS, "tools/call: "
+		return jsonrpc_error(id, RPC_INVALID_PARAMS, "tools/call: "
 		    "params.name must be a string");
 	if (args != NULL && json_is_null(args))
 		args = NULL;
 	if (args != NULL && !json_is_object(args))
-		return mcp_error(id, RPC_INVALID_PARAMS, "tools/call: "
+		return jsonrpc_error(id, RPC_INVALID_PARAMS, "tools/call: "
 		    "params.arguments must be an object of named arguments");
 	memset(&err, 0, sizeof(err));
 	res = tools_call(ctx, json_string_value(name), args, &err);
 	if (res == NULL && err.code == RPC_NO_REPLY)
 		return NULL;	/* cancelled: no response (MCP cancellation) */
 	if (res == NULL)
-		return mcp_error(id, err.code ? err.code : RPC_INTERNAL_ERROR,
-		    "%s", err.message[0] ? err.message : "internal error");
+		return jsonrpc_error(id, err.code ? err.code :
+		    RPC_INTERNAL_ERROR, "%s", err.message[0] ? err.message :
+		    "internal error");
 	return mcp_result(id, res);
 }
 
@@ -189,22 +169,23 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 	*bad = 0;
 	if (!json_is_object(msg)) {
 		*bad = 1;
-		return mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: a "
-		    "JSON-RPC message is a JSON object, not %s",
+		return jsonrpc_error(NULL, RPC_INVALID_REQUEST,
+		    "Invalid Request: a JSON-RPC message is a JSON object, "
+		    "not %s",
 		    json_is_array(msg) ? "an array" : json_is_string(msg) ?
 		    "a string" : json_is_null(msg) ? "null" : "a scalar");
 	}
 	id = json_object_get(msg, "id");
 	if (id != NULL && !json_is_string(id) && !json_is_integer(id)) {
 		*bad = 1;
-		return mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: "
-		    "'id' must be a string or an integer");
+		return jsonrpc_error(NULL, RPC_INVALID_REQUEST,
+		    "Invalid Request: 'id' must be a string or an integer");
 	}
 	jv = json_object_get(msg, "jsonrpc");
 	if (!json_is_string(jv) || strcmp(json_string_value(jv), "2.0") != 0) {
 		*bad = 1;
-		return mcp_error(id, RPC_INVALID_REQUEST, "Invalid Request: "
-		    "'jsonrpc' must be \"2.0\"");
+		return jsonrpc_error(id, RPC_INVALID_REQUEST,
+		    "Invalid Request: 'jsonrpc' must be \"2.0\"");
 	}
 	method = json_object_get(msg, "method");
 	if (method == NULL) {
@@ -212,20 +193,20 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 		    json_object_get(msg, "error") != NULL))
 			return NULL;	/* a response to us: nothing to say */
 		*bad = 1;
-		return mcp_error(id, RPC_INVALID_REQUEST, "Invalid Request: "
-		    "no 'method'");
+		return jsonrpc_error(id, RPC_INVALID_REQUEST,
+		    "Invalid Request: no 'method'");
 	}
 	if (!json_is_string(method)) {
 		*bad = 1;
-		return mcp_error(id, RPC_INVALID_REQUEST, "Invalid Request: "
-		    "'method' must be a string");
+		return jsonrpc_error(id, RPC_INVALID_REQUEST,
+		    "Invalid Request: 'method' must be a string");
 	}
 	params = json_object_get(msg, "params");
 	if (params != NULL && !json_is_object(params)) {
 		if (id == NULL)
 			return NULL;
-		return mcp_error(id, RPC_INVALID_PARAMS, "'params' must be an "
-		    "object");
+		return jsonrpc_error(id, RPC_INVALID_PARAMS,
+		    "'params' must be an object");
 	}
 	m = json_string_value(method);
 	if (id == NULL) {
@@ -237,8 +218,8 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 
 	if (strcmp(m, "initialize") == 0) {
 		if (in_batch)
-			return mcp_error(id, RPC_INVALID_REQUEST, "initialize "
-			    "must not be part of a batch");
+			return jsonrpc_error(id, RPC_INVALID_REQUEST,
+			    "initialize must not be part of a batch");
 		return method_initialize(id, params);
 	}
 	if (strcmp(m, "ping") == 0)
@@ -249,12 +230,12 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 		struct agent_ctx call = *ctx;
 
 		if (params == NULL)
-			return mcp_error(id, RPC_INVALID_PARAMS, "tools/call "
-			    "needs params {name, arguments}");
+			return jsonrpc_error(id, RPC_INVALID_PARAMS,
+			    "tools/call needs params {name, arguments}");
 		call.request_id = id;
 		return method_tools_call(&call, id, params);
 	}
-	return mcp_error(id, RPC_METHOD_NOT_FOUND, "Method not found: "
+	return jsonrpc_error(id, RPC_METHOD_NOT_FOUND, "Method not found: "
 	    "'%.100s' (this server offers initialize, ping, tools/list and "
 	    "tools/call)", m);
 }
@@ -273,15 +254,15 @@ mcp_handle(const struct agent_ctx *ctx, const char *pver, const char *body,
 	msg = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
 	    &jerr);
 	if (msg == NULL && json_error_code(&jerr) == json_error_invalid_utf8) {
-		*reply = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: the body "
-		    "is not valid UTF-8 (at byte %d); JSON text, and the code in "
-		    "it, must be UTF-8", jerr.position);
+		*reply = jsonrpc_error(NULL, RPC_PARSE_ERROR, "Parse error: "
+		    "the body is not valid UTF-8 (at byte %d); JSON text, and "
+		    "the code in it, must be UTF-8", jerr.position);
 		return 400;
 	}
 	if (msg == NULL) {
-		*reply = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: the body "
-		    "is not valid JSON (%s, at line %d column %d)", jerr.text,
-		    jerr.line, jerr.column);
+		*reply = jsonrpc_error(NULL, RPC_PARSE_ERROR, "Parse error: "
+		    "the body is not valid JSON (%s, at line %d column %d)",
+		    jerr.text, jerr.line, jerr.column);
 		return 400;
 	}
 	/* MCP-Protocol-Version applies after initialize. */
@@ -289,24 +270,24 @@ mcp_handle(const struct agent_ctx *ctx, const char *pver, const char *body,
 	if (pver != NULL && !mcp_version_supported(pver) &&
 	    !(json_is_string(method) &&
 	    strcmp(json_string_value(method), "initialize") == 0)) {
-		*reply = mcp_error(NULL, RPC_INVALID_REQUEST, "Bad Request: "
-		    "unsupported MCP-Protocol-Version '%.40s' (supported: "
-		    "2025-11-25, 2025-06-18, 2025-03-26)", pver);
+		*reply = jsonrpc_error(NULL, RPC_INVALID_REQUEST,
+		    "Bad Request: unsupported MCP-Protocol-Version '%.40s' "
+		    "(supported: 2025-11-25, 2025-06-18, 2025-03-26)", pver);
 		json_decref(msg);
 		return 400;
 	}
 	if (json_is_array(msg)) {
 		/* Batches existed only in 2025-03-26. */
 		if (pver != NULL && strcmp(pver, "2025-03-26") != 0) {
-			*reply = mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid "
-			    "Request: batches are not part of protocol %s; "
-			    "send one message per request", pver);
+			*reply = jsonrpc_error(NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: batches are not part of protocol "
+			    "%s; send one message per request", pver);
 			json_decref(msg);
 			return 400;
 		}
 		if (json_array_size(msg) == 0) {
-			*reply = mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid "
-			    "Request: empty batch");
+			*reply = jsonrpc_error(NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: empty batch");
 			json_decref(msg);
 			return 400;
 		}

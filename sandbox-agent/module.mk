@@ -1,14 +1,15 @@
-# sandbox-agent: vivarium-agent, the MCP server inside each sandbox.
+# sandbox-agent: vivarium-agent, the MCP server inside each sandbox.  Its
+# settings are environment variables only, so no libyaml.
 PKGS_sandbox-agent := libmicrohttpd jansson libpng
 
 AGENT_SRCS	:= $(wildcard sandbox-agent/*.c)
 AGENT_OBJS	 = $(AGENT_SRCS:%.c=$(O)/%.o)
 PROGS		+= $(BIN)/vivarium-agent
 
-$(BIN)/vivarium-agent: $(AGENT_OBJS) $(COMMON_OBJS)
+$(BIN)/vivarium-agent: $(AGENT_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) \
-		$(call PC_libs,$(PKGS_sandbox-agent) $(COMMON_PKGS)) -lm -lpthread
+		$(call PC_libs,$(PKGS_sandbox-agent)) -lm -lpthread
 
 # The pinned MCP SDK client for tests/e2e (node's test runner).  Defined
 # before the fragments below, whose suites depend on it too.
@@ -63,8 +64,9 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
 		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/jobs.c \
 		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
-		common/link.c common/sha256.c common/fileweb.c common/http.c \
-		common/text.c common/clock.c -lmicrohttpd -ljansson -lm -lpthread
+		common/link.c common/sha256.c common/fileweb.c common/mhd.c common/origin.c \
+		common/text.c common/clock.c common/jsonrpc.c -lmicrohttpd -ljansson \
+		-lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent
@@ -88,7 +90,7 @@ $(FUZZ_LINK): tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
-		common/fileweb.c common/http.c common/buf.c common/log.c common/text.c \
+		common/fileweb.c common/mhd.c common/buf.c common/log.c common/text.c \
 		-lmicrohttpd -ljansson
 
 fuzz: test-fuzz-agent

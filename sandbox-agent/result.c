@@ -56,11 +56,8 @@ run_result_note(struct run_result *res, const char *fmt, ...)
 		res->note[used++] = ' ';
 	room = sizeof(res->note) - 1 - used;
 	n = strlen(line);
-	if (n > room) {
-		n = room;
-		while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
-			n--;
-	}
+	if (n > room)
+		n = utf8_floor(line, room);
 	memcpy(res->note + used, line, n);
 	res->note[used + n] = '\0';
 }
@@ -93,7 +90,7 @@ run_text_fit_tail(const char **text, size_t *len, unsigned long long *cut,
     size_t max_json)
 {
 	const char	*s = *text;
-	size_t		 n = *len, j = 0, start = n, i;
+	size_t		 n = *len, j = 0, start = n;
 
 	/* Walk back from the end while the tail still fits. */
 	while (start > 0) {
@@ -107,9 +104,7 @@ run_text_fit_tail(const char **text, size_t *len, unsigned long long *cut,
 	/* Start at a character, not inside one. */
 	while (start < n && ((unsigned char)s[start] & 0xc0) == 0x80)
 		start++;
-	for (i = 0; i < start; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			(*cut)++;
+	*cut += utf8_chars(s, start);
 	*text = s + start;
 	*len = n - start;
 }
@@ -124,9 +119,7 @@ run_text_fit_head(const char *s, size_t n, size_t max_json)
 		if (j > max_json)
 			break;
 	}
-	while (i > 0 && i < n && ((unsigned char)s[i] & 0xc0) == 0x80)
-		i--;
-	return i;
+	return i < n ? utf8_floor(s, i) : i;
 }
 
 /*
@@ -141,28 +134,22 @@ append_name(struct buf *b, const char *name)
 	size_t	 n = strlen(name), cut = n;
 	int	 r;
 
-	if (cut > RUN_NAME_MAX) {
-		cut = RUN_NAME_MAX;
-		while (cut > 0 && ((unsigned char)name[cut] & 0xc0) == 0x80)
-			cut--;
-	}
+	if (cut > RUN_NAME_MAX)
+		cut = utf8_floor(name, RUN_NAME_MAX);
 	r = text_escape(b, name, cut, ESCAPE_CONTROL);
 	if (cut < n)
 		buf_appends(b, "\xe2\x80\xa6");
 	return r == 1;
 }
 
-/* 15 KB, 1.2 MB: the sizes the text gives (1 KB = 1000 bytes, as LibreChat
- * and most people count). */
+/* "14.9 KB": human_size, as list_files and the footer say sizes. */
 static void
-append_kb(struct buf *b, size_t n)
+append_size(struct buf *b, size_t n)
 {
-	if (n < 1000)
-		buf_appendf(b, "%zu bytes", n);
-	else if (n < 1000000)
-		buf_appendf(b, "%zu KB", (n + 500) / 1000);
-	else
-		buf_appendf(b, "%.1f MB", (double)n / 1e6);
+	char	 s[32];
+
+	human_size(n, s, sizeof(s));
+	buf_appends(b, s);
 }
 
 void
@@ -209,12 +196,12 @@ run_result_images_text(struct buf *b, const struct run_result *res,
 			if (im->width > 0) {
 				buf_appendf(b, " (%dx%d): still ", im->orig_width,
 				    im->orig_height);
-				append_kb(b, im->png_len);
+				append_size(b, im->png_len);
 				buf_appendf(b, " at %dx%d, over the ", im->width,
 				    im->height);
 			} else
 				buf_appends(b, ": only ");
-			append_kb(b, im->budget);
+			append_size(b, im->budget);
 			buf_appends(b, im->width > 0 ? " it could have" :
 			    " of the result's image budget was left");
 			buf_appends(b, "; the file is in the workspace at full "
@@ -231,12 +218,12 @@ run_result_images_text(struct buf *b, const struct run_result *res,
 		if (im->shrunk) {
 			buf_appendf(b, ", shrunk to %dx%d to fit ", im->width,
 			    im->height);
-			append_kb(b, im->budget);
+			append_size(b, im->budget);
 		} else if (im->width != im->orig_width ||
 		    im->height != im->orig_height)
 			buf_appendf(b, ", shown at %dx%d", im->width, im->height);
 		buf_appends(b, ", ");
-		append_kb(b, im->png_len);
+		append_size(b, im->png_len);
 		buf_appends(b, escaped ? ") " NAME_ESCAPED_MARK "\n" : ")\n");
 	}
 	if (shown > 1)

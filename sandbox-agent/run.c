@@ -3,7 +3,8 @@
  *
  * Make a private run directory with code.py, start the runner with the
  * contract's environment in the workspace, keep the tail of its output,
- * read its report, and collect the PNGs it made.  Memory stays bounded
+ * read its report, and say what it changed in the workspace: the PNGs it
+ * made, the footer's workspace lines.  Memory stays bounded
  * whatever the code does: output goes through fixed-size rings, the report
  * is capped, images are decoded row by row under a pixel cap.
  */
@@ -27,14 +28,16 @@
 #include "log.h"
 #include "run.h"
 #include "spawn.h"
+#include "text.h"
 #include "warm.h"
+#include "wsdiff.h"
 #include "banned.h"
 
 extern char **environ;
 
 #define REPORT_MAX		(1u << 20)
-/* Paths taken from the report's files_written (the runner sends 200). */
-#define REPORT_FILES_MAX	200
+/* Paths in the result's files_written. */
+#define FILES_WRITTEN_MAX	200
 #define RUNDIR_MAX_DEPTH	8
 /* A budget under this is no image worth sending: the PNG is left out. */
 #define IMAGE_MIN_BUDGET	1024
@@ -50,31 +53,6 @@ extern char **environ;
  * fit it, or a stray byte), as Unicode recommends (ch. 3, "U+FFFD
  * substitution of maximal subparts").
  */
-
-/* The byte range the continuation after lead b must fall in; 0: not a lead. */
-static int
-utf8_lead(unsigned char b, unsigned char *lo, unsigned char *hi)
-{
-	*lo = 0x80;
-	*hi = 0xbf;
-	if (b < 0x80)
-		return 0;
-	if (b >= 0xc2 && b <= 0xdf)
-		return 1;
-	if (b == 0xe0)
-		*lo = 0xa0;
-	else if (b == 0xed)
-		*hi = 0x9f;
-	if (b >= 0xe0 && b <= 0xef)
-		return 2;
-	if (b == 0xf0)
-		*lo = 0x90;
-	else if (b == 0xf4)
-		*hi = 0x8f;
-	if (b >= 0xf0 && b <= 0xf4)
-		return 3;
-	return -1;
-}
 
 /* Streaming character count over every byte a stream produced. */
 struct utf8_count {
@@ -126,32 +104,6 @@ utf8_count_feed(void *arg, const unsigned char *p, size_t n)
 }
 
 /*
- * The sequence at p: returns its length and whether it is valid (*ok).
- * An invalid one is a maximal subpart, at least one byte.
- */
-static size_t
-utf8_seq(const unsigned char *p, size_t n, int *ok)
-{
-	unsigned char	 lo, hi;
-	int		 need;
-	size_t		 i;
-
-	need = utf8_lead(p[0], &lo, &hi);
-	*ok = need >= 0;
-	if (need <= 0)
-		return 1;
-	for (i = 1; i <= (size_t)need; i++) {
-		if (i >= n || p[i] < lo || p[i] > hi) {
-			*ok = 0;
-			return i;
-		}
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return i;
-}
-
-/*
  * Makes the text shown for one stream from the bytes kept of it: valid
  * UTF-8 (bad bytes become U+FFFD), at most `limit` characters, the tail.
  * `dropped`: bytes were lost before p, so p may start inside a character.
@@ -173,8 +125,8 @@ tail_text(const unsigned char *p, size_t n, int dropped,
 		while (i < n && i < 3 && (p[i] & 0xc0) == 0x80)
 			i++;
 	for (; i < n; i += k) {
-		k = utf8_seq(p + i, n - i, &ok);
-		if (ok ? buf_append(&b, p + i, k) :
+		k = utf8_next(p + i, n - i, &ok);
+		if (ok == 1 ? buf_append(&b, p + i, k) :
 		    buf_append(&b, "\xef\xbf\xbd", 3))
 			goto fail;
 		chars++;
@@ -456,40 +408,6 @@ warm_setup(const struct run_limits *lim, struct spawn *sp,
 /* ---------------------------------------------------------------- report */
 
 /*
- * The report's files_written into res: an array of strings, or absent
- * (the runner took no snapshots).  -1 when it is of the wrong shape.
- */
-static int
-report_files(json_t *v, struct run_result *res)
-{
-	json_t	*p;
-	size_t	 i, n;
-
-	if (v == NULL || json_is_null(v))
-		return 0;
-	if (!json_is_array(v))
-		return -1;
-	n = json_array_size(v);
-	if (n > REPORT_FILES_MAX)
-		n = REPORT_FILES_MAX;
-	if (n == 0)
-		return 0;
-	if ((res->files = calloc(n, sizeof(*res->files))) == NULL)
-		return -1;
-	for (i = 0; i < n; i++) {
-		p = json_array_get(v, i);
-		if (!json_is_string(p) || memchr(json_string_value(p), '\0',
-		    json_string_length(p)) != NULL)
-			return -1;
-		if ((res->files[res->nfiles] = strdup(json_string_value(p))) ==
-		    NULL)
-			return -1;
-		res->nfiles++;
-	}
-	return 0;
-}
-
-/*
  * The report's "error" as one line of at most errlen - 1 bytes: control
  * characters (a multi-line message, a NUL) become spaces, and a cut falls
  * between characters (the string is UTF-8: jansson checked it).
@@ -505,11 +423,8 @@ report_error(json_t *e, char *error, size_t errlen)
 		return;
 	s = json_string_value(e);
 	n = json_string_length(e);
-	if (n > errlen - 1) {
-		n = errlen - 1;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
+	if (n > errlen - 1)
+		n = utf8_floor(s, errlen - 1);
 	for (i = 0; i < n; i++)
 		error[i] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
 	error[n] = '\0';
@@ -517,8 +432,8 @@ report_error(json_t *e, char *error, size_t errlen)
 
 /*
  * Reads the runner's report.json: never trusted, capped, type-checked.
- * Returns RUN_REPORT_OK with *footer set (owned, or NULL), res->files and
- * res->error filled, or another status with the reason in why.
+ * Returns RUN_REPORT_OK with *footer set (owned, or NULL) and res->error
+ * filled, or another status with the reason in why.
  */
 static int
 report_read(const char *rundir, int exit_code, char **footer,
@@ -599,12 +514,6 @@ report_read(const char *rundir, int exit_code, char **footer,
 		snprintf(why, whylen, "out of memory");
 		goto done;
 	}
-	if (report_files(json_object_get(root, "files_written"), res) == -1) {
-		snprintf(why, whylen, "'files_written' is not a list of paths");
-		free(*footer);
-		*footer = NULL;
-		goto done;
-	}
 	/* Optional: older runners do not write it. */
 	report_error(json_object_get(root, "error"), res->error,
 	    sizeof(res->error));
@@ -653,23 +562,24 @@ images_budget(const struct run_limits *lim, size_t used, size_t left)
 
 static void
 images_collect(const struct run_limits *lim, const struct run_request *rq,
-    const struct img_snap *before, struct run_result *res)
+    const struct ws_file *const *changed, size_t nchanged,
+    struct run_result *res)
 {
-	struct img_snap	 after = IMG_SNAP_INIT;
-	const struct img_file **ch = NULL;
+	const struct ws_file **ch = NULL;
 	struct img_thumb t;
 	struct run_image *im, tmp;
 	char		 err[256];
-	ssize_t		 n, i;
+	ssize_t		 n = 0, i;
 	size_t		 tries = 0, max = (size_t)lim->max_images, used = 0;
 	size_t		 left, budget, k;
 	int		 rc;
 
-	if (img_snap_take(&after, rq->workspace, err, sizeof(err)) == -1) {
-		log_warnx("images: %s", err);
+	if ((ch = calloc(nchanged + 1, sizeof(*ch))) == NULL)
 		return;
-	}
-	if ((n = img_snap_changed(before, &after, &ch)) <= 0)
+	for (k = 0; k < nchanged; k++)
+		if (ws_is_png(changed[k]->path))
+			ch[n++] = changed[k];
+	if (n == 0)
 		goto done;
 	if ((res->images = calloc(max, sizeof(*res->images))) == NULL)
 		goto done;
@@ -726,11 +636,61 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 		res->images[res->nimages - 1 - k] = tmp;
 	}
 done:
-	if (after.truncated)
-		log_warnx("images: %s: the PNG scan stopped at its bounds",
-		    rq->workspace);
 	free(ch);
-	img_snap_release(&after);
+}
+
+/*
+ * What the run changed, once for all: the PNGs to return and, when the
+ * runner wrote a footer, the footer's workspace lines and files_written
+ * (a killed run has neither, as it has no footer).
+ */
+static void
+workspace_diff(const struct run_limits *lim, const struct run_request *rq,
+    const struct ws_snap *before, struct run_result *res)
+{
+	struct ws_snap	 after = WS_SNAP_INIT;
+	const struct ws_file **ch = NULL;
+	struct buf	 f = BUF_INIT(64 * 1024);
+	char		 err[256];
+	ssize_t		 n;
+	size_t		 i, nf;
+
+	if (ws_snap_take(&after, rq->workspace, err, sizeof(err)) == -1) {
+		log_warnx("workspace: %s", err);
+		return;
+	}
+	if (after.truncated)
+		log_warnx("workspace: %s: the walk stopped at its bounds",
+		    rq->workspace);
+	if ((n = ws_snap_changed(before, &after, &ch)) == -1)
+		goto done;
+	if (lim->max_images > 0)
+		images_collect(lim, rq, ch, (size_t)n, res);
+	if (res->footer == NULL)
+		goto done;	/* no summary, or the run ended before it */
+	if (n > 0) {
+		nf = (size_t)n < FILES_WRITTEN_MAX ? (size_t)n : FILES_WRITTEN_MAX;
+		if ((res->files = calloc(nf, sizeof(*res->files))) == NULL)
+			goto done;
+		for (i = 0; i < nf; i++) {
+			if ((res->files[i] = strdup(ch[i]->path)) == NULL)
+				goto done;
+			res->nfiles++;
+		}
+	}
+	if (buf_appends(&f, res->footer) == -1 || buf_appends(&f, "\n") == -1 ||
+	    ws_footer(&f, rq->workspace, &after,
+	    (const struct ws_file *const *)ch, (size_t)n) == -1)
+		goto done;
+	/* The lines end in newlines; the runner's footer does not. */
+	if (f.len > 0 && f.data[f.len - 1] == '\n')
+		f.data[--f.len] = '\0';
+	free(res->footer);
+	res->footer = buf_detach(&f, NULL);
+done:
+	buf_release(&f);
+	free(ch);
+	ws_snap_release(&after);
 }
 
 /* ---------------------------------------------------------------- the run */
@@ -748,14 +708,6 @@ stream_text(struct spawn_stream *s, const struct utf8_count *cnt,
 	    cut);
 }
 
-static const char *
-sig_name(int sig)
-{
-	const char	*s = sigabbrev_np(sig);
-
-	return s != NULL ? s : "?";
-}
-
 int
 run_python(const struct run_limits *lim, const struct run_request *rq,
     struct run_result *res, char *errbuf, size_t errlen)
@@ -766,9 +718,9 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	struct spawn	 sp = SPAWN_INIT;
 	struct warm_run	 wr = WARM_RUN_INIT;
 	struct utf8_count cout, cerr;
-	struct img_snap	 before = IMG_SNAP_INIT;
+	struct ws_snap	 before = WS_SNAP_INIT;
 	size_t		 cap;
-	int		 rc = -1, images, rs;
+	int		 rc = -1, walk, rs;
 
 	run_result_init(res);
 	memset(&env, 0, sizeof(env));
@@ -778,8 +730,8 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	if (errlen > 0)
 		errbuf[0] = '\0';
 
-	images = lim->max_images > 0;
-	if (images && img_snap_take(&before, rq->workspace, serr,
+	walk = lim->max_images > 0 || lim->state_summary;
+	if (walk && ws_snap_take(&before, rq->workspace, serr,
 	    sizeof(serr)) == -1) {
 		snprintf(errbuf, errlen, "workspace: %s", serr);
 		goto done;
@@ -863,14 +815,12 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		    "print(..., flush=True) shows progress as it happens.");
 	} else if (sp.signaled) {
 		res->report = RUN_REPORT_MISSING;
+		/* Which signal it was is the error line's (tools.c). */
 		if (sp.signal == SIGKILL)
 			run_result_note(res, "The agent did not send that SIGKILL; it "
 			    "usually comes from the kernel's out-of-memory "
 			    "killer, meaning the code needed more memory than "
 			    "the sandbox allows. Work on less data at a time.");
-		else
-			run_result_note(res, "The Python process died of signal %d "
-			    "(SIG%s).", sp.signal, sig_name(sp.signal));
 	} else {
 		rs = report_read(rundir, sp.exit_code, &res->footer, res, why,
 		    sizeof(why));
@@ -892,13 +842,13 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		    "process group and kept its output open; what it prints "
 		    "after the run is not shown.");
 
-	if (images)
-		images_collect(lim, rq, &before, res);
+	if (walk)
+		workspace_diff(lim, rq, &before, res);
 	rc = 0;
 done:
 	spawn_release(&sp);
 	env_free(&env);
-	img_snap_release(&before);
+	ws_snap_release(&before);
 	rundir_remove(rundir);
 	return rc;
 }

@@ -82,9 +82,11 @@ struct run_result {
 	char		*err;			/* owned; tail of stderr */
 	size_t		 err_len;
 	unsigned long long err_cut;
-	char		*footer;		/* owned; from report.json, or NULL */
-	char		**files;		/* owned; report.json's files_written:
-						 * workspace paths new or changed */
+	char		*footer;		/* owned; report.json's, and the
+						 * workspace lines; or NULL */
+	char		**files;		/* owned; workspace paths new or
+						 * changed, newest first (wsdiff.h),
+						 * when there is a footer */
 	size_t		 nfiles;
 	struct run_image *images;		/* owned; at most max_images, in
 						 * the order they were written */

@@ -1,12 +1,13 @@
 # sandbox-agent/run.mk: tests of the run half of vivarium-agent (spawning,
-# output tails, PNG snapshots and thumbnails, run_python end to end).
+# output tails, workspace diffs, PNG thumbnails, run_python end to end).
 # Included by sandbox-agent/module.mk.
 
 $(eval $(call unit_test,common_spawn,tests/unit/common/spawn.c,,))
 $(eval $(call unit_test,agent_quant,tests/unit/sandbox-agent/quant.c,,))
 $(eval $(call unit_test,agent_png,tests/unit/sandbox-agent/png.c,$(O)/sandbox-agent/quant.o,libpng))
-$(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
-$(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
+$(eval $(call unit_test,agent_wsdiff,tests/unit/sandbox-agent/wsdiff.c,,))
+$(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
+$(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
 
 # The tests of spawning, tails, images and run_python under valgrind (a build
 # without sanitizers: the two do not mix).  The child side of a fork is not
@@ -18,10 +19,12 @@ VALGRIND_RUN := valgrind -q --error-exitcode=9 --leak-check=full \
 test-valgrind-agent:
 	@$(MAKE) --no-print-directory SANITIZE= build/rel/t/common_spawn \
 		build/rel/t/agent_quant build/rel/t/agent_png \
-		build/rel/t/agent_run_output build/rel/t/agent_run
+		build/rel/t/agent_wsdiff build/rel/t/agent_run_output \
+		build/rel/t/agent_run
 	SPAWN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/common_spawn
 	$(VALGRIND_RUN) build/rel/t/agent_quant
 	$(VALGRIND_RUN) build/rel/t/agent_png
+	$(VALGRIND_RUN) build/rel/t/agent_wsdiff
 	$(VALGRIND_RUN) build/rel/t/agent_run_output
 	RUN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/agent_run
 

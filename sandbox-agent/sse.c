@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "http.h"
+#include "mhd.h"
 #include "log.h"
 #include "banned.h"
 

@@ -387,20 +387,16 @@ stream_section(struct buf *b, const char *name, const char *text, size_t len,
 		buf_append(b, "\n", 1);
 }
 
-static const char *
-signal_name(int sig)
+/* "SIGSEGV": the one name the text gives a signal. */
+static void
+signal_name(int sig, char *out, size_t len)
 {
-	switch (sig) {
-	case SIGKILL:	return "SIGKILL";
-	case SIGTERM:	return "SIGTERM";
-	case SIGSEGV:	return "SIGSEGV";
-	case SIGABRT:	return "SIGABRT";
-	case SIGBUS:	return "SIGBUS";
-	case SIGINT:	return "SIGINT";
-	case SIGFPE:	return "SIGFPE";
-	case SIGPIPE:	return "SIGPIPE";
-	default:	return "a signal";
-	}
+	const char	*s = sigabbrev_np(sig);
+
+	if (s != NULL)
+		snprintf(out, len, "SIG%s", s);
+	else
+		snprintf(out, len, "an unnamed signal");
 }
 
 /* The structuredContent of a finished run (new), mirroring the text. */
@@ -470,7 +466,7 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 
 	struct buf	 b = BUF_INIT(TEXT_MAX);
 	json_t		*content, *item;
-	char		*b64;
+	char		*b64, sname[32];
 	size_t		 i, room;
 	const char	*out = res->out ? res->out : "";
 	const char	*err = res->err ? res->err : "";
@@ -494,10 +490,12 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		    "process group was killed. Output printed before that is "
 		    "below; nothing from this run was saved to the namespace.\n",
 		    res->duration);
-	else if (res->signaled)
+	else if (res->signaled) {
+		signal_name(res->signal, sname, sizeof(sname));
 		buf_appendf(&b, "error: The Python process was killed by "
 		    "signal %d (%s); nothing from this run was saved to the "
-		    "namespace.\n", res->signal, signal_name(res->signal));
+		    "namespace.\n", res->signal, sname);
+	}
 	else if (res->exit_code == 0)
 		buf_appendf(&b, "exit code: %d\n", res->exit_code);
 	if (asked_s != timeout_s)
@@ -550,18 +548,6 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		return NULL;
 	}
 	return result;
-}
-
-/* Characters in valid UTF-8 text. */
-static size_t
-utf8_chars(const char *s, size_t len)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			n++;
-	return n;
 }
 
 /* ------------------------------------------------------------ tools */

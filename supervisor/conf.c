@@ -1,13 +1,15 @@
 /*
  * conf.c: the supervisor's configuration: built-in defaults, then the YAML
  * file, then environment overrides.  Every problem is collected so that one
- * run reports all of them as "file:line: message".
+ * run reports all of them as "file:line: message".  The keys are the table
+ * conf_keys (common/conftab.c reads it): a new setting is a line there.
  */
 #include <sys/stat.h>
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 
 #include "buf.h"
 #include "config.h"
-#include "http.h"
+#include "origin.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -96,40 +98,6 @@ conf_provisioning_name(enum provisioning p)
 	return "?";
 }
 
-/* "host:port", "[v6]:port" or ":port". */
-static int
-parse_listen(const char *s, char **host, int *port)
-{
-	const char	*colon;
-	char		 h[256];
-	long		 p;
-	size_t		 hl;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-		if (end == NULL || end[1] != ':')
-			return -1;
-		hl = (size_t)(end - s - 1);
-		if (hl == 0 || hl >= sizeof(h))
-			return -1;
-		memcpy(h, s + 1, hl);
-		colon = end + 1;
-	} else {
-		if ((colon = strrchr(s, ':')) == NULL)
-			return -1;
-		hl = (size_t)(colon - s);
-		if (hl >= sizeof(h))
-			return -1;
-		memcpy(h, s, hl);
-	}
-	h[hl] = '\0';
-	if (config_parse_long(colon + 1, 1, 65535, &p) == -1)
-		return -1;
-	set_str(host, hl == 0 ? "0.0.0.0" : h);
-	*port = (int)p;
-	return 0;
-}
-
 static void
 conf_defaults(struct conf *c)
 {
@@ -205,19 +173,7 @@ conf_release(struct conf *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* ---------------------------------------------------------------- YAML */
-
-/* The scalar value of n, or NULL with a diagnostic. */
-static const char *
-scalar(struct confdiag *d, const struct ynode *n)
-{
-	if (n->type != YNODE_SCALAR) {
-		confdiag_add(d, n->line, "%s: expected a single value, not %s",
-		    n->key, yconf_type_name(n->type));
-		return NULL;
-	}
-	return n->value;
-}
+/* ---------------------------------------------------------------- the table */
 
 /* 1 for a mapping; 0 for an empty value ("users:" with only comments
  * under it: nothing to read) or, with a diagnostic, anything else. */
@@ -233,76 +189,61 @@ is_map(struct confdiag *d, const struct ynode *n)
 	return 0;
 }
 
-static void
-y_str(struct confdiag *d, const struct ynode *n, char **dst, int allow_empty)
+static int
+parse_listen(void *base, const char *v)
 {
-	const char	*v;
+	struct conf	*c = base;
+	char		 h[256];
+	long		 port;
 
-	if ((v = scalar(d, n)) == NULL)
-		return;
-	if (!allow_empty && *v == '\0') {
-		confdiag_add(d, n->line, "%s: must not be empty", n->key);
-		return;
-	}
-	set_str(dst, v);
+	if (config_parse_hostport(v, h, sizeof(h), &port) == -1)
+		return -1;
+	set_str(&c->listen_host, h[0] == '\0' ? "0.0.0.0" : h);
+	c->listen_port = (int)port;
+	return 0;
+}
+
+static int
+parse_prov(void *base, const char *v)
+{
+	return parse_provisioning(v, &((struct conf *)base)->provisioning);
+}
+
+static int
+parse_limit_cpus(void *base, const char *v)
+{
+	return parse_cpus(v, &((struct limits *)base)->cpus_milli);
+}
+
+static int
+parse_podman_timeout(void *base, const char *v)
+{
+	long	 t;
+
+	if (config_parse_duration(v, 3600, &t) == -1 || t < 1)
+		return -1;
+	((struct conf *)base)->podman_timeout_ms = t * 1000;
+	return 0;
 }
 
 static void
-y_duration(struct confdiag *d, const struct ynode *n, long min, long max,
-    long *dst)
+node_egress_url(void *base, const struct ynode *n, struct confdiag *d)
 {
-	const char	*v;
-	long		 x;
-
-	if ((v = scalar(d, n)) == NULL)
-		return;
-	if (config_parse_duration(v, max, &x) == -1 || x < min)
-		confdiag_add(d, n->line, "%s: \"%s\" is not a duration from %lds "
-		    "to %lds (write e.g. 30s, 15m, 2h, or plain seconds)", n->key,
-		    v, min, max);
-	else
-		*dst = x;
+	confdiag_add(d, n->line, "egress: url is no longer used: sandboxes "
+	    "have no DNS and reach the proxy at a fixed address on their own "
+	    "network; give only its port (port: 3128, the default)");
 }
 
-static void
-y_size(struct confdiag *d, const struct ynode *n, unsigned long long min,
-    unsigned long long max, unsigned long long *dst)
-{
-	const char		*v;
-	unsigned long long	 x;
+static void	node_users(void *, const struct ynode *, struct confdiag *);
+static void	node_env(void *, const struct ynode *, struct confdiag *);
+static void	node_origins(void *, const struct ynode *, struct confdiag *);
+static void	node_token_file(void *, const struct ynode *, struct confdiag *);
 
-	if ((v = scalar(d, n)) == NULL)
-		return;
-	if (config_parse_size(v, max, &x) == -1 || x < min)
-		confdiag_add(d, n->line, "%s: \"%s\" is not a size from %llu to "
-		    "%llu bytes (write e.g. 512m, 2g)", n->key, v, min, max);
-	else
-		*dst = x;
-}
-
-static void
-y_long(struct confdiag *d, const struct ynode *n, long min, long max,
-    long *dst)
-{
-	const char	*v;
-	long		 x;
-
-	if ((v = scalar(d, n)) == NULL)
-		return;
-	if (config_parse_long(v, min, max, &x) == -1)
-		confdiag_add(d, n->line, "%s: \"%s\" is not a whole number from "
-		    "%ld to %ld", n->key, v, min, max);
-	else
-		*dst = x;
-}
-
-static void
-unknown(struct confdiag *d, const struct ynode *n, const char *where,
-    const char *known)
-{
-	confdiag_add(d, n->line, "unknown key \"%s\"%s%s (known: %s)", n->key,
-	    where ? " in " : "", where ? where : "", known);
-}
+#define C(f)		offsetof(struct conf, f)
+#define L(f)		offsetof(struct limits, f)
+#define DAY		86400LL
+#define YEAR		(365 * DAY)
+#define V		CONF_VALUE
 
 /* "uid:gid", both inside one sandbox's namespace of UID_RANGE ids. */
 static int
@@ -315,36 +256,88 @@ sandbox_user_in_range(const char *user)
 	    && uid < UID_RANGE && gid < UID_RANGE;
 }
 
-static void
-y_limits(struct confdiag *d, const struct ynode *map, struct limits *l)
-{
-	const struct ynode	*n;
-	const char		*v;
+/* Into struct limits: the defaults (limits:) and each user's overrides. */
+static const struct conf_key limit_keys[] = {
+	V("memory", NULL, CONF_SIZE, L(memory), 16LL << 20, 1LL << 50),
+	CONF_PARSED("cpus", NULL, parse_limit_cpus,
+	    "a number of CPUs from 0.01 to 1024 (e.g. 2 or 0.5)"),
+	V("pids", NULL, CONF_LONG, L(pids), 16, 1L << 22),
+	V("workspace", NULL, CONF_SIZE, L(workspace), 16LL << 20, 1LL << 44),
+};
 
-	for (n = map->child; n != NULL; n = n->next) {
-		if (strcmp(n->key, "memory") == 0)
-			y_size(d, n, 16ULL << 20, 1ULL << 50, &l->memory);
-		else if (strcmp(n->key, "cpus") == 0) {
-			if ((v = scalar(d, n)) != NULL
-			    && parse_cpus(v, &l->cpus_milli) == -1)
-				confdiag_add(d, n->line, "cpus: \"%s\" is not a "
-				    "number of CPUs from 0.01 to 1024 (e.g. 2 "
-				    "or 0.5)", v);
-		} else if (strcmp(n->key, "pids") == 0)
-			y_long(d, n, 16, 1L << 22, &l->pids);
-		else if (strcmp(n->key, "workspace") == 0)
-			y_size(d, n, 16ULL << 20, 1ULL << 44, &l->workspace);
-		else
-			unknown(d, n, map->key, "memory, cpus, pids, workspace");
-	}
-}
+static const struct conf_key podman_keys[] = {
+	V("socket", "VIVARIUM_PODMAN_SOCKET", CONF_STR, C(podman_socket), 0, 0),
+	CONF_PARSED("timeout", NULL, parse_podman_timeout,
+	    "a duration from 1s to 3600s (e.g. 10s, 2m)"),
+};
+
+static const struct conf_key sandbox_keys[] = {
+	V("user", NULL, CONF_STR, C(sandbox_user), 0, 0),
+	V("tmp_size", NULL, CONF_SIZE, C(tmp_size), 1 << 20, 1LL << 40),
+	V("stop_timeout", NULL, CONF_DURATION, C(stop_timeout), 0, 600),
+	CONF_NODE_FN("env", node_env),
+	V("uid_base", NULL, CONF_LONG, C(uid_base), 0, UID_BASE_MAX),
+};
+
+static const struct conf_key egress_keys[] = {
+	V("container", NULL, CONF_STR, C(egress_container), 0, 0),
+	V("port", NULL, CONF_LONG, C(egress_port), 1, 65535),
+	V("alias", NULL, CONF_STR, C(egress_alias), 0, 0),
+	CONF_NODE_FN("url", node_egress_url),
+};
+
+static const struct conf_key links_keys[] = {
+	V("public_url", "VIVARIUM_PUBLIC_URL", CONF_STR, C(public_url), 0, 0),
+	V("key_file", "VIVARIUM_LINK_KEY_FILE", CONF_STR, C(link_key_file),
+	    0, 0),
+	V("download_lifetime", NULL, CONF_DURATION, C(download_lifetime), 60,
+	    YEAR),
+	V("upload_lifetime", NULL, CONF_DURATION, C(upload_lifetime), 60,
+	    YEAR),
+	V("max_lifetime", NULL, CONF_DURATION, C(link_max_lifetime), 60, YEAR),
+	V("upload_max", NULL, CONF_SIZE, C(upload_max), 1024, 1LL << 40),
+};
+
+/* Every setting: its YAML key, its variable, where it goes, its range. */
+static const struct conf_key conf_keys[] = {
+	CONF_PARSED("listen", "VIVARIUM_SUPERVISOR_LISTEN", parse_listen,
+	    "host:port with an address (e.g. 127.0.0.1:8787)"),
+	V("token", "VIVARIUM_SUPERVISOR_TOKEN", CONF_STR, C(token), 0, 0),
+	CONF_NODE_FN("token_file", node_token_file),
+	V("user_header", NULL, CONF_STR, C(user_header), 0, 0),
+	CONF_NODE_FN("allowed_origins", node_origins),
+	CONF_SECTION_OF("podman", 0, podman_keys),
+	V("state_dir", "VIVARIUM_STATE_DIR", CONF_STR, C(state_dir), 0, 0),
+	V("image", "VIVARIUM_SANDBOX_IMAGE", CONF_STR, C(image), 0, 0),
+	CONF_PARSED("provisioning", "VIVARIUM_PROVISIONING", parse_prov,
+	    "one of auto, allowlist or manual"),
+	V("idle_stop_after", "VIVARIUM_IDLE_STOP_AFTER", CONF_DURATION,
+	    C(idle_stop_after), 0, YEAR),
+	V("ready_timeout", NULL, CONF_DURATION, C(ready_timeout), 1, 600),
+	V("agent_timeout", NULL, CONF_DURATION, C(agent_timeout), 1, DAY),
+	V("max_body", NULL, CONF_SIZE, C(max_body), 1024, 1LL << 30),
+	V("max_response", NULL, CONF_SIZE, C(max_response), 1024, 1LL << 32),
+	V("max_connections", NULL, CONF_LONG, C(max_connections), 4, 65536),
+	V("max_connections_per_address", NULL, CONF_LONG, C(max_per_address),
+	    1, 65536),
+	V("auth_timeout", NULL, CONF_DURATION, C(auth_timeout), 1, 600),
+	CONF_SECTION_OF("limits", C(limits), limit_keys),
+	CONF_SECTION_OF("sandbox", 0, sandbox_keys),
+	CONF_NODE_FN("users", node_users),
+	CONF_SECTION_OF("egress", 0, egress_keys),
+	CONF_SECTION_OF("links", 0, links_keys),
+};
+
+/* ---------------------------------------------------------------- nodes */
 
 static void
-y_users(struct confdiag *d, const struct ynode *map, struct conf *c)
+node_users(void *base, const struct ynode *map, struct confdiag *d)
 {
+	struct conf		*c = base;
 	const struct ynode	*n;
 	struct user_conf	*u;
 	size_t			 count = 0;
+	char			 where[128];
 
 	if (map->type == YNODE_SEQ) {
 		/* A plain list of ids: the allowlist without overrides. */
@@ -388,13 +381,15 @@ y_users(struct confdiag *d, const struct ynode *map, struct conf *c)
 			    "(memory, cpus, pids, workspace) or nothing", id);
 			continue;
 		}
-		y_limits(d, n, &u->limits);
+		snprintf(where, sizeof(where), "users.%s", id);
+		config_section(CONF_KEYS(limit_keys), &u->limits, n, where, d);
 	}
 }
 
 static void
-y_env(struct confdiag *d, const struct ynode *map, struct conf *c)
+node_env(void *base, const struct ynode *map, struct confdiag *d)
 {
+	struct conf		*c = base;
 	const struct ynode	*n;
 	size_t			 count = 0;
 
@@ -430,8 +425,9 @@ y_env(struct confdiag *d, const struct ynode *map, struct conf *c)
 }
 
 static void
-y_origins(struct confdiag *d, const struct ynode *n, struct conf *c)
+node_origins(void *base, const struct ynode *n, struct confdiag *d)
 {
+	struct conf		*c = base;
 	struct buf		 b = BUF_INIT(64 * 1024);
 	const struct ynode	*e;
 	char			 err[256];
@@ -455,16 +451,17 @@ y_origins(struct confdiag *d, const struct ynode *n, struct conf *c)
 		confdiag_add(d, n->line, "allowed_origins: expected a list");
 		return;
 	}
-	if (http_origins_check(c->origins, err, sizeof(err)) == -1)
+	if (origins_check(c->origins, err, sizeof(err)) == -1)
 		confdiag_add(d, n->line, "allowed_origins: %s", err);
 }
 
 static void
-y_read_token_file(struct confdiag *d, const struct ynode *n, struct conf *c)
+node_token_file(void *base, const struct ynode *n, struct confdiag *d)
 {
-	FILE	*f;
-	char	 line[1024];
-	size_t	 len;
+	struct conf	*c = base;
+	FILE		*f;
+	char		 line[1024];
+	size_t		 len;
 
 	if (n->type != YNODE_SCALAR) {
 		confdiag_add(d, n->line, "token_file: expected a path");
@@ -487,220 +484,17 @@ y_read_token_file(struct confdiag *d, const struct ynode *n, struct conf *c)
 	set_str(&c->token, line);
 }
 
-static void
-conf_file(struct conf *c, const struct ynode *root, struct confdiag *d)
-{
-	const struct ynode	*n, *m;
-	const char		*v;
-	unsigned long long	 sz;
-
-	if (!is_map(d, root))
-		return;
-	for (n = root->child; n != NULL; n = n->next) {
-		const char *k = n->key;
-
-		if (strcmp(k, "listen") == 0) {
-			if ((v = scalar(d, n)) != NULL
-			    && parse_listen(v, &c->listen_host,
-			    &c->listen_port) == -1)
-				confdiag_add(d, n->line, "listen: \"%s\" is not "
-				    "host:port (e.g. 127.0.0.1:8787)", v);
-		} else if (strcmp(k, "token") == 0)
-			y_str(d, n, &c->token, 0);
-		else if (strcmp(k, "token_file") == 0)
-			y_read_token_file(d, n, c);
-		else if (strcmp(k, "user_header") == 0)
-			y_str(d, n, &c->user_header, 0);
-		else if (strcmp(k, "allowed_origins") == 0)
-			y_origins(d, n, c);
-		else if (strcmp(k, "podman") == 0) {
-			if (!is_map(d, n))
-				continue;
-			for (m = n->child; m != NULL; m = m->next) {
-				if (strcmp(m->key, "socket") == 0)
-					y_str(d, m, &c->podman_socket, 0);
-				else if (strcmp(m->key, "timeout") == 0) {
-					long t = 0;
-					y_duration(d, m, 1, 3600, &t);
-					if (t > 0)
-						c->podman_timeout_ms = t * 1000;
-				} else
-					unknown(d, m, "podman", "socket, timeout");
-			}
-		} else if (strcmp(k, "state_dir") == 0)
-			y_str(d, n, &c->state_dir, 0);
-		else if (strcmp(k, "image") == 0)
-			y_str(d, n, &c->image, 0);
-		else if (strcmp(k, "provisioning") == 0) {
-			if ((v = scalar(d, n)) != NULL
-			    && parse_provisioning(v, &c->provisioning) == -1)
-				confdiag_add(d, n->line, "provisioning: \"%s\": "
-				    "expected auto, allowlist or manual", v);
-		} else if (strcmp(k, "idle_stop_after") == 0)
-			y_duration(d, n, 0, 365L * 86400, &c->idle_stop_after);
-		else if (strcmp(k, "ready_timeout") == 0)
-			y_duration(d, n, 1, 600, &c->ready_timeout);
-		else if (strcmp(k, "agent_timeout") == 0)
-			y_duration(d, n, 1, 86400, &c->agent_timeout);
-		else if (strcmp(k, "max_body") == 0) {
-			sz = c->max_body;
-			y_size(d, n, 1024, 1ULL << 30, &sz);
-			c->max_body = (size_t)sz;
-		} else if (strcmp(k, "max_response") == 0) {
-			sz = c->max_response;
-			y_size(d, n, 1024, 1ULL << 32, &sz);
-			c->max_response = (size_t)sz;
-		} else if (strcmp(k, "max_connections") == 0)
-			y_long(d, n, 4, 65536, &c->max_connections);
-		else if (strcmp(k, "max_connections_per_address") == 0)
-			y_long(d, n, 1, 65536, &c->max_per_address);
-		else if (strcmp(k, "auth_timeout") == 0)
-			y_duration(d, n, 1, 600, &c->auth_timeout);
-		else if (strcmp(k, "limits") == 0) {
-			if (is_map(d, n))
-				y_limits(d, n, &c->limits);
-		} else if (strcmp(k, "sandbox") == 0) {
-			if (!is_map(d, n))
-				continue;
-			for (m = n->child; m != NULL; m = m->next) {
-				if (strcmp(m->key, "user") == 0)
-					y_str(d, m, &c->sandbox_user, 0);
-				else if (strcmp(m->key, "tmp_size") == 0)
-					y_size(d, m, 1 << 20, 1ULL << 40,
-					    &c->tmp_size);
-				else if (strcmp(m->key, "stop_timeout") == 0)
-					y_duration(d, m, 0, 600,
-					    &c->stop_timeout);
-				else if (strcmp(m->key, "env") == 0)
-					y_env(d, m, c);
-				else if (strcmp(m->key, "uid_base") == 0)
-					y_long(d, m, 0, UID_BASE_MAX,
-					    &c->uid_base);
-				else
-					unknown(d, m, "sandbox", "user, tmp_size, "
-					    "stop_timeout, env, uid_base");
-			}
-		} else if (strcmp(k, "users") == 0)
-			y_users(d, n, c);
-		else if (strcmp(k, "egress") == 0) {
-			if (!is_map(d, n))
-				continue;
-			for (m = n->child; m != NULL; m = m->next) {
-				if (strcmp(m->key, "container") == 0)
-					y_str(d, m, &c->egress_container, 0);
-				else if (strcmp(m->key, "port") == 0)
-					y_long(d, m, 1, 65535, &c->egress_port);
-				else if (strcmp(m->key, "url") == 0)
-					confdiag_add(d, m->line, "egress: url is "
-					    "no longer used: sandboxes have no "
-					    "DNS and reach the proxy at a fixed "
-					    "address on their own network; give "
-					    "only its port (port: 3128, the "
-					    "default)");
-				else if (strcmp(m->key, "alias") == 0)
-					y_str(d, m, &c->egress_alias, 0);
-				else
-					unknown(d, m, "egress",
-					    "container, port, alias");
-			}
-		} else if (strcmp(k, "links") == 0) {
-			if (!is_map(d, n))
-				continue;
-			for (m = n->child; m != NULL; m = m->next) {
-				if (strcmp(m->key, "public_url") == 0)
-					y_str(d, m, &c->public_url, 0);
-				else if (strcmp(m->key, "key_file") == 0)
-					y_str(d, m, &c->link_key_file, 0);
-				else if (strcmp(m->key, "download_lifetime") == 0)
-					y_duration(d, m, 60, 365L * 86400,
-					    &c->download_lifetime);
-				else if (strcmp(m->key, "upload_lifetime") == 0)
-					y_duration(d, m, 60, 365L * 86400,
-					    &c->upload_lifetime);
-				else if (strcmp(m->key, "max_lifetime") == 0)
-					y_duration(d, m, 60, 365L * 86400,
-					    &c->link_max_lifetime);
-				else if (strcmp(m->key, "upload_max") == 0)
-					y_size(d, m, 1024, 1ULL << 40,
-					    &c->upload_max);
-				else
-					unknown(d, m, "links", "public_url, "
-					    "key_file, download_lifetime, "
-					    "upload_lifetime, max_lifetime, "
-					    "upload_max");
-			}
-		} else
-			unknown(d, n, NULL, "listen, token, token_file, "
-			    "user_header, allowed_origins, podman, state_dir, "
-			    "image, provisioning, idle_stop_after, "
-			    "ready_timeout, agent_timeout, max_body, "
-			    "max_response, max_connections, "
-			    "max_connections_per_address, auth_timeout, limits, "
-			    "sandbox, users, egress, links");
-	}
-}
-
-/* ---------------------------------------------------------------- env */
-
-static void
-conf_env(struct conf *c, struct confdiag *d)
-{
-	const char	*v;
-	long		 x;
-
-	if ((v = config_env_str("VIVARIUM_SUPERVISOR_LISTEN", NULL)) != NULL
-	    && parse_listen(v, &c->listen_host, &c->listen_port) == -1)
-		confdiag_add(d, 0, "VIVARIUM_SUPERVISOR_LISTEN=\"%s\": expected "
-		    "host:port", v);
-	if ((v = config_env_str("VIVARIUM_SUPERVISOR_TOKEN", NULL)) != NULL)
-		set_str(&c->token, v);
-	if ((v = config_env_str("VIVARIUM_PODMAN_SOCKET", NULL)) != NULL)
-		set_str(&c->podman_socket, v);
-	if ((v = config_env_str("VIVARIUM_SANDBOX_IMAGE", NULL)) != NULL)
-		set_str(&c->image, v);
-	if ((v = config_env_str("VIVARIUM_STATE_DIR", NULL)) != NULL)
-		set_str(&c->state_dir, v);
-	if ((v = config_env_str("VIVARIUM_PROVISIONING", NULL)) != NULL
-	    && parse_provisioning(v, &c->provisioning) == -1)
-		confdiag_add(d, 0, "VIVARIUM_PROVISIONING=\"%s\": expected auto, "
-		    "allowlist or manual", v);
-	if ((v = config_env_str("VIVARIUM_PUBLIC_URL", NULL)) != NULL)
-		set_str(&c->public_url, v);
-	if ((v = config_env_str("VIVARIUM_LINK_KEY_FILE", NULL)) != NULL)
-		set_str(&c->link_key_file, v);
-	if ((v = config_env_str("VIVARIUM_IDLE_STOP_AFTER", NULL)) != NULL) {
-		if (config_parse_duration(v, 365L * 86400, &x) == -1)
-			confdiag_add(d, 0, "VIVARIUM_IDLE_STOP_AFTER=\"%s\": "
-			    "expected a duration (30s, 15m, 2h)", v);
-		else
-			c->idle_stop_after = x;
-	}
-}
-
 /* ---------------------------------------------------------------- load */
 
 int
 conf_load(struct conf *c, const char *path, struct confdiag *d)
 {
-	struct confdiag	 envd;
-	struct ynode	*root;
 	size_t		 i;
 
 	conf_defaults(c);
-	if (path != NULL) {
+	if (path != NULL)
 		c->path = xstrdup(path);
-		if ((root = yconf_load(path, d)) != NULL) {
-			conf_file(c, root, d);
-			yconf_free(root);
-		}
-	}
-	confdiag_init(&envd, NULL);
-	conf_env(c, &envd);
-	if (envd.count > 0) {
-		d->count += envd.count;
-		(void)buf_append(&d->text, envd.text.data, envd.text.len);
-	}
-	confdiag_release(&envd);
+	config_load(CONF_KEYS(conf_keys), c, path, d);
 
 	/* Overrides left at 0 take the defaults. */
 	for (i = 0; i < c->nusers; i++) {

@@ -47,7 +47,9 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: vivariumctl [-f config.yaml] [--json] COMMAND [ARGS]\n"
+"usage: vivariumctl [-hvV] [-f config.yaml] [-t dir] [--json] COMMAND [ARGS]\n"
+"\n"
+"Manages the supervisor's sandboxes through Podman, one user at a time.\n"
 "\n"
 "Commands:\n"
 "  add-user USER...          create the user's network, volume and container,\n"
@@ -68,12 +70,16 @@ usage(FILE *f)
 "                            from the templates (for systemd-managed setups)\n"
 "\n"
 "Options:\n"
-"  -f FILE     supervisor configuration (default %s when present;\n"
-"              not root: also $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
-"  -t DIR      template directory for render (default: templates/ next to\n"
-"              the program, then ../share/vivarium/templates from it, then\n"
-"              /usr/share/vivarium/templates)\n"
-"  --json      machine-readable output\n"
+"  -f FILE        supervisor configuration (default %s when\n"
+"                 present; not root: also\n"
+"                 $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
+"  -t DIR         template directory for render (default: templates/ next\n"
+"                 to the program, then ../share/vivarium/templates from it,\n"
+"                 then /usr/share/vivarium/templates)\n"
+"  --json         machine-readable output\n"
+"  -v             verbose logging\n"
+"  -h, --help     print this text and exit\n"
+"  -V, --version  print the version and exit\n"
 "\n"
 "Exit codes: 0 ok (status: running), 1 failed, 2 usage or config error,\n"
 "3 no such user, 4 Podman not reachable, 5 status: not running.\n",
@@ -175,7 +181,7 @@ cmd_add(int argc, char **argv)
 		 * and leaves no container in "created", which the supervisor
 		 * takes for the remains of a crash.  Idle stop puts it to sleep.
 		 */
-		if (sandbox_ensure(&conf, podman, argv[i], 1, &created,
+		if (sandbox_ensure(&conf, podman, argv[i], &created,
 		    &e) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
@@ -376,7 +382,7 @@ cmd_start(int argc, char **argv)
 
 	if ((r = known_user(argc, argv)) != EX_OK)
 		return r;
-	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
+	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
 		return fail(&e, argv[0]);
 	if (json_out)
 		print_json(json_pack("{s:s, s:s}", "user", argv[0], "state",
@@ -829,7 +835,7 @@ cmd_import(int argc, char **argv)
 	}
 	if (r == 1 && sandbox_remove(&conf, podman, argv[0], 1, &e) == -1)
 		return fail(&e, argv[0]);
-	if (sandbox_ensure(&conf, podman, argv[0], 1, &created, &e) == -1)
+	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
 		return fail(&e, argv[0]);
 	(void)sandbox_names(&conf, argv[0], &n);
 	/* The header is checked: walk the stream from the start again. */
@@ -860,102 +866,9 @@ cmd_import(int argc, char **argv)
 /* ---------------------------------------------------------------- render */
 
 static int
-template_dir(const char *opt, char *dst, size_t len)
-{
-	char	 self[2048], *slash;
-	ssize_t	 n;
-
-	if (opt != NULL) {
-		snprintf(dst, len, "%s", opt);
-		return 0;
-	}
-	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
-		self[n] = '\0';
-		if ((slash = strrchr(self, '/')) != NULL)
-			*slash = '\0';
-		/* bin/vivariumctl or build/san/bin/vivariumctl in a checkout */
-		snprintf(dst, len, "%s/../templates", self);
-		if (access(dst, R_OK) == 0)
-			return 0;
-		snprintf(dst, len, "%s/../../../templates", self);
-		if (access(dst, R_OK) == 0)
-			return 0;
-		/* make install: PREFIX/bin and PREFIX/share/vivarium */
-		snprintf(dst, len, "%s/../share/vivarium/templates", self);
-		if (access(dst, R_OK) == 0)
-			return 0;
-	}
-	snprintf(dst, len, "/usr/share/vivarium/templates");
-	return 0;
-}
-
-static int
-render_one(const char *tdir, const char *tname, const char *outdir,
-    const char *outname, const char *const *vars)
-{
-	char		 path[PATH_MAX], *text = NULL;
-	struct buf	 out = BUF_INIT(1 << 20);
-	FILE		*f;
-	long		 size;
-	const char	*p, *end;
-	size_t		 i;
-	int		 rc = -1;
-
-	snprintf(path, sizeof(path), "%s/%s", tdir, tname);
-	if ((f = fopen(path, "r")) == NULL) {
-		fprintf(stderr, "vivariumctl: cannot read template %s: %s\n",
-		    path, strerror(errno));
-		return -1;
-	}
-	if (fseek(f, 0, SEEK_END) == -1 || (size = ftell(f)) < 0
-	    || size > (1 << 20) || fseek(f, 0, SEEK_SET) == -1
-	    || (text = calloc(1, (size_t)size + 1)) == NULL
-	    || fread(text, 1, (size_t)size, f) != (size_t)size) {
-		fprintf(stderr, "vivariumctl: cannot read template %s\n", path);
-		goto done;
-	}
-	for (p = text; *p != '\0'; ) {
-		if (p[0] == '{' && p[1] == '{' && (end = strstr(p, "}}"))) {
-			for (i = 0; vars[i] != NULL; i += 2)
-				if (strlen(vars[i]) == (size_t)(end - p - 2)
-				    && strncmp(p + 2, vars[i], strlen(vars[i]))
-				    == 0)
-					break;
-			if (vars[i] != NULL) {
-				(void)buf_appends(&out, vars[i + 1]);
-				p = end + 2;
-				continue;
-			}
-		}
-		(void)buf_append(&out, p, 1);
-		p++;
-	}
-	snprintf(path, sizeof(path), "%s/%s", outdir, outname);
-	fclose(f);
-	if ((f = fopen(path, "w")) == NULL
-	    || fwrite(out.data, 1, out.len, f) != out.len) {
-		fprintf(stderr, "vivariumctl: cannot write %s: %s\n", path,
-		    strerror(errno));
-		goto done;
-	}
-	printf("wrote %s\n", path);
-	rc = 0;
-done:
-	if (f != NULL)
-		fclose(f);
-	free(text);
-	buf_release(&out);
-	return rc;
-}
-
-static int
 cmd_render(int argc, char **argv, const char *topt)
 {
-	const struct limits	*l;
-	struct names		 n;
-	char			 tdir[PATH_MAX], mem[32], cpus[32], pids[32];
-	char			 cname[128], nname[128], proxy[1024];
-	const char		*outdir;
+	char	 tdir[PATH_MAX];
 
 	if (argc < 1 || argc > 2) {
 		usage(stderr);
@@ -963,52 +876,10 @@ cmd_render(int argc, char **argv, const char *topt)
 	}
 	if (check_user(argv[0]) == -1)
 		return EX_USAGE;
-	outdir = argc == 2 ? argv[1] : ".";
-	template_dir(topt, tdir, sizeof(tdir));
-	(void)sandbox_names(&conf, argv[0], &n);
-	l = conf_limits(&conf, argv[0]);
-	snprintf(mem, sizeof(mem), "%llum", l->memory >> 20);
-	snprintf(cpus, sizeof(cpus), "%.2f", (double)l->cpus_milli / 1000.0);
-	snprintf(pids, sizeof(pids), "%ld", l->pids);
-	if (conf.egress_container != NULL) {
-		/* The proxy's fixed address comes from the network's subnet. */
-		json_t		*net = NULL;
-		struct perr	 e;
-		char		 ip[64];
-
-		if (podman_network_inspect(podman, n.network, &net, &e) == 0
-		    && net != NULL && sandbox_proxy_ip_of(net, ip, sizeof(ip))
-		    == 0)
-			snprintf(proxy, sizeof(proxy), "# The egress proxy, "
-			    "connected with: podman network connect --ip %s "
-			    "%s %s\nEnvironment=http_proxy=http://%s:%ld "
-			    "https_proxy=http://%s:%ld HTTP_PROXY=http://%s:%ld "
-			    "HTTPS_PROXY=http://%s:%ld no_proxy= NO_PROXY=", ip,
-			    n.network, conf.egress_container, ip,
-			    conf.egress_port, ip, conf.egress_port, ip,
-			    conf.egress_port, ip, conf.egress_port);
-		else
-			snprintf(proxy, sizeof(proxy), "# egress: the network "
-			    "%s does not exist yet, so the proxy's address is "
-			    "not known: start it, then render again", n.network);
-		json_decref(net);
-	} else
-		snprintf(proxy, sizeof(proxy), "# no egress proxy configured");
-	{
-		const char *vars[] = { "USER", argv[0], "IMAGE", conf.image,
-		    "MEMORY", mem, "CPUS", cpus, "PIDS", pids,
-		    "RUNDIR", n.rundir, "SANDBOX_USER", conf.sandbox_user,
-		    "PROXY_ENV", proxy,
-		    /* Quadlets run with the host's podman: 4.6+ has strict. */
-		    "ISOLATE", "true", NULL };
-
-		snprintf(cname, sizeof(cname), "vivarium-%s.container", argv[0]);
-		snprintf(nname, sizeof(nname), "vivarium-%s.network", argv[0]);
-		if (render_one(tdir, "vivarium-user.network", outdir, nname,
-		    vars) == -1 || render_one(tdir, "vivarium-user.container",
-		    outdir, cname, vars) == -1)
-			return EX_FAIL;
-	}
+	render_template_dir(topt, tdir, sizeof(tdir));
+	if (render_user(&conf, podman, argv[0], tdir, argc == 2 ? argv[1] : ".")
+	    == -1)
+		return EX_FAIL;
 	return EX_OK;
 }
 
@@ -1020,6 +891,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct confdiag	 diag;
@@ -1029,13 +901,14 @@ main(int argc, char **argv)
 
 	log_init("vivariumctl", 0);
 	/* "+": stop at the command, so its own flags (--purge) stay. */
-	while ((ch = getopt_long(argc, argv, "+f:t:hv", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+f:t:hvV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f': path = optarg; break;
 		case 't': topt = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'v': log_setverbose(1); break;
 		case 'h': usage(stdout); return EX_OK;
+		case 'V': printf("vivariumctl %s\n", VIVARIUM_VERSION); return EX_OK;
 		default: usage(stderr); return EX_USAGE;
 		}
 	}

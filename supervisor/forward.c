@@ -4,8 +4,12 @@
  * Connections are kept alive and reused (the caller keeps idle ones per
  * sandbox), which spares a connect and a new agent thread per request.  The
  * body is handed on piece by piece as it arrives, so an SSE stream reaches
- * the client event by event.  Only what the agent (libmicrohttpd) sends is
- * understood: Content-Length, chunked, or a body ending at EOF.
+ * the client event by event.
+ *
+ * Whatever answers on the socket is untrusted: code in the sandbox can
+ * replace the agent.  So its reply is read by the same strict parser as
+ * the egress proxy's (common/http1.c), and anything that parser refuses, or
+ * that could be framed two ways, is refused here: the caller answers 502.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,10 +26,11 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "http1.h"
 #include "supervisor.h"
 #include "banned.h"
 
-#define HEAD_MAX	16384
+#define HEAD_MAX	16384	/* of a request head we send */
 
 static int
 wait_fd(int fd, short ev, int timeout_ms)
@@ -139,99 +144,93 @@ fill(struct agent_conn *c)
 	return r;
 }
 
-/* A line (without CRLF) from rbuf, reading more as needed; NULL on error. */
-static char *
-read_line(struct agent_conn *c)
-{
-	char	*start, *nl;
-
-	for (;;) {
-		start = c->rbuf + c->rpos;
-		nl = memchr(start, '\n', c->rlen - c->rpos);
-		if (nl != NULL) {
-			*nl = '\0';
-			if (nl > start && nl[-1] == '\r')
-				nl[-1] = '\0';
-			c->rpos = (size_t)(nl - c->rbuf) + 1;
-			return start;
-		}
-		if (fill(c) <= 0)
-			return NULL;
-	}
-}
-
+/* Copies a field's value (truncated to len) into dst. */
 static void
-copy_value(char *dst, size_t len, const char *v)
+copy_value(char *dst, size_t len, const char *buf, struct http_span v)
 {
-	while (*v == ' ' || *v == '\t')
-		v++;
-	snprintf(dst, len, "%s", v);
+	snprintf(dst, len, "%.*s", (int)v.len, buf + v.off);
 }
 
+/*
+ * Reads and parses the reply head.  The head has to fit in rbuf, which
+ * bounds it; the bytes after it (the body's start) stay in rbuf.
+ */
 static int
 parse_head(struct agent_conn *c, char *err, size_t errlen)
 {
+	static const struct {
+		const char	*name;
+		size_t		 off, len;
+	} copied[] = {
+#define F(name, m) { name, offsetof(struct agent_head, m), \
+	    sizeof(((struct agent_head *)0)->m) }
+		F("Content-Type", content_type),
+		F("Mcp-Session-Id", session_id),
+		F("MCP-Protocol-Version", protocol_version),
+		F("Cache-Control", cache_control),
+#undef F
+	};
+	static _Thread_local struct http_resp resp;	/* 2 KB of spans */
 	struct agent_head	*h = &c->head;
-	char			*line, *colon;
-	size_t			 total = 0;
-	int			 minor;
+	struct http_span	 v;
+	ssize_t			 got;
+	size_t			 i;
+	int			 rc;
 
-	if ((line = read_line(c)) == NULL) {
-		snprintf(err, errlen, "the sandbox closed the connection "
-		    "without answering (%s)", strerror(errno));
-		return -1;
+	/* The head is parsed from the start of rbuf. */
+	if (c->rpos > 0) {
+		memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+		c->rlen -= c->rpos;
+		c->rpos = 0;
 	}
-	if (sscanf(line, "HTTP/1.%d %d", &minor, &h->status) != 2
-	    || h->status < 100 || h->status > 599) {
-		snprintf(err, errlen, "the sandbox sent a malformed status line");
-		return -1;
-	}
-	c->keepalive = minor >= 1;
-	h->content_length = -1;
-	for (;;) {
-		if ((line = read_line(c)) == NULL) {
-			snprintf(err, errlen, "the sandbox's reply ended inside "
-			    "its headers");
-			return -1;
-		}
-		if (*line == '\0')
-			break;
-		if ((total += strlen(line)) > HEAD_MAX) {
-			snprintf(err, errlen, "the sandbox's reply headers are "
-			    "too large");
-			return -1;
-		}
-		if ((colon = strchr(line, ':')) == NULL)
+	while ((rc = http_parse_response(c->rbuf, c->rlen, sizeof(c->rbuf),
+	    &resp)) == HTTP_NEED_MORE) {
+		if ((got = fill(c)) > 0)
 			continue;
-		*colon++ = '\0';
-		if (strcasecmp(line, "Content-Length") == 0)
-			h->content_length = strtoll(colon, NULL, 10);
-		else if (strcasecmp(line, "Transfer-Encoding") == 0)
-			h->chunked = strcasestr(colon, "chunked") != NULL;
-		else if (strcasecmp(line, "Content-Type") == 0)
-			copy_value(h->content_type, sizeof(h->content_type),
-			    colon);
-		else if (strcasecmp(line, "Mcp-Session-Id") == 0)
-			copy_value(h->session_id, sizeof(h->session_id), colon);
-		else if (strcasecmp(line, "MCP-Protocol-Version") == 0)
-			copy_value(h->protocol_version,
-			    sizeof(h->protocol_version), colon);
-		else if (strcasecmp(line, "Cache-Control") == 0)
-			copy_value(h->cache_control, sizeof(h->cache_control),
-			    colon);
-		else if (strcasecmp(line, "Connection") == 0
-		    && strcasestr(colon, "close") != NULL)
-			c->keepalive = 0;
+		if (c->rlen == 0)
+			snprintf(err, errlen, "the sandbox closed the connection "
+			    "without answering (%s)", got == 0 ?
+			    "end of file" : strerror(errno));
+		else
+			snprintf(err, errlen, "the sandbox's reply ended inside "
+			    "its headers (%s)", got == 0 ? "end of file" :
+			    strerror(errno));
+		return -1;
 	}
-	if (h->chunked)
-		h->content_length = -1;
-	if (!h->chunked && h->content_length < 0)
-		c->keepalive = 0;	/* the body ends at EOF */
+	if (rc == HTTP_ERROR || resp.status > 599 || resp.ambiguous != NULL) {
+		snprintf(err, errlen, "the sandbox sent a malformed reply: %s",
+		    rc == HTTP_ERROR ? resp.reason : resp.status > 599 ?
+		    "malformed status line" : resp.ambiguous);
+		return -1;
+	}
+	h->status = resp.status;
+	h->chunked = resp.chunked;
+	h->content_length = resp.content_length;
+	for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
+		rc = http_field_find(c->rbuf, resp.fields, resp.nfields,
+		    copied[i].name, &v);
+		if (rc > 1) {
+			snprintf(err, errlen, "the sandbox sent a malformed "
+			    "reply: duplicate %s", copied[i].name);
+			return -1;
+		}
+		if (rc == 1)
+			copy_value((char *)h + copied[i].off, copied[i].len,
+			    c->rbuf, v);
+	}
+	c->rpos = resp.head_len;
+	c->keepalive = !resp.close;
 	if (h->status == 204 || h->status == 304 || h->status < 200)
-		c->done = 1;
-	else if (!h->chunked && h->content_length == 0)
-		c->done = 1;
-	c->remaining = h->chunked ? 0 : h->content_length;
+		body_init(&c->body, BODY_NONE, 0);
+	else if (h->chunked)
+		body_init(&c->body, BODY_CHUNKED, 0);
+	else if (h->content_length >= 0)
+		body_init(&c->body, BODY_LENGTH, h->content_length);
+	else {
+		body_init(&c->body, BODY_EOF, 0);
+		c->keepalive = 0;	/* the body ends at EOF */
+	}
+	c->done = c->body.done;
 	return 0;
 }
 
@@ -452,71 +451,49 @@ agent_reusable(const struct agent_conn *c)
 	return c->fd != -1 && c->done && c->keepalive && c->rpos == c->rlen;
 }
 
-static size_t
-take(struct agent_conn *c, char *dst, size_t max)
-{
-	size_t	 n = c->rlen - c->rpos;
-
-	if (n > max)
-		n = max;
-	memcpy(dst, c->rbuf + c->rpos, n);
-	c->rpos += n;
-	return n;
-}
-
 ssize_t
 agent_read(struct agent_conn *c, char *dst, size_t max)
 {
-	char		*line, *end;
-	size_t		 n;
-	ssize_t		 r;
+	unsigned long long raw;
+	size_t		 off, len;
+	ssize_t		 r = -1;
+	long		 k;
 
-	if (c->done)
-		return 0;
-	if (!c->head.chunked && c->head.content_length < 0) {
-		/* The body ends when the agent closes. */
-		if (c->rpos == c->rlen && (r = fill(c)) <= 0) {
-			c->done = 1;
+	if (max == 0)
+		return c->done ? 0 : -1;	/* no caller asks for nothing */
+	while (!c->done) {
+		raw = body_raw(&c->body);
+		if (c->rpos == c->rlen && raw >= sizeof(c->rbuf) &&
+		    max >= sizeof(c->rbuf)) {
+			/* A large piece of a file: straight into dst, no copy. */
+			if (max > raw)
+				max = (size_t)raw;
+			if ((r = recv_wait(c, dst, max)) <= 0)
+				break;
+			(void)body_feed(&c->body, dst, (size_t)r);
+			c->done = c->body.done;
 			return r;
 		}
-		return (ssize_t)take(c, dst, max);
+		if (c->rpos == c->rlen && (r = fill(c)) <= 0)
+			break;
+		k = body_next(&c->body, c->rbuf + c->rpos, c->rlen - c->rpos,
+		    max, &off, &len);
+		if (k < 0)
+			return -1;	/* the strict decoder refused it */
+		memcpy(dst, c->rbuf + c->rpos + off, len);
+		c->rpos += (size_t)k;
+		c->done = c->body.done;
+		if (len > 0)
+			return (ssize_t)len;
 	}
-	if (c->head.chunked && c->remaining == 0) {
-		if ((line = read_line(c)) == NULL)
-			return -1;
-		c->remaining = strtoll(line, &end, 16);
-		if (end == line || c->remaining < 0)
-			return -1;
-		if (c->remaining == 0) {
-			/* Trailers up to an empty line. */
-			while ((line = read_line(c)) != NULL && *line != '\0')
-				;
-			c->done = 1;
-			return 0;
-		}
+	if (c->done)
+		return 0;
+	if (c->body.mode == BODY_EOF && r == 0) {
+		/* The body ends when the agent closes. */
+		c->done = 1;
+		return 0;
 	}
-	if ((long long)max > c->remaining)
-		max = (size_t)c->remaining;
-	if (c->rpos == c->rlen && max >= sizeof(c->rbuf)) {
-		/* A large piece of a file: straight into dst, no copy. */
-		if ((r = recv_wait(c, dst, max)) <= 0)
-			return -1;	/* EOF inside a body is an error */
-		n = (size_t)r;
-	} else {
-		if (c->rpos == c->rlen && fill(c) <= 0)
-			return -1;	/* EOF inside a body is an error */
-		n = take(c, dst, max);
-	}
-	c->remaining -= (long long)n;
-	if (c->remaining == 0) {
-		if (c->head.chunked) {
-			/* The CRLF after the chunk's data. */
-			if ((line = read_line(c)) == NULL || *line != '\0')
-				return -1;
-		} else
-			c->done = 1;
-	}
-	return (ssize_t)n;
+	return -1;	/* EOF inside a body is an error */
 }
 
 void

@@ -10,6 +10,7 @@
  * block, and the number of connections LibreChat keeps is small.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -27,8 +28,10 @@
 
 #include "buf.h"
 #include "config.h"
-#include "http.h"
+#include "jsonrpc.h"
 #include "log.h"
+#include "mhd.h"
+#include "origin.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -56,15 +59,13 @@ reply_error(struct MHD_Connection *conn, int status, const char *fmt, ...)
 {
 	struct MHD_Response	*resp;
 	json_t			*j;
-	char			 msg[1024];
 	va_list			 ap;
 
+	/* jsonrpc_verror makes the message UTF-8: it may quote a URL. */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	j = jsonrpc_verror(NULL, -32000, fmt, ap);
 	va_end(ap);
-	j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-	    "error", "code", -32000, "message", msg);
-	resp = http_response_json(j);
+	resp = j != NULL ? http_response_json(j) : NULL;
 	json_decref(j);
 	if (resp == NULL)
 		return MHD_NO;
@@ -100,10 +101,7 @@ reply_metrics(struct MHD_Connection *conn)
 	size_t			 len;
 
 	metrics_request(200);	/* counted before rendering: includes itself */
-	if (metrics_render(&b) == -1) {
-		buf_release(&b);
-		return reply_error(conn, 500, "cannot render metrics");
-	}
+	metrics_render(&b);
 	s = buf_detach(&b, &len);
 	resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
 	if (resp == NULL) {
@@ -145,7 +143,7 @@ relay_read(void *cls, uint64_t pos, char *dst, size_t max)
 	}
 	r->sent += (size_t)n;
 	if (r->sent > conf.max_response) {
-		log_warnx("%s: reply over the %zu-byte cap, cut off",
+		log_warnx("%s: reply over the %llu-byte cap, cut off",
 		    pool_sock(r->sb), conf.max_response);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
@@ -341,7 +339,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		    sizeof(why));
 		if (refused)
 			return reply_error(conn, 400, "%s", why);
-		if (!http_origin_allowed(conf.origins, origin))
+		if (!origin_allowed(conf.origins, origin))
 			return reply_error(conn, 403, "Origin %.200s is not "
 			    "allowed (allowed_origins in the supervisor's "
 			    "config)", origin);
@@ -430,15 +428,34 @@ podman_error_hook(const struct perr *e)
 
 /* ---------------------------------------------------------------- main */
 
+static const struct option long_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
 static void
-usage(void)
+usage(FILE *f)
 {
-	fprintf(stderr, "usage: vivarium-supervisor [-nv] [-f config.yaml]\n"
-	    "  -f FILE  configuration (default %s when it exists;\n"
-	    "           not root: also $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
-	    "  -n       check the configuration and exit\n"
-	    "  -v       verbose logging\n", DEFAULT_CONF);
-	exit(2);
+	fprintf(f,
+"usage: vivarium-supervisor [-hnvV] [-f config.yaml]\n"
+"\n"
+"The multi-tenant MCP front: routes each user's requests to that user's\n"
+"sandbox, which it starts and stops through Podman.\n"
+"\n"
+"Options:\n"
+"  -f FILE        configuration (default %s when it exists;\n"
+"                 not root: also $XDG_CONFIG_HOME/vivarium/supervisor.yaml)\n"
+"  -n             check the configuration, print it and exit\n"
+"  -v             verbose logging\n"
+"  -h, --help     print this text and exit\n"
+"  -V, --version  print the version and exit\n"
+"\n"
+"Environment (overrides the file): VIVARIUM_SUPERVISOR_LISTEN,\n"
+"VIVARIUM_SUPERVISOR_TOKEN, VIVARIUM_PODMAN_SOCKET, VIVARIUM_SANDBOX_IMAGE,\n"
+"VIVARIUM_STATE_DIR, VIVARIUM_PROVISIONING, VIVARIUM_IDLE_STOP_AFTER,\n"
+"VIVARIUM_PUBLIC_URL, VIVARIUM_LINK_KEY_FILE.  See docs/supervisor.md.\n",
+	    DEFAULT_CONF);
 }
 
 int
@@ -454,16 +471,22 @@ main(int argc, char **argv)
 	int			 ch, check = 0, verbose = 0, sig;
 
 	log_init("vivarium-supervisor", 0);
-	while ((ch = getopt(argc, argv, "f:hnv")) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:hnvV", long_options, NULL)) != -1) {
 		switch (ch) {
 		case 'f': path = optarg; break;
+		case 'h': usage(stdout); return 0;
 		case 'n': check = 1; break;
 		case 'v': verbose++; break;
-		default: usage();
+		case 'V':
+			printf("vivarium-supervisor %s\n", VIVARIUM_VERSION);
+			return 0;
+		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc)
-		usage();
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
 	if (path == NULL)
 		path = conf_default_path(defconf, sizeof(defconf));
 	log_setverbose(verbose);

@@ -52,7 +52,7 @@ metrics_podman_error(void)
 	pthread_mutex_unlock(&mlock);
 }
 
-int
+void
 metrics_render(struct buf *b)
 {
 	long	 states[SB_NSTATES];
@@ -88,5 +88,4 @@ metrics_render(struct buf *b)
 	    "# TYPE vivarium_podman_errors_total counter\n"
 	    "vivarium_podman_errors_total %lu\n", podman_errors);
 	pthread_mutex_unlock(&mlock);
-	return buf_appends(b, "");
 }

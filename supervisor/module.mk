@@ -1,20 +1,21 @@
 # supervisor: vivarium-supervisor (the multi-tenant front) and vivariumctl,
 # sharing the Podman client and the sandbox logic.
-PKGS_supervisor := libmicrohttpd jansson libcurl
+PKGS_supervisor := libmicrohttpd jansson libcurl yaml-0.1
 
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c \
 		   supervisor/idmap.c supervisor/quota.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
-SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor) $(COMMON_PKGS)) -lm -lpthread
+SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor)) -lm -lpthread
 PROGS		+= $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
 
-$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_OBJS)
+$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
-$(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(SV_LIB_OBJS) $(COMMON_OBJS)
+$(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
+		$(SV_LIB_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
@@ -24,6 +25,7 @@ $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 $(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
+$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/spec.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run
@@ -58,12 +60,13 @@ run:
 FUZZ_TIME	?= 30
 FUZZ_SUPERVISOR	:= build/fuzz/supervisor-relay
 $(FUZZ_SUPERVISOR): tests/fuzz/supervisor/fuzz_relay.c supervisor/forward.c \
-		supervisor/supervisor.h common/buf.c
+		supervisor/supervisor.h common/buf.c common/http1.c common/http1.h
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		$(call PC_cflags,jansson) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/supervisor/fuzz_relay.c common/buf.c
+		-o $@ tests/fuzz/supervisor/fuzz_relay.c common/buf.c \
+		common/http1.c
 
 .PHONY: test-fuzz-supervisor
 TEST_SUITES += test-fuzz-supervisor

@@ -5,6 +5,7 @@
  * unix-socket connect costs microseconds, so pooling would buy nothing.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,37 @@ podman_write(char *ptr, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
+/*
+ * A handle for one request to path on Podman's socket, curl's own error
+ * text going to errbuf (CURL_ERROR_SIZE); NULL when curl cannot make one.
+ */
+static CURL *
+handle(const struct podman *p, const char *path, char *errbuf)
+{
+	CURL	*c;
+	char	 url[1100];
+
+	if ((c = curl_easy_init()) == NULL)
+		return NULL;
+	snprintf(url, sizeof(url), "http://d%s", path);
+	errbuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, p->socket);
+	curl_easy_setopt(c, CURLOPT_URL, url);	/* curl keeps a copy */
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	return c;
+}
+
+/* Nobody answered on the socket: said with what to check. */
+static void
+perr_unreachable(struct perr *e, const struct podman *p, CURLcode rc,
+    const char *errbuf)
+{
+	perr_set(e, 0, "Podman is not reachable at %s (%s): is `podman system "
+	    "service` running?", p->socket,
+	    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+}
+
 /* Fills perr from Podman's error body, falling back to the raw text. */
 static void
 perr_from_reply(struct perr *e, const char *method, const char *path,
@@ -92,7 +124,7 @@ podman_call(struct podman *p, const char *method, const char *path,
 	CURL			*c = NULL;
 	struct curl_slist	*hdrs = NULL;
 	struct buf		 in = BUF_INIT(PODMAN_REPLY_MAX);
-	char			 url[1024], errbuf[CURL_ERROR_SIZE];
+	char			 errbuf[CURL_ERROR_SIZE];
 	char			*payload = NULL;
 	long			 status = 0;
 	CURLcode		 rc;
@@ -104,18 +136,12 @@ podman_call(struct podman *p, const char *method, const char *path,
 	if (statusp != NULL)
 		*statusp = 0;
 	memset(e, 0, sizeof(*e));
-	if ((c = curl_easy_init()) == NULL) {
+	if ((c = handle(p, path, errbuf)) == NULL) {
 		snprintf(e->msg, sizeof(e->msg), "cannot set up a curl handle");
 		goto fail;
 	}
-	snprintf(url, sizeof(url), "http://d%s", path);
-	errbuf[0] = '\0';
-	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, p->socket);
-	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, podman_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &in);
 	/* Podman reads a body without this header as a form (500 ... EOF). */
@@ -137,10 +163,7 @@ podman_call(struct podman *p, const char *method, const char *path,
 		if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT
 		    || rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR
 		    || rc == CURLE_SEND_ERROR)
-			snprintf(e->msg, sizeof(e->msg),
-			    "Podman is not reachable at %s (%s): is "
-			    "`podman system service` running?", p->socket,
-			    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+			perr_unreachable(e, p, rc, errbuf);
 		else
 			snprintf(e->msg, sizeof(e->msg),
 			    "request to Podman failed: %s %s: %s", method, path,
@@ -211,10 +234,7 @@ podman_version(struct podman *p, struct perr *e)
 	if (api == NULL)	/* the top level carries it too */
 		api = json_string_value(json_object_get(v, "Version"));
 	if (parse_version(api, &ma, &mi, &pa) == -1) {
-		memset(e, 0, sizeof(*e));
-		e->status = 200;
-		snprintf(e->msg, sizeof(e->msg),
-		    "cannot read Podman's version from /version");
+		perr_set(e, 200, "cannot read Podman's version from /version");
 		json_decref(v);
 		return -1;
 	}
@@ -259,8 +279,7 @@ path_fmt(char *dst, size_t len, const char *pre, const char *name,
 		curl_free(esc);
 	}
 	if (n < 0 || (size_t)n >= len) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "name too long");
+		perr_set(e, 0, "name too long");
 		return -1;
 	}
 	return 0;
@@ -330,8 +349,7 @@ podman_network_connect(struct podman *p, const char *network,
 		body = NULL;
 	}
 	if (body == NULL) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "out of memory");
+		perr_set(e, 0, "out of memory");
 		return -1;
 	}
 	r = simple(p, "POST", PODMAN_API "/networks/", network, "/connect", body,
@@ -348,8 +366,7 @@ podman_network_disconnect(struct podman *p, const char *network,
 	int	 r;
 
 	if ((body = json_pack("{s:s}", "container", container)) == NULL) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "out of memory");
+		perr_set(e, 0, "out of memory");
 		return -1;
 	}
 	r = simple(p, "POST", PODMAN_API "/networks/", network, "/disconnect",
@@ -491,8 +508,7 @@ list(struct podman *p, const char *what, json_t **out, struct perr *e)
 	esc = curl_easy_escape(NULL, "{\"label\":[\"io.vivarium.managed=true\"]}",
 	    0);
 	if (esc == NULL) {
-		memset(e, 0, sizeof(*e));
-		snprintf(e->msg, sizeof(e->msg), "out of memory");
+		perr_set(e, 0, "out of memory");
 		return -1;
 	}
 	snprintf(path, sizeof(path), PODMAN_API "/%s?%sfilters=%s", what,
@@ -502,10 +518,7 @@ list(struct podman *p, const char *what, json_t **out, struct perr *e)
 	if (r == 0 && !json_is_array(*out)) {
 		json_decref(*out);
 		*out = NULL;
-		memset(e, 0, sizeof(*e));
-		e->status = 200;
-		snprintf(e->msg, sizeof(e->msg),
-		    "Podman's %s reply is not a list", what);
+		perr_set(e, 200, "Podman's %s reply is not a list", what);
 		return -1;
 	}
 	return r;
@@ -547,9 +560,7 @@ podman_container_memory(struct podman *p, const char *name,
 	v = json_integer_value(json_object_get(st, "MemUsage"));
 	json_decref(r);
 	if (st == NULL) {
-		memset(e, 0, sizeof(*e));
-		e->status = 200;
-		snprintf(e->msg, sizeof(e->msg), "no statistics for %s", name);
+		perr_set(e, 200, "no statistics for %s", name);
 		return -1;
 	}
 	*bytes = v < 0 ? 0 : (unsigned long long)v;
@@ -615,7 +626,7 @@ archive_call(struct podman *p, int put, const char *name, const char *cpath,
 {
 	struct archive_io	 a = { .fd = -1, .err = BUF_INIT(1u << 16) };
 	struct curl_slist	*hdrs = NULL;
-	char			 pre[512], path[1024], url[1100];
+	char			 pre[512], path[1024];
 	char			 errbuf[CURL_ERROR_SIZE], *esc = NULL;
 	const char		*method = put ? "PUT" : "GET";
 	long			 status = 0;
@@ -631,19 +642,13 @@ archive_call(struct podman *p, int put, const char *name, const char *cpath,
 		snprintf(e->msg, sizeof(e->msg), "archive path too long");
 		goto fail;
 	}
-	if ((a.c = curl_easy_init()) == NULL) {
+	if ((a.c = handle(p, path, errbuf)) == NULL) {
 		snprintf(e->msg, sizeof(e->msg), "cannot set up a curl handle");
 		goto fail;
 	}
 	a.fd = fd;
 	a.source = source;
 	a.source_arg = arg;
-	snprintf(url, sizeof(url), "http://d%s", path);
-	errbuf[0] = '\0';
-	curl_easy_setopt(a.c, CURLOPT_UNIX_SOCKET_PATH, p->socket);
-	curl_easy_setopt(a.c, CURLOPT_URL, url);
-	curl_easy_setopt(a.c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(a.c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(a.c, CURLOPT_CONNECTTIMEOUT_MS, p->timeout_ms);
 	curl_easy_setopt(a.c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(a.c, CURLOPT_LOW_SPEED_TIME, 60L);
@@ -670,9 +675,7 @@ archive_call(struct podman *p, int put, const char *name, const char *cpath,
 		goto fail;
 	}
 	if (rc != CURLE_OK && status == 0) {
-		snprintf(e->msg, sizeof(e->msg), "Podman is not reachable at %s "
-		    "(%s): is `podman system service` running?", p->socket,
-		    errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		perr_unreachable(e, p, rc, errbuf);
 		goto fail;
 	}
 	if (status < 200 || status >= 300) {
@@ -756,6 +759,18 @@ podman_limits_enforced(struct podman *p, char *why, size_t whylen,
 done:
 	json_decref(r);
 	return ret;
+}
+
+void
+perr_set(struct perr *e, long status, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	memset(e, 0, sizeof(*e));
+	e->status = status;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
 }
 
 int

@@ -140,5 +140,8 @@ int	podman_limits_enforced(struct podman *, char *why, size_t whylen,
 int	podman_rootless(struct podman *, struct perr *);
 /* True when the error says the object already exists / the name is taken. */
 int	perr_exists(const struct perr *);
+/* Fills e with status, no cause, and the message from fmt. */
+void	perr_set(struct perr *e, long status, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -233,7 +233,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	} else
 		allow = 1;
 	if (allow == 1) {
-		r = sandbox_ensure(conf, podman, user, 1, &created, &e);
+		r = sandbox_ensure(conf, podman, user, &created, &e);
 		if (r == -1) {
 			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
 			err->http = e.status == 0 ? 503 : e.status == 504 ? 504
@@ -283,15 +283,6 @@ pool_release(struct sandbox *sb)
 	pthread_mutex_unlock(&lock);
 	/* vivariumctl reads the idle time from the directory's mtime. */
 	(void)utimensat(AT_FDCWD, sb->names.rundir, NULL, 0);
-}
-
-void
-pool_touch(struct sandbox *sb)
-{
-	/* A word-sized store; a torn read only shifts an idle decision. */
-	pthread_mutex_lock(&lock);
-	sb->last_used = mono_now();
-	pthread_mutex_unlock(&lock);
 }
 
 int

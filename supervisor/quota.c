@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,21 +31,6 @@
 #define WORKSPACES_DIR	"workspaces"
 #define MKFS		"mkfs.ext4"
 #define DEBUGFS		"debugfs"
-
-static void quota_err(struct perr *, const char *, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-quota_err(struct perr *e, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	memset(e, 0, sizeof(*e));
-	e->status = 500;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-}
 
 void
 quota_image_path(const struct conf *c, const char *user, char *dst,
@@ -73,14 +57,14 @@ run(const char *const argv[], struct perr *e)
 	sp.timeout = 60;
 	sp.err.cap = 400;
 	if (spawn_run(&sp, err, sizeof(err)) == -1) {
-		quota_err(e, "cannot run %s: %s", argv[0], err);
+		perr_set(e, 500, "cannot run %s: %s", argv[0], err);
 		goto done;
 	}
 	if (!sp.exited || sp.exit_code != 0) {
 		out = spawn_stream_take(&sp.err, &len);
 		while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
 			len--;
-		quota_err(e, "%s failed (%s %d): %.*s", argv[0],
+		perr_set(e, 500, "%s failed (%s %d): %.*s", argv[0],
 		    sp.exited ? "exit" : "signal",
 		    sp.exited ? sp.exit_code : sp.signal, (int)len,
 		    out != NULL ? (const char *)out : "");
@@ -123,7 +107,7 @@ quota_image_ensure(const struct conf *c, const char *user,
 	snprintf(owner, sizeof(owner), "root_owner=%lu:%lu,nodiscard", uid,
 	    gid);
 	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST) {
-		quota_err(e, "cannot create %s: %s", c->state_dir,
+		perr_set(e, 500, "cannot create %s: %s", c->state_dir,
 		    strerror(errno));
 		goto fail;
 	}
@@ -131,13 +115,13 @@ quota_image_ensure(const struct conf *c, const char *user,
 	    == -1 || (mkdirat(sfd, WORKSPACES_DIR, 0700) == -1
 	    && errno != EEXIST) || (dfd = openat(sfd, WORKSPACES_DIR,
 	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		quota_err(e, "cannot make %s/" WORKSPACES_DIR ": %s",
+		perr_set(e, 500, "cannot make %s/" WORKSPACES_DIR ": %s",
 		    c->state_dir, strerror(errno));
 		goto fail;
 	}
 	if (fstat(dfd, &st) == -1 || st.st_uid != geteuid()
 	    || (st.st_mode & 022) != 0) {
-		quota_err(e, "%s/" WORKSPACES_DIR " is not the supervisor's "
+		perr_set(e, 500, "%s/" WORKSPACES_DIR " is not the supervisor's "
 		    "own directory: refusing to use it", c->state_dir);
 		goto fail;
 	}
@@ -147,7 +131,7 @@ quota_image_ensure(const struct conf *c, const char *user,
 		/* Made before; a link or a device planted here is refused. */
 		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1
 		    || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-			quota_err(e, "%s is not a workspace image: refusing to "
+			perr_set(e, 500, "%s is not a workspace image: refusing to "
 			    "use it", path);
 			goto fail;
 		}
@@ -155,7 +139,7 @@ quota_image_ensure(const struct conf *c, const char *user,
 		goto fail;
 	}
 	if (fd == -1 || ftruncate(fd, (off_t)size) == -1) {
-		quota_err(e, "cannot make %s: %s", path, strerror(errno));
+		perr_set(e, 500, "cannot make %s: %s", path, strerror(errno));
 		goto undo;
 	}
 	close(fd);

@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,19 +25,16 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static void perr_set(struct perr *, long, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-perr_set(struct perr *e, long status, const char *fmt, ...)
+/* sandbox_names, or a 400 saying what a user id may be. */
+static int
+user_names(const struct conf *c, const char *user, struct names *n,
+    struct perr *e)
 {
-	va_list	 ap;
-
-	memset(e, 0, sizeof(*e));
-	e->status = status;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
+	if (sandbox_names(c, user, n) == -1) {
+		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+		return -1;
+	}
+	return 0;
 }
 
 /* What an entry that could not be opened as a directory is, for errors. */
@@ -286,20 +282,25 @@ sandbox_quota_usable(const struct conf *c, struct podman *p, char *why,
 	return tools;
 }
 
+/*
+ * Makes the object called name from spec (new reference, released here)
+ * unless it exists; one that appears meanwhile (another caller) is fine.
+ * *made: whether this call made it.  0, or -1 with e.
+ */
 static int
-network_ensure(const struct conf *c, struct podman *p, const char *user,
-    const struct names *n, int *made, struct perr *e)
+object_ensure(struct podman *p, const char *name,
+    int (*exists_fn)(struct podman *, const char *, struct perr *),
+    int (*create_fn)(struct podman *, json_t *, struct perr *), json_t *spec,
+    int *made, struct perr *e)
 {
-	json_t	*spec;
 	int	 r;
 
 	*made = 0;
-	if ((r = podman_network_exists(p, n->network, e)) == -1)
-		return -1;
-	if (r == 1)
-		return 0;
-	spec = sandbox_network_spec(c, user, podman_isolate_value(p));
-	r = podman_network_create(p, spec, e);
+	if ((r = exists_fn(p, name, e)) != 0) {
+		json_decref(spec);
+		return r == 1 ? 0 : -1;
+	}
+	r = create_fn(p, spec, e);
 	json_decref(spec);
 	if (r == -1 && !perr_exists(e))
 		return -1;
@@ -422,6 +423,26 @@ egress_connect(const struct conf *c, struct podman *p, const struct names *n,
 	return -1;
 }
 
+/*
+ * The user's network there, the proxy's address on it in ip ("" without a
+ * proxy), and on a network made just now the proxy connected at it.
+ */
+static int
+network_up(const struct conf *c, struct podman *p, const char *user,
+    const struct names *n, char *ip, size_t iplen, struct perr *e)
+{
+	int	 made;
+
+	if (object_ensure(p, n->network, podman_network_exists,
+	    podman_network_create, sandbox_network_spec(c, user,
+	    podman_isolate_value(p)), &made, e) == -1
+	    || proxy_ip(c, p, n, ip, iplen, e) == -1)
+		return -1;
+	if (made && egress_connect(c, p, n, ip, e) == -1)
+		return -1;
+	return 0;
+}
+
 /* Why the container runs as other host ids than h gives, or NULL. */
 static const char *
 ids_stale(const struct conf *c, const struct sandbox_host *h,
@@ -536,21 +557,15 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 	json_t			*spec;
 	char			 ip[INET_ADDRSTRLEN];
 	char			 img[STATE_DIR_MAX + USER_ID_MAX + 32];
-	int			 made, r;
+	int			 r;
 
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_version(p, e) == -1)
 		return -1;
 	if (host_find(c, p, user, 1, &h, img, sizeof(img), e) == -1)
 		return -1;
-	if (network_ensure(c, p, user, &n, &made, e) == -1)
-		return -1;
-	if (proxy_ip(c, p, &n, ip, sizeof(ip), e) == -1)
-		return -1;
-	if (made && egress_connect(c, p, &n, ip, e) == -1)
+	if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1)
 		return -1;
 	if (volume_ensure(c, p, user, &n, &h, e) == -1)
 		return -1;
@@ -616,7 +631,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 
 int
 sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
-    int allow_create, int *created, struct perr *e)
+    int *created, struct perr *e)
 {
 	struct names		 n;
 	struct sandbox_host	 h;
@@ -625,16 +640,14 @@ sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
 	const char		*stale;
 	char			 ip[INET_ADDRSTRLEN];
 	char			 img[STATE_DIR_MAX + USER_ID_MAX + 32];
-	int			 tries = 0, redo = 0, made, r;
+	int			 tries = 0, redo = 0, r;
 
 	*created = 0;
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_version(p, e) == -1)
 		return -1;
-	if (host_find(c, p, user, allow_create, &h, img, sizeof(img), e) == -1)
+	if (host_find(c, p, user, 1, &h, img, sizeof(img), e) == -1)
 		return -1;
 again:
 	if (podman_container_inspect(p, n.container, &ins, e) == -1)
@@ -674,13 +687,6 @@ again:
 			return -1;
 		/* FALLTHROUGH */
 	case CTR_MISSING:
-		if (!allow_create) {
-			perr_set(e, 403, "no sandbox exists for user \"%s\" and "
-			    "this supervisor does not create them: ask the "
-			    "operator to run `vivariumctl add-user %s`", user,
-			    user);
-			return -1;
-		}
 		if (sandbox_create(c, p, user, e) == -1)
 			return -1;
 		*created = 1;
@@ -696,11 +702,7 @@ again:
 	case CTR_STOPPED:
 	case CTR_OTHER:
 		/* Its network may have gone (podman network rm -f). */
-		if (network_ensure(c, p, user, &n, &made, e) == -1)
-			return -1;
-		if (proxy_ip(c, p, &n, ip, sizeof(ip), e) == -1)
-			return -1;
-		if (made && egress_connect(c, p, &n, ip, e) == -1)
+		if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1)
 			return -1;
 		/* Made with other settings, or removed with its network. */
 		if ((r = ctr_current(c, p, user, &n, &h, ip, e)) == -1)
@@ -743,10 +745,8 @@ sandbox_stop(const struct conf *c, struct podman *p, const char *user,
 {
 	struct names	 n;
 
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_container_stop(p, n.container, (int)c->stop_timeout, e) == -1
 	    && e->status != 404)
 		return -1;
@@ -759,10 +759,8 @@ sandbox_remove(const struct conf *c, struct podman *p, const char *user,
 {
 	struct names	 n;
 
-	if (sandbox_names(c, user, &n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+	if (user_names(c, user, &n, e) == -1)
 		return -1;
-	}
 	if (podman_container_remove(p, n.container, e) == -1 && e->status != 404)
 		return -1;
 	/* Not by force: that would take the egress proxy with it. */

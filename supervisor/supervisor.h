@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "http1.h"
 #include "link.h"
 #include "podman.h"
 
@@ -58,7 +59,7 @@ struct conf {
 	int		 listen_port;
 	char		*token;		/* owned */
 	char		*user_header;	/* owned */
-	char		*origins;	/* owned: comma-separated (http.h) */
+	char		*origins;	/* owned: comma-separated (origin.h) */
 	char		*podman_socket;	/* owned */
 	long		 podman_timeout_ms;
 	char		*state_dir;	/* owned: users/<id>/ for agent sockets */
@@ -71,8 +72,8 @@ struct conf {
 	long		 ready_timeout;		/* seconds */
 	long		 stop_timeout;		/* seconds */
 	long		 agent_timeout;		/* seconds, per forwarded POST */
-	size_t		 max_body;
-	size_t		 max_response;
+	unsigned long long max_body;
+	unsigned long long max_response;
 	struct limits	 limits;
 	struct user_conf *users;	/* owned */
 	size_t		 nusers;
@@ -147,7 +148,7 @@ struct agent_conn {
 	struct agent_head head;
 	char		 rbuf[16384];
 	size_t		 rpos, rlen;
-	long long	 remaining;	/* in the current chunk or body */
+	struct body	 body;		/* framing of the reply's body */
 	int		 done;
 	int		 keepalive;	/* the agent keeps the connection */
 	int		 timeout_ms;	/* per read; -1: none */
@@ -276,7 +277,7 @@ const char *sandbox_label_user(const json_t *obj);
  * missing (network, volume, runtime dir, container), removes a container
  * stuck in "created", starts a stopped one, connects the egress proxy, and
  * waits for the agent to answer.  *created says whether a container was
- * made; without allow_create a missing one is a 403.  0, or -1 with err.  Not thread-safe per user: callers serialise.
+ * made.  0, or -1 with err.  Not thread-safe per user: callers serialise.
  */
 /*
  * Whether workspaces get their quota here: 1 yes; 0 no, with why for a
@@ -287,7 +288,7 @@ const char *sandbox_label_user(const json_t *obj);
 int	sandbox_quota_usable(const struct conf *, struct podman *, char *why,
 	    size_t len);
 int	sandbox_ensure(const struct conf *, struct podman *, const char *user,
-	    int allow_create, int *created, struct perr *err);
+	    int *created, struct perr *err);
 /* Creates network, volume and container without starting; 0 or -1. */
 int	sandbox_create(const struct conf *, struct podman *, const char *user,
 	    struct perr *err);
@@ -327,6 +328,22 @@ void	quota_image_path(const struct conf *, const char *user, char *dst,
 	    size_t len);
 void	quota_image_remove(const struct conf *, const char *user);
 
+/* ---------------------------------------------------------------- render.c */
+
+/* vivariumctl render: the templates' directory (-t, else next to the
+ * program, else the installed one) into dst. */
+void	render_template_dir(const char *opt, char *dst, size_t len);
+/* text with each {{NAME}} of vars (NAME, value, ..., NULL) replaced,
+ * appended to out; other braces stay.  0, or -1 when out is full. */
+int	render_text(const char *text, const char *const *vars, struct buf *out);
+/* tdir/tname filled in, written to outdir/outname; 0, or -1 said on stderr. */
+int	render_file(const char *tdir, const char *tname, const char *outdir,
+	    const char *outname, const char *const *vars);
+/* The user's .network and .container quadlets into outdir; the proxy's
+ * address is asked of Podman.  0, or -1 said on stderr. */
+int	render_user(const struct conf *, struct podman *, const char *user,
+	    const char *tdir, const char *outdir);
+
 /* ---------------------------------------------------------------- pool.c */
 
 enum sb_state {
@@ -358,7 +375,6 @@ int	pool_adopt(void);
 struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
 	    struct pool_err *err);
 void	pool_release(struct sandbox *);
-void	pool_touch(struct sandbox *);
 const char *pool_sock(const struct sandbox *);
 /* A kept connection to the sandbox's agent, or -1; and giving one back. */
 int	pool_conn_take(struct sandbox *);
@@ -375,7 +391,10 @@ void	pool_shutdown(void);
 void	metrics_request(int status);
 void	metrics_spawn(double seconds);
 void	metrics_podman_error(void);
-/* Appends the Prometheus text; 0 or -1. */
-int	metrics_render(struct buf *);
+/*
+ * Appends the Prometheus text: a few kilobytes (at most 500 status codes,
+ * the states, the histogram), so a buffer of 1 MiB always holds it.
+ */
+void	metrics_render(struct buf *);
 
 #endif

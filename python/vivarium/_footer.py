@@ -1,20 +1,16 @@
-"""The --- state --- footer: what the next call starts with, what this call
-wrote, and what the workspace holds.
+"""The --- state --- footer's namespace part: what the next call starts
+with.  The agent adds the workspace lines (what the call wrote, uploads,
+what the workspace holds) from its own walk, the one that finds the images.
 
 Every line is bounded: the footer rides along with every result, so a
-namespace of a thousand names or a workspace of a million files still gives
-a footer of a few hundred characters.
+namespace of a thousand names still gives a footer of a few hundred
+characters.
 """
-import os
-import time
 import types
 
 VARS_MAX = 400        # characters on the vars line
 LIST_MAX = 300        # characters on the other list lines
 NAME_MAX = 40
-WALK_MAX = 20000      # directory entries looked at per workspace walk
-WALK_DEPTH = 8
-STATE_DIRNAME = ".vivarium"
 
 
 # ------------------------------------------------------------- summaries
@@ -141,144 +137,9 @@ def imports_line(modules):
     return "already imported (do not re-import): " + bounded_join(items, LIST_MAX)
 
 
-def human_size(n):
-    """64K, 1.2M: the way ls -h says it."""
-    for unit in ("B", "K", "M", "G"):
-        if n < 1024 or unit == "G":
-            if unit == "B":
-                return "%dB" % n
-            return ("%.1f%s" % (n, unit)) if n < 10 else ("%d%s" % (round(n), unit))
-        n /= 1024.0
-    return "%dB" % n
-
-
 def mb(n):
     if not n:
         return "0 MB"
     if n < 0.05 * 1024 * 1024:
         return "<0.1 MB"
     return "%.1f MB" % (n / (1024.0 * 1024.0))
-
-
-# ------------------------------------------------------------- workspace
-
-class Snapshot:
-    """A bounded walk of the workspace: path -> (mtime_ns, size)."""
-
-    def __init__(self, root):
-        self.files = {}
-        self.truncated = False
-        self.started_ns = time.time_ns()
-        self._walk(root)
-
-    def _walk(self, root):
-        seen = 0
-        stack = [("", 0)]
-        while stack:
-            rel, depth = stack.pop()
-            try:
-                it = os.scandir(os.path.join(root, rel) if rel else root)
-            except OSError:
-                continue
-            with it:
-                for de in it:
-                    seen += 1
-                    if seen > WALK_MAX:
-                        self.truncated = True
-                        return
-                    p = de.name if not rel else rel + "/" + de.name
-                    try:
-                        if de.is_dir(follow_symlinks=False):
-                            if p == STATE_DIRNAME:
-                                continue
-                            if depth + 1 < WALK_DEPTH:
-                                stack.append((p, depth + 1))
-                            else:
-                                self.truncated = True
-                            continue
-                        if not de.is_file(follow_symlinks=False):
-                            continue
-                        st = de.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    self.files[p] = (st.st_mtime_ns, st.st_size)
-
-
-def written(before, after):
-    """Paths new or changed between two snapshots, newest first.  When the
-    first walk stopped at its bound, a file it did not see counts only if
-    it was modified after that walk began."""
-    def changed_file(p, sig):
-        old = before.files.get(p)
-        if old is None and before.truncated:
-            return sig[0] >= before.started_ns
-        return old != sig
-    changed = [p for p, sig in after.files.items() if changed_file(p, sig)]
-    changed.sort(key=lambda p: (-after.files[p][0], p))
-    return changed
-
-
-def wrote_line(before, after, changed=None):
-    """The footer's line for written(); None when there are none."""
-    if changed is None:
-        changed = written(before, after)
-    if not changed:
-        return None
-    items = ["%s (%s)" % (_cut(p, 80), human_size(after.files[p][1])) for p in changed]
-    return "wrote: " + bounded_join(items, LIST_MAX, sep=", ")
-
-
-def workspace_line(snap):
-    n = len(snap.files)
-    count = "%d%s file%s" % (n, "+" if snap.truncated else "",
-                             "" if n == 1 and not snap.truncated else "s")
-    if not n:
-        return "workspace: %s" % count
-    newest = sorted(snap.files, key=lambda p: (-snap.files[p][0], p))[:3]
-    return "workspace: %s, newest: %s" % (count, ", ".join(_cut(p, 60) for p in newest))
-
-
-# ------------------------------------------------------------- file links
-
-UPLOADED_NOTE = "uploaded"          # in the state dir; the agent appends
-_IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
-
-
-def uploaded_line(root):
-    """Files the user uploaded through a link since the last footer, from
-    the agent's note (one "path<TAB>size" line each), which is taken so each
-    upload is named once; None when there were none."""
-    note = os.path.join(root, STATE_DIRNAME, UPLOADED_NOTE)
-    taken = note + ".%d" % os.getpid()
-    try:
-        os.rename(note, taken)
-    except OSError:
-        return None
-    try:
-        with open(taken, "rb") as f:
-            data = f.read(256 * 1024)
-    except OSError:
-        data = b""
-    finally:
-        try:
-            os.unlink(taken)
-        except OSError:
-            pass
-    items = []
-    for raw in data.decode("utf-8", "replace").splitlines():
-        path, _, size = raw.rpartition("\t")
-        if path and size.isdigit():
-            items.append("%s (%s)" % (_cut(path, 80), human_size(int(size))))
-    if not items:
-        return None
-    return "uploaded by the user since the last call: " + bounded_join(items, LIST_MAX, sep=", ")
-
-
-def share_hint(before, after):
-    """A reminder of share_file when the run wrote a file that is not an
-    image (images reach the model anyway); None otherwise."""
-    for p, sig in after.files.items():
-        if before.files.get(p) != sig and not p.lower().endswith(_IMAGE_EXTS):
-            return ("to give the user a file: share_file(path) makes a "
-                    "download link to put in your answer")
-    return None

@@ -54,7 +54,6 @@ class State:
         self.dropped = []          # (name, size)
         self.size = None           # bytes stored
         self.save_error = None
-        self.written = None        # workspace paths new or changed, newest
                                    # first (None: not looked at)
 
 
@@ -371,7 +370,7 @@ def _full_line(cfg, st, F):
             % (F.mb(free), F.mb(size)))
 
 
-def _footer(cfg, st, before, after):
+def _footer(cfg, st):
     F = _import("vivarium._footer")
     lines = ["--- state ---"]
     if not cfg.persist:
@@ -399,21 +398,11 @@ def _footer(cfg, st, before, after):
                          + st.save_error)
         elif st.size is not None:
             lines.append("namespace size: " + F.mb(st.size))
-    if before is not None and after is not None:
-        w = F.wrote_line(before, after, st.written)
-        if w:
-            lines.append(w)
-            hint = F.share_hint(before, after)
-            if hint:
-                lines.append(hint)
     full = _full_line(cfg, st, F)
     if full:
         lines.append(full)
-    up = F.uploaded_line(cfg.workspace)
-    if up:
-        lines.append(up)
-    if after is not None:
-        lines.append(F.workspace_line(after))
+    # The workspace lines (wrote:, uploads, workspace:) are the agent's: it
+    # walks the workspace before and after the run for the images anyway.
     return "\n".join(lines)
 
 
@@ -434,15 +423,8 @@ def _json_str(s):
     return '"' + "".join(out) + '"'
 
 
-# Paths listed in the report's files_written (the agent's structuredContent).
-WRITTEN_MAX = 200
-
-
-def _write_report(run_dir, exit_code, footer, written=None, error=None):
+def _write_report(run_dir, exit_code, footer, error=None):
     extra = ""
-    if written is not None:
-        extra = ', "files_written": [%s]' % ", ".join(
-            _json_str(p) for p in written[:WRITTEN_MAX])
     if error is not None:
         extra += ', "error": ' + _json_str(error)
     text = '{"version": 1, "exit_code": %d, "footer": %s%s}\n' % (
@@ -482,9 +464,6 @@ def main(env=None):
     sys.modules["__main__"] = main_mod
 
     st = State()
-    before = after = None
-    if cfg.summary:
-        before = _import("vivarium._footer").Snapshot(cfg.workspace)
     if cfg.persist:
         _restore(cfg, ns, st)
         ns["__builtins__"] = builtins
@@ -512,15 +491,11 @@ def main(env=None):
 
     footer = None
     if cfg.summary:
-        F = _import("vivarium._footer")
-        after = F.Snapshot(cfg.workspace)
         try:
-            st.written = F.written(before, after)
-            footer = _footer(cfg, st, before, after)
+            footer = _footer(cfg, st)
         except Exception as e:  # the footer must never cost the result
             footer = "--- state ---\n(footer failed: %s: %s)" % (type(e).__name__, e)
-    _write_report(cfg.run_dir, status, footer, st.written,
-                  _error[0] if status else None)
+    _write_report(cfg.run_dir, status, footer, _error[0] if status else None)
     return status
 
 

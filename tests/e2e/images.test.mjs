@@ -61,7 +61,8 @@ describe('what the model sees', { skip }, () => {
     assert.equal(info.height, 540);
     assert.equal(info.colorType, 3, 'a palette PNG');
     assert.ok(info.bytes <= PER_IMAGE, `${info.bytes} bytes`);
-    const kb = Math.round(info.bytes / 1000);
+    // human_size's format, as list_files and the footer say sizes.
+    const kb = (info.bytes / 1024).toFixed(1);
     assert.ok(textOf(r).includes(`image: chart.png (960x540, ${kb} KB)\n`), textOf(r));
   });
 
@@ -72,7 +73,7 @@ describe('what the model sees', { skip }, () => {
     const info = pngInfo(img.data);
     assert.ok(info.bytes <= PER_IMAGE, `${info.bytes} bytes`);
     assert.ok(info.width < 1280);
-    assert.ok(textOf(r).includes(`image: scatter3000.png (3000x1500, shrunk to ${info.width}x${info.height} to fit 26 KB, `), textOf(r));
+    assert.ok(textOf(r).includes(`image: scatter3000.png (3000x1500, shrunk to ${info.width}x${info.height} to fit 25.0 KB, `), textOf(r));
   });
 
   test('four 1280x1280 noise images and a gradient: each and all within budget, in the order written', async () => {
@@ -107,7 +108,7 @@ describe('what the model sees', { skip }, () => {
       const r = await run(c, draw('noise1.png'));
       assert.equal(r.isError, false, textOf(r));
       assert.equal(images(r).length, 0);
-      assert.match(textOf(r), /image left out: noise1\.png \(1280x1280\): still \d+ KB at 48x48, over the 1 KB it could have; the file is in the workspace at full size\./);
+      assert.match(textOf(r), /image left out: noise1\.png \(1280x1280\): still \d+\.\d KB at 48x48, over the 1.0 KB it could have; the file is in the workspace at full size\./);
     } finally {
       await small.stop();
     }

@@ -1158,6 +1158,19 @@ def t_config_check(px, **_):
     r = subprocess.run([PROXY, "-n", "-f", good], env=env, capture_output=True,
                        text=True)
     assert r.returncode == 1 and "VIVARIUM_EGRESS_IDLE_TIMEOUT" in r.stderr, r
+    del env["VIVARIUM_EGRESS_IDLE_TIMEOUT"]
+    # -n checks what start-up checks: a listener must be an address and a
+    # port, as the proxy binds it without a lookup.
+    for listen in ("nonsense:xyz", "localhost:3128", "127.0.0.1:0", "[]:3128"):
+        env["VIVARIUM_EGRESS_LISTEN"] = listen
+        r = subprocess.run([PROXY, "-n"], env=env, capture_output=True,
+                           text=True)
+        assert r.returncode == 1 and \
+            'VIVARIUM_EGRESS_LISTEN="%s"' % listen in r.stderr, r
+    env["VIVARIUM_EGRESS_LISTEN"] = "127.0.0.1:3128,[::1]:3128,:3129"
+    r = subprocess.run([PROXY, "-n"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "listen [::1]:3128" in r.stdout, r
+    del env["VIVARIUM_EGRESS_LISTEN"]
     r = subprocess.run([PROXY, "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "usage:" in r.stdout
 

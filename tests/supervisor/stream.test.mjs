@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -16,7 +17,7 @@ import { repoRoot, supervisorBin, freePort, TOKEN } from './lib.mjs';
 const tag = randomBytes(3).toString('hex');
 const state = `/tmp/vss-${tag}`;
 const user = 'streamer';
-let podman, agent, sv, lastAgentReq;
+let podman, agent, bad, sv, lastAgentReq;
 
 // The body of a recorded reply.
 const recorded = (name) => readFileSync(join(repoRoot, 'tests/data/podman', name), 'latin1').split('\r\n\r\n').slice(1).join('\r\n\r\n');
@@ -69,7 +70,7 @@ before(async () => {
 
 after(async () => {
   if (sv) { sv.proc.kill('SIGTERM'); await sv.exited; }
-  podman?.close(); agent?.close();
+  podman?.close(); agent?.close(); bad?.close();
   rmSync(state, { recursive: true, force: true });
 });
 
@@ -124,4 +125,51 @@ test('DELETE and the agent\'s own status codes pass through; the kept connection
   assert.equal(lastAgentReq.headers['mcp-session-id'], 'gone');
   // The readiness probe, then one connection for both relayed requests.
   assert.equal(agent.connections, 2);
+});
+
+// Code in the sandbox can put its own server on the agent's socket, so the
+// supervisor reads the reply with the egress proxy's strict parser
+// (common/http1.c): a head it could read two ways never reaches the client.
+test('a reply head the strict parser refuses reaches the client as a 502 that says why', async () => {
+  const replies = [
+    ['HTTP/1.1 200 OK\r\nContent-Length: 12abc\r\n\r\nhello world!', /malformed Content-Length/],
+    ['HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      /both Content-Length and Transfer-Encoding/],
+    ['HTTP/1.1 200garbage\r\nContent-Length: 2\r\n\r\nok', /malformed status line/],
+  ];
+  agent.closeAllConnections();
+  await new Promise((res) => agent.close(res));
+  agent = null;
+  let next = 0;
+  bad = createNetServer((sock) => {
+    let got = '';
+    sock.on('data', (d) => {
+      got += d;
+      if (!got.includes('\r\n\r\n')) return;
+      sock.end(got.startsWith('GET /health') ? 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok' : replies[next][0]);
+      got = '';
+    });
+  });
+  await listen(bad, join(state, 'users', user, 'agent.sock'));
+  for (next = 0; next < replies.length; next++) {
+    const res = await fetch(`${sv.baseUrl}/u/${user}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    });
+    const body = await res.text();
+    assert.equal(res.status, 502, body);
+    assert.match(JSON.parse(body).error.message, replies[next][1]);
+    assert.match(body, /malformed reply/);
+  }
+});
+
+test('a refusal quoting bytes that are not UTF-8 still gets its JSON-RPC answer', async () => {
+  // The 404 quotes the (unescaped) path; json_pack refused it, and the
+  // connection closed without an answer.
+  const res = await fetch(`${sv.baseUrl}/nope-%ff%fe`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(res.status, 404);
+  const body = await res.json();
+  assert.equal(body.error.code, -32000);
+  assert.match(body.error.message, /nope-\\xff\\xfe/);
 });

@@ -270,6 +270,72 @@ test_exec_failures(void **state)
 	spawn_release(&sp);
 }
 
+/*
+ * The one PATH search: an empty entry is the current directory (POSIX),
+ * which for a run is its cwd, and the child runs what was checked; a
+ * directory or a file without x does not count.
+ */
+static void
+test_path_search(void **state)
+{
+	struct spawn	 sp = SPAWN_INIT;
+	static char	 prog[] = "vivarium-test-prog";
+	static char	 e_empty[] = "PATH=/nonexistent::/bin";
+	static char	 e_rel[] = "PATH=/nonexistent:sub";
+	static char	 e_none[] = "PATH=/nonexistent";
+	char		*env_empty[] = { e_empty, NULL }, *env_rel[] = { e_rel, NULL };
+	char		*env_none[] = { e_none, NULL };
+	char		*argv[] = { prog, NULL };
+	char		 path[256], out[256], err[256];
+	const unsigned char *o;
+	size_t		 n;
+	FILE		*f;
+
+	snprintf(path, sizeof(path), "%s/sub", tmpdir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, prog);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("#!/bin/sh\necho top\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub/%s", tmpdir, prog);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("#!/bin/sh\necho sub\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0755), 0);
+
+	/* Looked up where the child runs, not where the caller is. */
+	assert_int_equal(spawn_find(prog, env_empty, tmpdir, out, sizeof(out)),
+	    0);
+	assert_string_equal(out, "./vivarium-test-prog");
+	assert_int_equal(spawn_find(prog, env_empty, "/", out, sizeof(out)),
+	    ENOENT);
+	assert_int_equal(spawn_find(prog, env_rel, tmpdir, out, sizeof(out)),
+	    0);
+	assert_string_equal(out, "sub/vivarium-test-prog");
+	assert_int_equal(spawn_find(prog, env_none, tmpdir, out, sizeof(out)),
+	    ENOENT);
+	assert_int_equal(spawn_find("sh", env_empty, tmpdir, out, sizeof(out)),
+	    0);
+	assert_string_equal(out, "/bin/sh");
+	/* Not executable: EACCES; a directory: not found. */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(spawn_find(prog, env_rel, tmpdir, out, sizeof(out)),
+	    EACCES);
+	assert_int_equal(spawn_find("sub", env_empty, tmpdir, out, sizeof(out)),
+	    ENOENT);
+
+	/* spawn_run runs the one found in its cwd. */
+	sp.argv = argv;
+	sp.envp = env_empty;
+	sp.cwd = tmpdir;
+	sp.out.cap = 1024;
+	assert_int_equal(spawn_run(&sp, err, sizeof(err)), 0);
+	o = spawn_stream_take(&sp.out, &n);
+	assert_string_equal((const char *)o, "top\n");
+	spawn_release(&sp);
+}
+
 /* ---------------------------------------------------------------- timeout */
 
 static void
@@ -559,6 +625,7 @@ main(void)
 		cmocka_unit_test(test_signals_reset_in_child),
 		cmocka_unit_test(test_env_cwd_stdin),
 		cmocka_unit_test(test_exec_failures),
+		cmocka_unit_test(test_path_search),
 		cmocka_unit_test(test_timeout_kills_group),
 		cmocka_unit_test(test_stop_fd_kills_group),
 		cmocka_unit_test(test_daemon_keeps_pipes_open),

@@ -1,8 +1,8 @@
 /*
- * Unit tests for sandbox-agent/images.c: which PNGs count as the run's
- * output (new, modified, unchanged, deleted, symlinks, .vivarium), and the
- * thumbnails: every colour type, bit depth and interlace of the fixtures in
- * tests/data/png (made by gen.py there), exact averages, hostile files.
+ * Unit tests for sandbox-agent/images.c, the thumbnails: every colour
+ * type, bit depth and interlace of the fixtures in tests/data/png (made by
+ * gen.py there), exact averages, hostile files.  Which files count as the
+ * run's output is tests/unit/sandbox-agent/wsdiff.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -51,150 +51,12 @@ teardown(void **state)
 }
 
 static void
-put(const char *rel, const char *data, time_t mtime)
-{
-	char		 path[512];
-	struct timespec	 ts[2];
-	int		 fd;
-
-	snprintf(path, sizeof(path), "%s/%s", ws, rel);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
-	close(fd);
-	if (mtime != 0) {
-		ts[0].tv_sec = ts[1].tv_sec = mtime;
-		ts[0].tv_nsec = ts[1].tv_nsec = 0;
-		assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
-	}
-}
-
-static void
 mkd(const char *rel)
 {
 	char	 path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", ws, rel);
 	assert_int_equal(mkdir(path, 0755), 0);
-}
-
-static void
-lnk(const char *target, const char *rel)
-{
-	char	 path[512];
-
-	snprintf(path, sizeof(path), "%s/%s", ws, rel);
-	assert_int_equal(symlink(target, path), 0);
-}
-
-static int
-has(const struct img_snap *s, const char *path)
-{
-	size_t	 i;
-
-	for (i = 0; i < s->n; i++)
-		if (strcmp(s->files[i].path, path) == 0)
-			return 1;
-	return 0;
-}
-
-/* ---------------------------------------------------------------- changes */
-
-static void
-test_change_detection(void **state)
-{
-	struct img_snap	 before = IMG_SNAP_INIT, after = IMG_SNAP_INIT;
-	const struct img_file **ch = NULL;
-	char		 err[256], a[512], b[512];
-	ssize_t		 n;
-
-	mkd("sub");
-	mkd("sub/deeper");
-	mkd(".vivarium");
-	mkd("sub/.vivarium");
-	put("mod.png", "one", 1000);
-	put("same.png", "same", 1000);
-	put("touched.png", "xxxx", 1000);
-	put("replaced.png", "rrrr", 1000);
-	put("sneaky.png", "ssss", 1000);
-	put("sub/gone.png", "gone", 1000);
-	put("sub/deeper/keep.PNG", "k", 1000);
-	put("notes.txt", "text", 1000);
-	put(".vivarium/ns.png", "store", 1000);
-	lnk("same.png", "alias.png");
-	lnk("sub", "subalias");
-
-	assert_int_equal(img_snap_take(&before, ws, err, sizeof(err)), 0);
-	assert_int_equal(before.n, 7);
-	assert_true(has(&before, "sub/deeper/keep.PNG"));
-	assert_false(has(&before, "alias.png"));
-	assert_false(has(&before, ".vivarium/ns.png"));
-	assert_false(has(&before, "subalias/gone.png"));
-	assert_false(before.truncated);
-
-	put("mod.png", "one more", 1000);		/* size changed */
-	put("touched.png", "yyyy", 2000);		/* same size, new mtime */
-	/* Same size and mtime, but a new file (inode) renamed over it. */
-	put("replaced.tmp", "RRRR", 1000);
-	snprintf(a, sizeof(a), "%s/replaced.tmp", ws);
-	snprintf(b, sizeof(b), "%s/replaced.png", ws);
-	assert_int_equal(rename(a, b), 0);
-	snprintf(a, sizeof(a), "%s/sub/gone.png", ws);
-	assert_int_equal(unlink(a), 0);
-	/* Rewritten in place with its old size and mtime: the ctime tells. */
-	put("sneaky.png", "SSSS", 1000);
-	put("sub/new.png", "new", 3000);
-	put(".vivarium/ns.png", "store 2", 4000);
-	put("sub/.vivarium/x.png", "hidden", 4000);
-	lnk("sub/new.png", "newalias.png");
-	put("new.txt", "not a png", 5000);
-
-	assert_int_equal(img_snap_take(&after, ws, err, sizeof(err)), 0);
-	n = img_snap_changed(&before, &after, &ch);
-	assert_int_equal(n, 5);
-	/* Newest first; equal times by path. */
-	assert_string_equal(ch[0]->path, "sub/new.png");
-	assert_string_equal(ch[1]->path, "touched.png");
-	assert_string_equal(ch[2]->path, "mod.png");
-	assert_string_equal(ch[3]->path, "replaced.png");
-	assert_string_equal(ch[4]->path, "sneaky.png");
-	free(ch);
-
-	/* Nothing changed: nothing returned. */
-	n = img_snap_changed(&after, &after, &ch);
-	assert_int_equal(n, 0);
-	assert_null(ch);
-	img_snap_release(&before);
-	img_snap_release(&after);
-
-	assert_int_equal(img_snap_take(&before, "/nonexistent-ws", err,
-	    sizeof(err)), -1);
-	assert_non_null(strstr(err, "/nonexistent-ws"));
-}
-
-static void
-test_walk_depth_bound(void **state)
-{
-	struct img_snap	 s = IMG_SNAP_INIT;
-	char		 rel[512], err[256];
-	size_t		 len = 0;
-	int		 i;
-
-	rel[0] = '\0';
-	len = (size_t)snprintf(rel, sizeof(rel), "deep");
-	mkd(rel);
-	for (i = 0; i < IMG_WALK_MAX_DEPTH + 2; i++) {
-		len += (size_t)snprintf(rel + len, sizeof(rel) - len, "/d");
-		mkd(rel);
-	}
-	snprintf(rel + len, sizeof(rel) - len, "/bottom.png");
-	put(rel, "x", 0);
-	put("deep/top.png", "x", 0);
-	assert_int_equal(img_snap_take(&s, ws, err, sizeof(err)), 0);
-	assert_true(has(&s, "deep/top.png"));
-	assert_false(has(&s, rel));
-	assert_true(s.truncated);
-	img_snap_release(&s);
 }
 
 /* ---------------------------------------------------------------- thumbs */
@@ -671,8 +533,6 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_change_detection),
-		cmocka_unit_test(test_walk_depth_bound),
 		cmocka_unit_test(test_thumb_every_fixture),
 		cmocka_unit_test(test_thumb_exact_pixels),
 		cmocka_unit_test(test_thumb_averages),

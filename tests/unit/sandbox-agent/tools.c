@@ -319,6 +319,12 @@ test_result_timeout_signal_spawn(void **state)
 	scripted.signal = SIGKILL;
 	r = call("run_python", "{\"code\": \"x\"}", &err);
 	assert_non_null(strstr(text_of(r), "killed by signal 9 (SIGKILL)"));
+	json_decref(r);
+	/* Every signal by its name, not only a listed few. */
+	scripted.signal = SIGUSR1;
+	r = call("run_python", "{\"code\": \"x\"}", &err);
+	assert_non_null(strstr(text_of(r), "killed by signal 10 (SIGUSR1);"));
+	scripted.signal = SIGKILL;
 	snprintf(scripted.note, sizeof(scripted.note), "probably the memory "
 	    "limit");
 	json_decref(r);
@@ -402,7 +408,7 @@ test_result_images(void **state)
 	assert_string_equal(json_string_value(json_object_get(img, "data")),
 	    "iVBORw==");
 	assert_non_null(strstr(text_of(r), "image: chart.png (2560x1280, "
-	    "shown at 1280x640, 4 bytes)"));
+	    "shown at 1280x640, 4 B)"));
 	assert_non_null(strstr(text_of(r), "2 more new or changed PNG"));
 	assert_null(strstr(text_of(r), "iVBOR"));
 	json_decref(r);
@@ -426,7 +432,7 @@ test_result_image_name_not_utf8(void **state)
 	assert_int_equal(json_array_size(json_object_get(r, "content")), 2);
 	assert_non_null(strstr(text_of(r), "made it"));
 	assert_non_null(strstr(text_of(r), "image: plots/r\\xe9sum\\xe9.png "
-	    "(2560x1280, shown at 1280x640, 4 bytes) [name not UTF-8: bytes "
+	    "(2560x1280, shown at 1280x640, 4 B) [name not UTF-8: bytes "
 	    "shown as \\xNN]"));
 	json_decref(r);
 }
@@ -489,13 +495,13 @@ test_result_image_lines(void **state)
 	    "a.png, b.png");
 	r = call("run_python", "{\"code\": \"plot()\"}", &err);
 	t = text_of(r);
-	assert_non_null(strstr(t, "image 1 of 2: fx.png (960x540, 15 KB)\n"));
+	assert_non_null(strstr(t, "image 1 of 2: fx.png (960x540, 14.9 KB)\n"));
 	assert_non_null(strstr(t, "image 2 of 2: big.png (3000x1500, shrunk to "
-	    "600x300 to fit 26 KB, 24 KB)\n"));
+	    "600x300 to fit 25.0 KB, 23.5 KB)\n"));
 	assert_non_null(strstr(t, "image left out: noise.png (1280x1280): still "
-	    "7 KB at 48x48, over the 1 KB it could have; the file is in the "
+	    "6.8 KB at 48x48, over the 1.0 KB it could have; the file is in the "
 	    "workspace at full size.\n"));
-	assert_non_null(strstr(t, "image left out: late.png: only 500 bytes of "
+	assert_non_null(strstr(t, "image left out: late.png: only 500 B of "
 	    "the result's image budget was left;"));
 	assert_non_null(strstr(t, "The 2 images are attached after this text in "
 	    "that order.\n"));
@@ -524,7 +530,7 @@ test_result_image_lines(void **state)
 	r = call("run_python", "{\"code\": \"x\"}", &err);
 	assert_non_null(r);
 	assert_non_null(strstr(text_of(r), "image: bad\\xff\\x01name.png (2x2, "
-	    "10 bytes) [name not UTF-8: bytes shown as \\xNN]"));
+	    "10 B) [name not UTF-8: bytes shown as \\xNN]"));
 	json_decref(r);
 }
 

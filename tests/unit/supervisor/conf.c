@@ -153,8 +153,8 @@ test_ids_and_quota_refused(void **state)
 	confdiag_init(&d, p);
 	assert_int_equal(conf_load(&c, p, &d), -1);
 	t = buf_str(&d.text);
-	assert_non_null(strstr(t, ":3: workspace"));
-	assert_non_null(strstr(t, ":8: workspace"));
+	assert_non_null(strstr(t, ":3: limits.workspace"));
+	assert_non_null(strstr(t, ":8: users.bob.workspace"));
 	assert_non_null(strstr(t, "must be numeric uid:gid below 65536"));
 	confdiag_release(&d);
 	conf_release(&c);
@@ -265,6 +265,83 @@ test_yaml_syntax_and_missing(void **state)
 	clear_env();
 }
 
+/* The listen address is checked as the bind takes it: -n says so too. */
+static void
+test_listen(void **state)
+{
+	static const char *const bad[] = {
+		"nonsense:xyz", "localhost:8787", "127.0.0.1", "127.0.0.1:0",
+		"[::1]8787",
+	};
+	struct conf	 c;
+	struct confdiag	 d;
+	char		 want[64];
+	size_t		 i;
+
+	clear_env();
+	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef", 1);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("VIVARIUM_SUPERVISOR_LISTEN", bad[i], 1);
+		confdiag_init(&d, NULL);
+		assert_int_equal(conf_load(&c, NULL, &d), -1);
+		snprintf(want, sizeof(want), "VIVARIUM_SUPERVISOR_LISTEN=\"%s\"",
+		    bad[i]);
+		assert_non_null(strstr(buf_str(&d.text), want));
+		confdiag_release(&d);
+		conf_release(&c);
+	}
+	setenv("VIVARIUM_SUPERVISOR_LISTEN", "[::1]:9001", 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	assert_string_equal(c.listen_host, "::1");
+	assert_int_equal(c.listen_port, 9001);
+	confdiag_release(&d);
+	conf_release(&c);
+	setenv("VIVARIUM_SUPERVISOR_LISTEN", ":9002", 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	assert_string_equal(c.listen_host, "0.0.0.0");
+	assert_int_equal(c.listen_port, 9002);
+	confdiag_release(&d);
+	conf_release(&c);
+	clear_env();
+}
+
+/* A user's limits are read with the same keys as limits:, and named. */
+static void
+test_user_limits(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p, *t;
+
+	clear_env();
+	p = write_conf(
+	    "token: 0123456789abcdef\n"
+	    "limits:\n  pids: 100\n"
+	    "users:\n  bob:\n    cpus: 0.5\n    disk: 1g\n"	/* 4-7 */
+	    "  carol:\n    pids: 8\n"				/* 8-9 */
+	    "sandbox:\n  env:\n    1BAD: x\n"		/* 10-12 */
+	    "podman:\n  timeout: 0\n");				/* 13-14 */
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	t = buf_str(&d.text);
+	fputs(t, stderr);
+	assert_non_null(strstr(t, ":7: unknown key \"disk\" in users.bob "
+	    "(known: memory, cpus, pids, workspace)"));
+	assert_non_null(strstr(t, ":9: users.carol.pids: \"8\" is not a whole "
+	    "number from 16 to"));
+	assert_non_null(strstr(t, ":12: env: \"1BAD\" is not a variable name"));
+	assert_non_null(strstr(t, ":14: podman.timeout: \"0\" is not a "
+	    "duration from 1s"));
+	assert_int_equal(d.count, 4);
+	assert_int_equal(conf_limits(&c, "bob")->cpus_milli, 500);
+	assert_int_equal(conf_limits(&c, "bob")->pids, 100);
+	confdiag_release(&d);
+	conf_release(&c);
+	unlink(p);
+}
+
 static void
 test_durations(void **state)
 {
@@ -365,6 +442,8 @@ main(void)
 		cmocka_unit_test(test_defaults_and_env),
 		cmocka_unit_test(test_broken_file),
 		cmocka_unit_test(test_yaml_syntax_and_missing),
+		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_user_limits),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_user_ids),

@@ -371,6 +371,143 @@ test_broken_replies(void **state)
 	srv_stop();
 }
 
+/*
+ * Replies the old line reader (sscanf, strtoll, strcasestr) took, each
+ * read one way here and another by some other reader.  A sandbox can put
+ * anything on the socket, so each is refused before the head is passed on:
+ * agent_open fails, and the caller answers 502 with err.
+ */
+static void
+test_strict_heads(void **state)
+{
+	static const struct {
+		const char	*reply;
+		const char	*why;
+	} cases[] = {
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 12abc\r\n\r\nhello world!",
+		    "malformed Content-Length" },
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+		    "Content-Length: 5\r\n\r\nhello", "duplicate Content-Length" },
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		    "both Content-Length and Transfer-Encoding" },
+		{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+		    "5\r\nhello\r\n0\r\n\r\n", "unsupported Transfer-Encoding" },
+		{ "HTTP/1.1 200garbage\r\nContent-Length: 2\r\n\r\nok",
+		    "malformed status line" },
+		{ "HTTP/1.12 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		    "malformed status line" },
+		{ "HTTP/1.1 +200 OK\r\nContent-Length: 2\r\n\r\nok",
+		    "malformed status line" },
+		{ "HTTP/1.1 700 Odd\r\nContent-Length: 2\r\n\r\nok",
+		    "malformed status line" },
+		{ "HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+		    "bare CR, bare LF or NUL" },
+		{ "HTTP/1.1 200 OK\r\nX-No-Colon\r\nContent-Length: 2\r\n\r\nok",
+		    "malformed header field name" },
+		{ "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok",
+		    "whitespace before colon" },
+		{ "HTTP/1.1 200 OK\r\nMcp-Session-Id: a\r\nMcp-Session-Id: b\r\n"
+		    "Content-Length: 2\r\n\r\nok", "duplicate Mcp-Session-Id" },
+	};
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	struct piece		 script[2] = { { 0, NULL }, { 0, NULL } };
+	char			 err[256];
+	size_t			 i;
+	int			 cf, wrong = 0;
+
+	/* Every case is tried, so a failure lists all the wrong ones. */
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		script[0].data = cases[i].reply;
+		srv_start(script);
+		err[0] = '\0';
+		if (agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+		    sizeof(err)) == 0) {
+			agent_close(&c);
+			srv_stop();
+			print_message("accepted (%s): %.40s\n", cases[i].why,
+			    cases[i].reply);
+			wrong++;
+			continue;
+		}
+		srv_stop();
+		if (strstr(err, "malformed reply") == NULL ||
+		    strstr(err, cases[i].why) == NULL || cf != 0) {
+			/* cf: "nobody listens" would be retried, not 502 */
+			print_message("err \"%s\", not \"%s\"\n", err,
+			    cases[i].why);
+			wrong++;
+		}
+	}
+	assert_int_equal(wrong, 0);
+}
+
+/* Chunk framing that strtoll and a line reader let through: the body
+ * read fails (the reply is cut off) instead of passing on a guess. */
+static void
+test_strict_chunks(void **state)
+{
+	static const char *const bodies[] = {
+		"0x2\r\nok\r\n0\r\n\r\n",	/* strtoll's 0x prefix */
+		" 2\r\nok\r\n0\r\n\r\n",	/* its leading blanks */
+		"+2\r\nok\r\n0\r\n\r\n",	/* its sign */
+		"2zz\r\nok\r\n0\r\n\r\n",	/* junk after the digits */
+		"2\nok\r\n0\r\n\r\n",		/* a bare LF */
+		"2\r\nok\r\n0\r\nbad trailer\r\n\r\n",
+		"2\r\nok\r\n0\r\n\r",		/* cut in the last line */
+	};
+	static char		 reply[512];
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	struct piece		 script[2] = { { 0, reply }, { 0, NULL } };
+	char			 err[256], buf[256];
+	size_t			 i;
+	int			 cf, wrong = 0;
+
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		snprintf(reply, sizeof(reply), "HTTP/1.1 200 OK\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n%s", bodies[i]);
+		srv_start(script);
+		assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf,
+		    err, sizeof(err)), 0);
+		if (read_all(&c, buf, sizeof(buf)) != -1 ||
+		    agent_reusable(&c)) {
+			print_message("chunked body accepted: %.12s\n",
+			    bodies[i]);
+			wrong++;
+		}
+		agent_close(&c);
+		srv_stop();
+	}
+	assert_int_equal(wrong, 0);
+	/* The same framing done right still reads, with an extension and a
+	 * trailer, one byte a write. */
+	{
+		static const char	 good[] = "HTTP/1.1 200 OK\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n2;x=y\r\nok\r\n"
+		    "3\r\n!!!\r\n0\r\nX-T: 1\r\n\r\n";
+		static char		 bytes[sizeof(good)][2];
+		static struct piece	 slow[sizeof(good)];
+
+		for (i = 0; i + 1 < sizeof(good); i++) {
+			bytes[i][0] = good[i];
+			slow[i].pause_ms = 0;
+			slow[i].data = bytes[i];
+		}
+		slow[i].data = NULL;
+		srv_start(slow);
+		assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf,
+		    err, sizeof(err)), 0);
+		assert_int_equal(read_all(&c, buf, sizeof(buf)), 5);
+		assert_string_equal(buf, "ok!!!");
+		agent_close(&c);
+		srv_stop();
+	}
+}
+
 static void
 test_nobody_listening(void **state)
 {
@@ -540,6 +677,8 @@ main(void)
 		cmocka_unit_test(test_stream_upload),
 		cmocka_unit_test(test_large_body_direct),
 		cmocka_unit_test(test_broken_replies),
+		cmocka_unit_test(test_strict_heads),
+		cmocka_unit_test(test_strict_chunks),
 		cmocka_unit_test(test_nobody_listening),
 		cmocka_unit_test(test_stale_kept_connection),
 		cmocka_unit_test(test_symlink_refused),
