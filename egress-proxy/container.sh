@@ -44,6 +44,11 @@
 #   VIVARIUM_EGRESS_HOST_EXTRA addresses or CIDRs of the host that are on no
 #                              interface (a public address NATed to it),
 #                              comma-separated
+#   VIVARIUM_EGRESS_UID_BASE   run as root: the proxy's own host ids, a user
+#                              namespace mapping its ids 0-65535 to this
+#                              range, 1000000000 (the supervisor's uid_base:
+#                              slot 0 is the proxy's, sandboxes start at 1);
+#                              0: no user namespace (uid 1000 of the host)
 #   VIVARIUM_EGRESS_MEMORY, _PIDS, _NOFILE
 #                              limits: 512m, 256, 16384 (about three
 #                              descriptors per connection: keep NOFILE above
@@ -70,6 +75,7 @@ CONF=${VIVARIUM_EGRESS_CONFIG:-}
 MEMORY=${VIVARIUM_EGRESS_MEMORY:-512m}
 PIDS=${VIVARIUM_EGRESS_PIDS:-256}
 NOFILE=${VIVARIUM_EGRESS_NOFILE:-16384}
+UID_BASE=${VIVARIUM_EGRESS_UID_BASE:-1000000000}
 HOSTDIR=${VIVARIUM_EGRESS_HOST_DIR:-${VIVARIUM_RUN_DIR:-/run/vivarium}/egress}
 HOSTEXTRA=${VIVARIUM_EGRESS_HOST_EXTRA:-}
 
@@ -142,6 +148,14 @@ create_args() {
 	    --env "VIVARIUM_EGRESS_LISTEN=0.0.0.0:$PORT" \
 	    --volume "$HOSTDIR:/run/vivarium-host:ro" \
 	    --env VIVARIUM_EGRESS_HOST_ADDRESSES=/run/vivarium-host/host-addresses
+	# Its own host ids, none of any sandbox's: an escape from the proxy
+	# is not uid 1000 of the host (often a person).  No /dev/shm (it
+	# needs none), or Podman 4.3.1 could leave it mounted on the host and
+	# not remove the container (docs/egress.md).
+	if [ "$(id -u)" = 0 ] && [ "$UID_BASE" != 0 ]; then
+		printf '%s\n' --uidmap "0:$UID_BASE:65536" \
+		    --gidmap "0:$UID_BASE:65536" --ipc none
+	fi
 	for v in PORTS ALLOW_CIDRS HEADER_TIMEOUT CONNECT_TIMEOUT IDLE_TIMEOUT \
 	    MAX_CONNECTIONS MAX_PER_CLIENT MAX_HEADER_BYTES RESOLVER_THREADS \
 	    WORKERS VERBOSE; do

@@ -132,6 +132,8 @@ conf_defaults(struct conf *c)
 	c->limits.memory = 2ULL << 30;
 	c->limits.cpus_milli = 2000;
 	c->limits.pids = 128;
+	c->limits.workspace = 5ULL << 30;
+	c->uid_base = DEF_UID_BASE;
 	c->egress_alias = xstrdup("egress");
 	c->egress_port = 3128;
 	c->max_connections = 1024;
@@ -243,12 +245,24 @@ static void	node_token_file(void *, const struct ynode *, struct confdiag *);
 #define YEAR		(365 * DAY)
 #define V		CONF_VALUE
 
+/* "uid:gid", both inside one sandbox's namespace of UID_RANGE ids. */
+static int
+sandbox_user_in_range(const char *user)
+{
+	unsigned int	 uid, gid;
+	char		 extra;
+
+	return sscanf(user, "%u:%u%c", &uid, &gid, &extra) == 2
+	    && uid < UID_RANGE && gid < UID_RANGE;
+}
+
 /* Into struct limits: the defaults (limits:) and each user's overrides. */
 static const struct conf_key limit_keys[] = {
 	V("memory", NULL, CONF_SIZE, L(memory), 16LL << 20, 1LL << 50),
 	CONF_PARSED("cpus", NULL, parse_limit_cpus,
 	    "a number of CPUs from 0.01 to 1024 (e.g. 2 or 0.5)"),
 	V("pids", NULL, CONF_LONG, L(pids), 16, 1L << 22),
+	V("workspace", NULL, CONF_SIZE, L(workspace), 16LL << 20, 1LL << 44),
 };
 
 static const struct conf_key podman_keys[] = {
@@ -262,6 +276,7 @@ static const struct conf_key sandbox_keys[] = {
 	V("tmp_size", NULL, CONF_SIZE, C(tmp_size), 1 << 20, 1LL << 40),
 	V("stop_timeout", NULL, CONF_DURATION, C(stop_timeout), 0, 600),
 	CONF_NODE_FN("env", node_env),
+	V("uid_base", NULL, CONF_LONG, C(uid_base), 0, UID_BASE_MAX),
 };
 
 static const struct conf_key egress_keys[] = {
@@ -356,13 +371,14 @@ node_users(void *base, const struct ynode *map, struct confdiag *d)
 		u->limits.memory = 0;
 		u->limits.cpus_milli = 0;
 		u->limits.pids = 0;
+		u->limits.workspace = 0;
 		if (map->type == YNODE_SEQ)
 			continue;
 		if (n->type == YNODE_SCALAR && n->value[0] == '\0')
 			continue;	/* "alice:" with nothing after it */
 		if (n->type != YNODE_MAP) {
 			confdiag_add(d, n->line, "users: %s: expected limits "
-			    "(memory, cpus, pids) or nothing", id);
+			    "(memory, cpus, pids, workspace) or nothing", id);
 			continue;
 		}
 		snprintf(where, sizeof(where), "users.%s", id);
@@ -489,6 +505,8 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 			l->cpus_milli = c->limits.cpus_milli;
 		if (l->pids == 0)
 			l->pids = c->limits.pids;
+		if (l->workspace == 0)
+			l->workspace = c->limits.workspace;
 	}
 	if (c->token == NULL || c->token[0] == '\0')
 		confdiag_add(d, 0, "no token: set token or token_file in the "
@@ -500,6 +518,11 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 	if (c->state_dir[0] != '/')
 		confdiag_add(d, 0, "state_dir: \"%s\" must be an absolute path",
 		    c->state_dir);
+	if (c->uid_base != 0 && !sandbox_user_in_range(c->sandbox_user))
+		confdiag_add(d, 0, "sandbox: user \"%s\" must be numeric "
+		    "uid:gid below %d when uid_base gives each sandbox a user "
+		    "namespace (or set uid_base: 0)", c->sandbox_user,
+		    UID_RANGE);
 	/* Sized buffers hold <state_dir>/<user>/agent.sock. */
 	if (strlen(c->state_dir) > STATE_DIR_MAX)
 		confdiag_add(d, 0, "state_dir: \"%s\" is too long (at most %d "

@@ -419,9 +419,10 @@ cmd_status(int argc, char **argv)
 	const struct limits	*l;
 	const char		*state;
 	unsigned long long	 mem = 0;
-	int			 net, vol, running, enforced;
+	int			 net, vol, running, enforced, quota;
 	long			 idle;
-	char			 ms[32], is[32], why[512];
+	char			 ms[32], ws[32], is[32], why[512], qwhy[512];
+	const char		*ids;
 
 	if (argc != 1) {
 		usage(stderr);
@@ -448,12 +449,19 @@ cmd_status(int argc, char **argv)
 	idle = idle_seconds(argv[0]);
 	l = conf_limits(&conf, argv[0]);
 	enforced = podman_limits_enforced(podman, why, sizeof(why), &e);
-	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:{s:I, s:f, s:I}}",
+	quota = sandbox_quota_usable(&conf, podman, qwhy, sizeof(qwhy));
+	ids = ins == NULL ? NULL : json_string_value(json_object_get(
+	    json_object_get(json_object_get(ins, "Config"), "Labels"),
+	    SANDBOX_IDS_LABEL));
+	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:s?,"
+	    " s:{s:I, s:f, s:I, s:I}}",
 	    "user", argv[0], "state", state, "container", n.container,
 	    "image", ins ? json_string_value(json_object_get(ins, "ImageName"))
 	    : NULL, "network", net, "volume", vol, "socket", n.sock,
+	    "host_ids", ids,
 	    "limits", "memory_bytes", (json_int_t)l->memory,
-	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids);
+	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids,
+	    "workspace_bytes", (json_int_t)l->workspace);
 	if (running) {
 		json_object_set_new(out, "memory_bytes",
 		    json_integer((json_int_t)mem));
@@ -467,19 +475,28 @@ cmd_status(int argc, char **argv)
 		json_object_set_new(out, "limits_warning", json_string(why));
 	} else if (enforced == 1)
 		json_object_set_new(out, "limits_enforced", json_true());
+	if (quota != -1)
+		json_object_set_new(out, "quota_enforced", json_boolean(quota));
+	if (quota == 0 && qwhy[0] != '\0')
+		json_object_set_new(out, "quota_warning", json_string(qwhy));
 	json_decref(ins);
 	if (json_out)
 		print_json(json_incref(out));
 	else {
 		human_size(mem, ms, sizeof(ms));
 		human_time(idle, is, sizeof(is));
+		human_size(l->workspace, ws, sizeof(ws));
 		printf("user:      %s\ncontainer: %s (%s)\nnetwork:   %s%s\n"
 		    "volume:    %s%s\nsocket:    %s\nlimits:    %s memory, "
-		    "%.2f CPUs, %ld pids\n", argv[0], n.container, state,
-		    n.network, net ? "" : " (missing)", n.volume,
+		    "%.2f CPUs, %ld pids, %s workspace\n", argv[0], n.container,
+		    state, n.network, net ? "" : " (missing)", n.volume,
 		    vol ? "" : " (missing)", n.sock,
 		    (human_size(l->memory, ms, sizeof(ms)), ms),
-		    (double)l->cpus_milli / 1000.0, l->pids);
+		    (double)l->cpus_milli / 1000.0, l->pids, ws);
+		if (ids != NULL)
+			printf("host ids:  %s\n", strcmp(ids, "shared") == 0 ?
+			    "shared with every sandbox (no user namespace)" :
+			    ids);
 		if (running) {
 			human_size(mem, ms, sizeof(ms));
 			printf("memory:    %s in use\nagent:     %s\n", ms,
@@ -489,6 +506,9 @@ cmd_status(int argc, char **argv)
 		printf("idle:      %s\n", is);
 		if (enforced == 0)
 			printf("WARNING:   limits are NOT enforced: %s\n", why);
+		if (quota == 0 && qwhy[0] != '\0')
+			printf("WARNING:   the workspace quota is NOT enforced: "
+			    "%s\n", qwhy);
 	}
 	json_decref(out);
 	return running ? EX_OK : EX_NOTRUNNING;
@@ -576,6 +596,13 @@ read_full(int fd, char *dst, size_t len)
  * blocks, so a cut-off or corrupt file is an error and not a silently
  * half-imported workspace.  Podman cannot be asked to undo what it got by
  * then, so the message says what to do.
+ *
+ * Every member's owner is set to the sandbox user on the way (uid, gid,
+ * names, and PAX uid= and gid= records).  The files are the sandbox
+ * user's in the end anyway, but Podman first maps the ids it finds into
+ * the container's user namespace and refuses any outside it: 4.3.1's
+ * archive of a container with a user namespace carries host ids, which
+ * another user's sandbox, with other ids, cannot map.
  */
 struct tar_in {
 	int			 fd;
@@ -584,9 +611,10 @@ struct tar_in {
 	unsigned long long	 pos;		/* bytes passed on so far */
 	unsigned long long	 next;		/* where the next header starts */
 	char			 block[512];	/* the header being collected */
-	size_t			 blen;
 	int			 zeros;		/* zero blocks in a row */
 	int			 ended;
+	unsigned long long	 pax_end;	/* PAX records run to here */
+	unsigned int		 uid, gid;	/* the owner every member gets */
 	char			 err[160];
 };
 
@@ -637,26 +665,88 @@ tar_header(struct tar_in *t)
 	return 0;
 }
 
+/* Writes v as a zero-padded octal field of len bytes (NUL-ended). */
+static void
+tar_octal(char *f, size_t len, unsigned long v)
+{
+	size_t	 i;
+
+	f[len - 1] = '\0';
+	for (i = len - 1; i-- > 0; v >>= 3)
+		f[i] = (char)('0' + (v & 7));
+}
+
+/* The checked header at h (a copy is in t->block) owned by t's user. */
+static void
+tar_own(const struct tar_in *t, char *h)
+{
+	unsigned long	 sum = 0;
+	size_t		 i;
+
+	tar_octal(h + 108, 8, t->uid);
+	tar_octal(h + 116, 8, t->gid);
+	memset(h + 265, 0, 32);		/* uname */
+	memset(h + 297, 0, 32);		/* gname */
+	memset(h + 148, ' ', 8);
+	for (i = 0; i < 512; i++)
+		sum += (unsigned char)h[i];
+	tar_octal(h + 148, 7, sum);
+	h[155] = ' ';
+}
+
+/*
+ * PAX records in one block: the value of each " uid=" and " gid=" becomes
+ * the owner's id, zero-padded to the same width (the record's length
+ * stays right).  A record split over two blocks is left as it is.
+ */
+static void
+tar_pax_own(const struct tar_in *t, char *b, size_t len)
+{
+	char		 num[24];
+	size_t		 i, j, w, k;
+	unsigned int	 v;
+
+	for (i = 0; i + 5 < len; i++) {
+		if (b[i] != ' ' || (memcmp(b + i + 1, "uid=", 4) != 0
+		    && memcmp(b + i + 1, "gid=", 4) != 0))
+			continue;
+		v = b[i + 1] == 'u' ? t->uid : t->gid;
+		for (j = i + 5; j < len && b[j] >= '0' && b[j] <= '9'; j++)
+			;
+		if (j == len || b[j] != '\n')
+			continue;
+		w = j - (i + 5);
+		k = (size_t)snprintf(num, sizeof(num), "%u", v);
+		if (k > w)
+			continue;
+		memset(b + i + 5, '0', w - k);
+		memcpy(b + i + 5 + w - k, num, k);
+	}
+}
+
 static ssize_t
 tar_source(void *arg, char *dst, size_t len)
 {
 	struct tar_in	*t = arg;
 	ssize_t		 r;
-	size_t		 i, take;
+	size_t		 i;
+	char		 type;
 
+	len -= len % 512;
+	if (len == 0) {
+		snprintf(t->err, sizeof(t->err), "a read of less than one tar "
+		    "block");
+		return -1;
+	}
+	/* Whole blocks but at the end: every header comes in one piece. */
 	if (t->headoff < sizeof(t->head)) {
-		r = (ssize_t)(len < sizeof(t->head) - t->headoff ? len :
-		    sizeof(t->head) - t->headoff);
-		memcpy(dst, t->head + t->headoff, (size_t)r);
-		t->headoff += (size_t)r;
-	} else {
-		while ((r = read(t->fd, dst, len)) == -1 && errno == EINTR)
-			;
-		if (r == -1) {
-			snprintf(t->err, sizeof(t->err), "reading standard "
-			    "input: %s", strerror(errno));
-			return -1;
-		}
+		memcpy(dst, t->head, sizeof(t->head));
+		t->headoff = sizeof(t->head);
+		r = (ssize_t)sizeof(t->head);
+	} else if ((r = read_full(t->fd, dst, len)) == -1) {
+		snprintf(t->err, sizeof(t->err), "reading standard input: %s",
+		    strerror(errno));
+		return -1;
 	}
 	if (r == 0) {
 		if (!t->ended) {
@@ -666,27 +756,24 @@ tar_source(void *arg, char *dst, size_t len)
 		}
 		return 0;
 	}
-	for (i = 0; i < (size_t)r && !t->ended; i += take) {
+	for (i = 0; i + 512 <= (size_t)r && !t->ended; i += 512) {
 		unsigned long long at = t->pos + i;
 
-		if (at + ((size_t)r - i) <= t->next) {	/* inside a member */
-			take = (size_t)r - i;
+		if (at < t->next) {		/* inside a member */
+			if (at < t->pax_end)
+				tar_pax_own(t, dst + i, (size_t)(t->pax_end - at
+				    < 512 ? t->pax_end - at : 512));
 			continue;
 		}
-		if (at < t->next) {
-			take = (size_t)(t->next - at);
+		memcpy(t->block, dst + i, sizeof(t->block));
+		if (tar_header(t) == -1)
+			return -1;
+		if (t->zeros)
 			continue;
-		}
-		take = sizeof(t->block) - t->blen;
-		if (take > (size_t)r - i)
-			take = (size_t)r - i;
-		memcpy(t->block + t->blen, dst + i, take);
-		t->blen += take;
-		if (t->blen == sizeof(t->block)) {
-			t->blen = 0;
-			if (tar_header(t) == -1)
-				return -1;
-		}
+		type = t->block[156];
+		if (type == 'x' || type == 'g')
+			t->pax_end = t->next;
+		tar_own(t, dst + i);
 	}
 	t->pos += (unsigned long long)r;
 	return r;
@@ -754,6 +841,10 @@ cmd_import(int argc, char **argv)
 	/* The header is checked: walk the stream from the start again. */
 	t.next = 0;
 	t.zeros = 0;
+	if (sscanf(conf.sandbox_user, "%u:%u", &t.uid, &t.gid) != 2) {
+		t.uid = 0;	/* a name: Podman gives them to it anyway */
+		t.gid = 0;
+	}
 	if (podman_archive_put(podman, n.container, "/workspace", tar_source,
 	    &t, &e) == -1) {
 		if (t.err[0] == '\0')

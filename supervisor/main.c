@@ -531,6 +531,15 @@ main(int argc, char **argv)
 		if (podman_limits_enforced(podman, why, sizeof(why), &e) == 0)
 			log_warnx("WARNING: sandbox limits are NOT enforced: %s",
 			    why);
+		if (sandbox_quota_usable(&conf, podman, why, sizeof(why)) == 0
+		    && why[0] != '\0')
+			log_warnx("WARNING: workspace quotas are NOT enforced: %s",
+			    why);
+		if (podman_rootless(podman, &e) == 1 || conf.uid_base == 0)
+			log_warnx("WARNING: every sandbox runs as the same host "
+			    "uid (%s): %s", conf.sandbox_user, conf.uid_base == 0
+			    ? "uid_base is 0" : "rootless Podman has no id ranges "
+			    "to give each its own");
 		if (pool_adopt() == 0)
 			adopted = 1;
 	}

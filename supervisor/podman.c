@@ -404,6 +404,13 @@ podman_volume_exists(struct podman *p, const char *name, struct perr *e)
 }
 
 int
+podman_volume_inspect(struct podman *p, const char *name, json_t **out,
+    struct perr *e)
+{
+	return inspect(p, PODMAN_API "/volumes/", name, out, e);
+}
+
+int
 podman_volume_create(struct podman *p, json_t *spec, struct perr *e)
 {
 	return podman_call(p, "POST", PODMAN_API "/volumes/create", spec,

@@ -26,7 +26,7 @@ struct podman {
 	/* Learned from /version on first contact (0 until then). */
 	int	 major, minor, patch;
 	char	 version[32];
-	/* From /info: 1 rootless, 0 rootful, -1 not asked yet. */
+	/* Learned from /info on first need (-1 until then). */
 	int	 rootless;
 	/* Called after every failed call (may be NULL): metrics. */
 	void	(*on_error)(const struct perr *);
@@ -83,6 +83,9 @@ int	podman_network_disconnect(struct podman *, const char *network,
 int	podman_network_inspect(struct podman *, const char *name, json_t **out,
 	    struct perr *);
 int	podman_volume_exists(struct podman *, const char *name, struct perr *);
+/* *out gets a new reference to the inspect JSON, or NULL when missing. */
+int	podman_volume_inspect(struct podman *, const char *name, json_t **out,
+	    struct perr *);
 int	podman_volume_create(struct podman *, json_t *spec, struct perr *);
 int	podman_volume_remove(struct podman *, const char *name, struct perr *);
 int	podman_container_create(struct podman *, json_t *spec, struct perr *);
@@ -129,10 +132,12 @@ int	podman_archive_put(struct podman *, const char *name, const char *path,
 int	podman_limits_enforced(struct podman *, char *why, size_t whylen,
 	    struct perr *);
 
-/* Whether the service is rootless Podman: 1 or 0 (asks /info once), or
- * -1 with perr. */
+/*
+ * 1 when the service runs rootless (its containers are already in the
+ * user's namespace: no per-sandbox id ranges, no loop mounts), 0 rootful,
+ * -1 when /info could not be read (perr).  Asked once per client.
+ */
 int	podman_rootless(struct podman *, struct perr *);
-
 /* True when the error says the object already exists / the name is taken. */
 int	perr_exists(const struct perr *);
 /* Fills e with status, no cause, and the message from fmt. */

@@ -56,35 +56,83 @@ entry_kind(int dfd, const char *name)
 }
 
 /*
- * The directory bind-mounted at /run/vivarium, owned by the sandbox user:
- * <state_dir>/users/<user>.  Made and handed over through descriptors
- * (mkdirat, openat with O_NOFOLLOW, fchown), never by path, so neither a
- * symlink planted at users/ or users/<user> nor a rename racing with us
- * makes the supervisor chown or mount anything else; an entry that is not
- * the directory expected (a file, a link, another owner's directory) is
- * refused, not repaired.
+ * The sandbox user's ids as the host sees them: uid:gid of sandbox.user,
+ * moved into the slot's range when the sandbox has a user namespace.
+ * 0, or -1 when sandbox.user is a name (the host cannot know its ids).
  */
 static int
-rundir_make(const struct conf *c, const struct names *n, struct perr *e)
+host_ids(const struct conf *c, const struct sandbox_host *h,
+    unsigned long *uid, unsigned long *gid)
 {
-	const char	*user = strrchr(n->rundir, '/') + 1;
-	unsigned int	 uid, gid;
-	struct stat	 st;
+	unsigned int	 u, g;
 	char		 extra;
-	int		 sfd = -1, ufd = -1, rfd = -1, numeric, r = -1;
 
-	numeric = sscanf(c->sandbox_user, "%u:%u%c", &uid, &gid, &extra) == 2;
-	if (mkdir(c->state_dir, 0755) == -1 && errno != EEXIST) {
+	if (sscanf(c->sandbox_user, "%u:%u%c", &u, &g, &extra) != 2)
+		return -1;
+	*uid = h->slot != 0 ? idmap_host_id(c, h->slot, u) : u;
+	*gid = h->slot != 0 ? idmap_host_id(c, h->slot, g) : g;
+	return 0;
+}
+
+/*
+ * The state directory, 0700: what is in it (the link key, the slots, the
+ * workspace images, the agents' sockets) is no other host account's
+ * business.  A descriptor, or -1 with e.
+ */
+static int
+state_dir_open(const struct conf *c, struct perr *e)
+{
+	struct stat	 st;
+	int		 sfd;
+
+	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST) {
 		perr_set(e, 500, "cannot create the state directory %s: %s",
 		    c->state_dir, strerror(errno));
-		goto fail;
+		return -1;
 	}
 	if ((sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
 	    == -1) {
 		perr_set(e, 500, "cannot open the state directory %s: %s",
 		    c->state_dir, strerror(errno));
-		goto fail;
+		return -1;
 	}
+	if (fstat(sfd, &st) == 0 && st.st_uid == geteuid()
+	    && (st.st_mode & 077) != 0) {
+		log_info("%s: making the state directory 0700 (it was %04o)",
+		    c->state_dir, (unsigned)(st.st_mode & 07777));
+		if (fchmod(sfd, 0700) == -1)
+			log_warn("%s: fchmod", c->state_dir);
+	}
+	return sfd;
+}
+
+/*
+ * The directory bind-mounted at /run/vivarium: <state_dir>/users/<user>.
+ * Made and handed over through descriptors (mkdirat, openat with
+ * O_NOFOLLOW, fchown), never by path, so neither a symlink planted at
+ * users/ or users/<user> nor a rename racing with us makes the supervisor
+ * chown or mount anything else; an entry that is not the directory
+ * expected (a file, a link, another owner's directory) is refused, not
+ * repaired.
+ *
+ * As root it stays ours, with the sandbox's group: 0730 while the agent
+ * starts (it makes its socket), then rundir_seal makes it 0750, so the
+ * sandbox cannot write a byte more into the host's filesystem there, nor
+ * chmod it back.  Not root (rootless), it goes to the sandbox user as
+ * before, or to everyone when sandbox.user is a name.
+ */
+static int
+rundir_make(const struct conf *c, const struct names *n,
+    const struct sandbox_host *h, struct perr *e)
+{
+	const char	*user = strrchr(n->rundir, '/') + 1;
+	unsigned long	 uid = 0, gid = 0;
+	struct stat	 st;
+	int		 sfd = -1, ufd = -1, rfd = -1, numeric, r = -1;
+
+	numeric = host_ids(c, h, &uid, &gid) == 0;
+	if ((sfd = state_dir_open(c, e)) == -1)
+		goto fail;
 	if (mkdirat(sfd, SANDBOX_USERS_DIR, 0755) == -1 && errno != EEXIST) {
 		perr_set(e, 500, "cannot create %s/" SANDBOX_USERS_DIR ": %s",
 		    c->state_dir, strerror(errno));
@@ -121,12 +169,18 @@ rundir_make(const struct conf *c, const struct names *n, struct perr *e)
 		    (unsigned)st.st_uid);
 		goto fail;
 	}
-	if (numeric) {
-		if (geteuid() == 0 && fchown(rfd, uid, gid) == -1) {
-			perr_set(e, 500, "cannot hand %s to the sandbox user: %s",
+	if (numeric && geteuid() == 0) {
+		if (fchown(rfd, 0, (gid_t)gid) == -1) {
+			perr_set(e, 500, "cannot give %s to the sandbox's group: "
+			    "%s", n->rundir, strerror(errno));
+			goto fail;
+		}
+		if (fchmod(rfd, 0730) == -1) {
+			perr_set(e, 500, "cannot set the mode of %s: %s",
 			    n->rundir, strerror(errno));
 			goto fail;
 		}
+	} else if (numeric) {
 		if (fchmod(rfd, 0700) == -1) {
 			perr_set(e, 500, "cannot set the mode of %s: %s",
 			    n->rundir, strerror(errno));
@@ -146,6 +200,88 @@ fail:
 	if (sfd != -1)
 		close(sfd);
 	return r;
+}
+
+/* Once the agent listens: no more entries in its run directory (it may
+ * still list it). */
+static void
+rundir_seal(const struct names *n)
+{
+	int	 fd;
+
+	if (geteuid() != 0)
+		return;
+	if ((fd = open(n->rundir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		log_warn("%s", n->rundir);
+		return;
+	}
+	if (fchmod(fd, 0750) == -1)
+		log_warn("%s: fchmod", n->rundir);
+	close(fd);
+}
+
+/*
+ * Which ids and which workspace this host can give the user.  Both need
+ * rootful Podman: rootless, every sandbox is already inside the
+ * operator's own user namespace (no ranges to hand out) and Podman
+ * cannot loop-mount.  The slot is made when create; img holds the image's
+ * path.  0, or -1 with e.
+ */
+static int
+host_find(const struct conf *c, struct podman *p, const char *user,
+    int create, struct sandbox_host *h, char *img, size_t imglen,
+    struct perr *e)
+{
+	int	 rootless;
+
+	memset(h, 0, sizeof(*h));
+	if ((rootless = podman_rootless(p, e)) == -1)
+		return -1;
+	if (rootless) {
+		h->rootless = 1;
+		return 0;
+	}
+	if (c->uid_base != 0 && idmap_slot(c, user, create, &h->slot, e) == -1)
+		return -1;
+	if (sandbox_quota_usable(c, p, NULL, 0) == 1) {
+		quota_image_path(c, user, img, imglen);
+		h->image = img;
+	}
+	return 0;
+}
+
+int
+sandbox_quota_usable(const struct conf *c, struct podman *p, char *why,
+    size_t len)
+{
+	static int	 tools = -1;	/* mkfs.ext4 found; asked once */
+	static char	 tools_why[256];
+	struct perr	 e;
+	int		 rootless;
+
+	if (why != NULL)
+		why[0] = '\0';
+	if (c->limits.workspace == 0)
+		return 0;
+	if ((rootless = podman_rootless(p, &e)) == -1) {
+		if (why != NULL)
+			snprintf(why, len, "cannot ask Podman: %s", e.msg);
+		return -1;
+	}
+	if (rootless) {
+		if (why != NULL)
+			snprintf(why, len, "Podman is rootless: it cannot "
+			    "loop-mount a workspace image, so workspaces have no "
+			    "quota and one sandbox can fill the disk they are on");
+		return 0;
+	}
+	if (tools == -1)
+		tools = quota_tools(tools_why, sizeof(tools_why));
+	if (!tools && why != NULL)
+		snprintf(why, len, "%s, so workspaces have no quota and one "
+		    "sandbox can fill the disk they are on", tools_why);
+	return tools;
 }
 
 /*
@@ -201,14 +337,45 @@ proxy_ip(const struct conf *c, struct podman *p, const struct names *n,
 	return 0;
 }
 
+/*
+ * The workspace volume; with a quota, on an image made for it first (an
+ * image kept from before, when only the volume went, is used again).  A
+ * volume made without one (quotas came later, or could not be enforced
+ * then) keeps its files and has no limit: said at every start.
+ */
 static int
-volume_ensure(struct podman *p, const char *user, const struct names *n,
-    struct perr *e)
+volume_ensure(const struct conf *c, struct podman *p, const char *user,
+    const struct names *n, const struct sandbox_host *h, struct perr *e)
 {
-	int	 made;
+	json_t		*spec, *vol;
+	unsigned long	 uid = 0, gid = 0;
+	char		 path[STATE_DIR_MAX + USER_ID_MAX + 32];
+	int		 r;
 
-	return object_ensure(p, n->volume, podman_volume_exists,
-	    podman_volume_create, sandbox_volume_spec(user), &made, e);
+	if (podman_volume_inspect(p, n->volume, &vol, e) == -1)
+		return -1;
+	if (vol != NULL) {
+		if (h->image != NULL && json_object_get(json_object_get(vol,
+		    "Options"), "device") == NULL)
+			log_warnx("%s: made without a quota, it has no size "
+			    "limit; to give it one, `vivariumctl export` the "
+			    "user, `remove-user --purge`, then `import`",
+			    n->volume);
+		json_decref(vol);
+		return 0;
+	}
+	if (h->image != NULL) {
+		(void)host_ids(c, h, &uid, &gid);
+		if (quota_image_ensure(c, user, conf_limits(c, user)->workspace,
+		    uid, gid, path, sizeof(path), e) == -1)
+			return -1;
+	}
+	spec = sandbox_volume_spec(user, h);
+	r = podman_volume_create(p, spec, e);
+	json_decref(spec);
+	if (r == -1 && !perr_exists(e))
+		return -1;
+	return 0;
 }
 
 /*
@@ -278,6 +445,26 @@ network_up(const struct conf *c, struct podman *p, const char *user,
 	return 0;
 }
 
+/* Why the container runs as other host ids than h gives, or NULL. */
+static const char *
+ids_stale(const struct conf *c, const struct sandbox_host *h,
+    const json_t *ins, int running)
+{
+	const char	*have;
+	char		 want[64];
+
+	sandbox_ids_label(c, h, want, sizeof(want));
+	have = json_string_value(json_object_get(json_object_get(
+	    json_object_get(ins, "Config"), "Labels"), SANDBOX_IDS_LABEL));
+	if (have != NULL && strcmp(have, want) == 0)
+		return NULL;
+	/* Made before ids were: a running one is left to its next start. */
+	if (have == NULL && running)
+		return NULL;
+	return h->slot != 0 ? "it has no user namespace of its own, or "
+	    "another one" : "it has a user namespace this host cannot give";
+}
+
 /* The first variable of want that the inspected container lacks, or NULL. */
 static const char *
 env_stale(const json_t *ins, json_t *want)
@@ -310,7 +497,8 @@ env_stale(const json_t *ins, json_t *want)
  */
 static int
 ctr_current(const struct conf *c, struct podman *p, const char *user,
-    const struct names *n, const char *ip, struct perr *e)
+    const struct names *n, const struct sandbox_host *h, const char *ip,
+    struct perr *e)
 {
 	json_t		*ins, *want;
 	const char	*stale;
@@ -320,7 +508,8 @@ ctr_current(const struct conf *c, struct podman *p, const char *user,
 	if (ins == NULL)
 		return 0;
 	want = sandbox_env(c, user, ip[0] != '\0' ? ip : NULL);
-	stale = env_stale(ins, want);
+	if ((stale = ids_stale(c, h, ins, 0)) == NULL)
+		stale = env_stale(ins, want);
 	if (stale != NULL)
 		log_info("%s: made with other settings (%s); making it again "
 		    "on the same workspace volume", n->container, stale);
@@ -341,12 +530,15 @@ ctr_current(const struct conf *c, struct podman *p, const char *user,
  * open.  Stopped, it is made again on the same volume.
  */
 static const char *
-running_stale(const struct conf *c, const char *user, const json_t *ins)
+running_stale(const struct conf *c, const char *user,
+    const struct sandbox_host *h, const json_t *ins)
 {
 	static char	 why[128];
 	const char	*k;
 	json_t		*links;
 
+	if ((k = ids_stale(c, h, ins, 1)) != NULL)
+		return k;
 	if ((links = json_object()) == NULL)
 		return NULL;
 	sandbox_link_env(c, user, links);
@@ -358,52 +550,30 @@ running_stale(const struct conf *c, const char *user, const json_t *ins)
 	return k != NULL ? why : NULL;
 }
 
-/*
- * Rootless Podman maps the container's uids onto the host user's
- * subordinate range, so the sandbox user (1000) would be a host uid the
- * supervisor can neither hand the socket directory to (chown needs root)
- * nor connect to the agent's 0600 socket of.  keep-id maps the sandbox user
- * onto the supervisor's own uid instead: the directory and the socket are
- * the supervisor's, 0700 and 0600 as with rootful Podman, and every other
- * uid of the container stays in the subordinate range.
- */
-static void
-userns_keep_id(const struct conf *c, json_t *spec)
-{
-	unsigned int	 uid, gid;
-	char		 extra, v[64];
-
-	if (sscanf(c->sandbox_user, "%u:%u%c", &uid, &gid, &extra) != 2)
-		return;
-	snprintf(v, sizeof(v), "uid=%u,gid=%u", uid, gid);
-	json_object_set_new(spec, "userns", json_pack("{s:s, s:s}", "nsmode",
-	    "keep-id", "value", v));
-}
-
 int
 sandbox_create(const struct conf *c, struct podman *p, const char *user,
     struct perr *e)
 {
-	struct names	 n;
-	json_t		*spec;
-	char		 ip[INET_ADDRSTRLEN];
-	int		 rootless, r;
+	struct names		 n;
+	struct sandbox_host	 h;
+	json_t			*spec;
+	char			 ip[INET_ADDRSTRLEN];
+	char			 img[STATE_DIR_MAX + USER_ID_MAX + 32];
+	int			 r;
 
 	if (user_names(c, user, &n, e) == -1)
 		return -1;
 	if (podman_version(p, e) == -1)
 		return -1;
+	if (host_find(c, p, user, 1, &h, img, sizeof(img), e) == -1)
+		return -1;
 	if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1)
 		return -1;
-	if (volume_ensure(p, user, &n, e) == -1)
+	if (volume_ensure(c, p, user, &n, &h, e) == -1)
 		return -1;
-	if (rundir_make(c, &n, e) == -1)
+	if (rundir_make(c, &n, &h, e) == -1)
 		return -1;
-	if ((rootless = podman_rootless(p, e)) == -1)
-		return -1;
-	spec = sandbox_container_spec(c, user, ip[0] != '\0' ? ip : NULL);
-	if (spec != NULL && rootless)
-		userns_keep_id(c, spec);
+	spec = sandbox_container_spec(c, user, ip[0] != '\0' ? ip : NULL, &h);
 	r = podman_container_create(p, spec, e);
 	json_decref(spec);
 	if (r == -1 && perr_exists(e))
@@ -428,8 +598,10 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 	enum ctr_state st;
 
 	for (;;) {
-		if (agent_probe(n->sock, 2000) == 0)
+		if (agent_probe(n->sock, 2000) == 0) {
+			rundir_seal(n);
 			return 0;
+		}
 		if (clock_mono() > deadline) {
 			perr_set(e, 504, "the sandbox %s did not answer on %s in "
 			    "time; see `podman logs` for it", n->container,
@@ -463,17 +635,21 @@ int
 sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
     int *created, struct perr *e)
 {
-	struct names	 n;
-	json_t		*ins = NULL;
-	enum ctr_state	 st;
-	const char	*stale;
-	char		 ip[INET_ADDRSTRLEN];
-	int		 tries = 0, redo = 0, r;
+	struct names		 n;
+	struct sandbox_host	 h;
+	json_t			*ins = NULL;
+	enum ctr_state		 st;
+	const char		*stale;
+	char			 ip[INET_ADDRSTRLEN];
+	char			 img[STATE_DIR_MAX + USER_ID_MAX + 32];
+	int			 tries = 0, redo = 0, r;
 
 	*created = 0;
 	if (user_names(c, user, &n, e) == -1)
 		return -1;
 	if (podman_version(p, e) == -1)
+		return -1;
+	if (host_find(c, p, user, 1, &h, img, sizeof(img), e) == -1)
 		return -1;
 again:
 	if (podman_container_inspect(p, n.container, &ins, e) == -1)
@@ -482,7 +658,7 @@ again:
 	/* Running, but not as we would make it: stopped here, it is made
 	 * again below on the same volume. */
 	if (st == CTR_RUNNING && ins != NULL &&
-	    (stale = running_stale(c, user, ins)) != NULL && redo++ < 3) {
+	    (stale = running_stale(c, user, &h, ins)) != NULL && redo++ < 3) {
 		json_decref(ins);
 		log_info("%s: %s; making it again on the same workspace volume",
 		    n.container, stale);
@@ -531,11 +707,11 @@ again:
 		if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1)
 			return -1;
 		/* Made with other settings, or removed with its network. */
-		if ((r = ctr_current(c, p, user, &n, ip, e)) == -1)
+		if ((r = ctr_current(c, p, user, &n, &h, ip, e)) == -1)
 			return -1;
 		if (r == 0 && redo++ < 3)
 			goto again;
-		if (rundir_make(c, &n, e) == -1)
+		if (rundir_make(c, &n, &h, e) == -1)
 			return -1;
 		break;
 	}
@@ -544,6 +720,13 @@ again:
 	if (podman_container_start(p, n.container, e) == -1) {
 		if (e->status == 404 && tries++ < 3)
 			goto again;	/* removed under us */
+		if (strstr(e->msg, "is already mounted") != NULL)
+			snprintf(e->msg + strlen(e->msg), sizeof(e->msg) -
+			    strlen(e->msg), " (Podman 4.3.1 leaves the workspace "
+			    "of a sandbox with a user namespace mounted when the "
+			    "host's mounts are private, as without systemd: "
+			    "`mount --make-rshared /` once at boot fixes it; see "
+			    "docs/supervisor.md)");
 		return -1;
 	}
 	/*
@@ -592,6 +775,12 @@ sandbox_remove(const struct conf *c, struct podman *p, const char *user,
 	if (purge && podman_volume_remove(p, n.volume, e) == -1
 	    && e->status != 404)
 		return -1;
+	/* The files are gone: so may be the ids they belonged to. */
+	if (purge) {
+		quota_image_remove(c, user);
+		if (c->uid_base != 0 && idmap_release(c, user) == -1)
+			log_warnx("%s: cannot give its id slot back", user);
+	}
 	(void)unlink(n.sock);
 	(void)rmdir(n.rundir);
 	return 0;

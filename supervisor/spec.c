@@ -91,13 +91,88 @@ sandbox_network_spec(const struct conf *c, const char *user,
 	    "labels", labels(user));
 }
 
+/*
+ * With an image, Podman's local driver loop-mounts it at every start, so
+ * the workspace is a filesystem of the quota's size (quota.c).  nosuid,
+ * nodev: nothing on it is the host's business; discard gives the blocks
+ * of deleted files back to the host.
+ */
 json_t *
-sandbox_volume_spec(const char *user)
+sandbox_volume_spec(const char *user, const struct sandbox_host *h)
 {
 	char	 name[USER_ID_MAX + 32];
+	json_t	*spec;
 
 	snprintf(name, sizeof(name), "vivarium-%s-workspace", user);
-	return json_pack("{s:s, s:o}", "Name", name, "Labels", labels(user));
+	spec = json_pack("{s:s, s:o}", "Name", name, "Labels", labels(user));
+	if (spec != NULL && h->image != NULL)
+		json_object_set_new(spec, "Options", json_pack(
+		    "{s:s, s:s, s:s}", "type", "ext4", "device", h->image,
+		    "o", "loop,nosuid,nodev,discard"));
+	return spec;
+}
+
+void
+sandbox_ids_label(const struct conf *c, const struct sandbox_host *h,
+    char *dst, size_t len)
+{
+	if (h->slot == 0)
+		snprintf(dst, len, "shared");
+	else
+		snprintf(dst, len, "%lu+%d", idmap_host_id(c, h->slot, 0),
+		    UID_RANGE);
+}
+
+/*
+ * The sandbox's own user namespace: its ids 0..UID_RANGE-1 are the
+ * slot's host ids, so no two sandboxes share a host uid.  /dev/shm as a
+ * tmpfs of the container's own (Podman's default size), not the one
+ * Podman mounts on the host: 4.3.1 unmounts a userns container's mounts
+ * from conmon's mount namespace, and where the host's mounts are private
+ * its /dev/shm would stay mounted and the container could not be removed
+ * once it had exited by itself.
+ */
+static void
+userns_spec(const struct conf *c, const struct sandbox_host *h, json_t *spec)
+{
+	json_int_t	 base = (json_int_t)idmap_host_id(c, h->slot, 0);
+
+	json_object_set_new(spec, "userns", json_pack("{s:s}", "nsmode",
+	    "private"));
+	json_object_set_new(spec, "idmappings", json_pack(
+	    "{s:[{s:I, s:I, s:I}], s:[{s:I, s:I, s:I}]}",
+	    "UIDMap", "container_id", (json_int_t)0, "host_id", base,
+	    "size", (json_int_t)UID_RANGE,
+	    "GIDMap", "container_id", (json_int_t)0, "host_id", base,
+	    "size", (json_int_t)UID_RANGE));
+	json_object_set_new(spec, "ipcns", json_pack("{s:s}", "nsmode",
+	    "private"));
+	json_array_append_new(json_object_get(spec, "mounts"), json_pack(
+	    "{s:s, s:s, s:s, s:[s, s, s, s, s]}", "destination", "/dev/shm",
+	    "type", "tmpfs", "source", "tmpfs", "options", "rw", "nosuid",
+	    "nodev", "noexec", "size=64m"));
+}
+
+/*
+ * Rootless Podman maps the container's uids onto the host user's
+ * subordinate range, so the sandbox user (1000) would be a host uid the
+ * supervisor can neither hand the socket directory to (chown needs root)
+ * nor connect to the agent's 0600 socket of.  keep-id maps the sandbox user
+ * onto the supervisor's own uid instead: the directory and the socket are
+ * the supervisor's, 0700 and 0600 as with rootful Podman, and every other
+ * uid of the container stays in the subordinate range.
+ */
+static void
+userns_keep_id(const struct conf *c, json_t *spec)
+{
+	unsigned int	 uid, gid;
+	char		 extra, v[64];
+
+	if (sscanf(c->sandbox_user, "%u:%u%c", &uid, &gid, &extra) != 2)
+		return;
+	snprintf(v, sizeof(v), "uid=%u,gid=%u", uid, gid);
+	json_object_set_new(spec, "userns", json_pack("{s:s, s:s}", "nsmode",
+	    "keep-id", "value", v));
 }
 
 int
@@ -212,12 +287,12 @@ sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
 
 json_t *
 sandbox_container_spec(const struct conf *c, const char *user,
-    const char *proxy_ip)
+    const char *proxy_ip, const struct sandbox_host *h)
 {
 	const struct limits	*l = conf_limits(c, user);
 	struct names		 n;
 	json_t			*spec, *env;
-	char			 tmpsz[64];
+	char			 tmpsz[64], ids[64];
 
 	(void)sandbox_names(c, user, &n);
 	env = sandbox_env(c, user, proxy_ip);
@@ -257,9 +332,18 @@ sandbox_container_spec(const struct conf *c, const char *user,
 		"source", n.rundir, "options", "rw",
 	    "volumes", "Name", n.volume, "Dest", "/workspace",
 	    "stop_timeout", (json_int_t)c->stop_timeout);
+	if (spec == NULL)
+		return NULL;
 	/* Not the host's proxy variables (containers.conf http_proxy=true). */
-	if (spec != NULL)
-		json_object_set_new(spec, "httpproxy", json_false());
+	json_object_set_new(spec, "httpproxy", json_false());
+	/* What it runs as, for sandbox.c to see when that changes. */
+	sandbox_ids_label(c, h, ids, sizeof(ids));
+	json_object_set_new(json_object_get(spec, "labels"), SANDBOX_IDS_LABEL,
+	    json_string(ids));
+	if (h->slot != 0)
+		userns_spec(c, h, spec);
+	else if (h->rootless)
+		userns_keep_id(c, spec);
 	return spec;
 }
 

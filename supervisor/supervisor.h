@@ -32,7 +32,16 @@ struct limits {
 	unsigned long long	 memory;	/* bytes */
 	long			 cpus_milli;	/* 2000 = 2 CPUs */
 	long			 pids;
+	unsigned long long	 workspace;	/* bytes: the workspace quota */
 };
+
+/*
+ * Each sandbox gets UID_RANGE host ids of its own, from uid_base up: slot
+ * 0 is the egress proxy's (deploy/), user slots start at 1 (idmap.c).
+ */
+#define UID_RANGE	65536
+#define DEF_UID_BASE	1000000000L
+#define UID_BASE_MAX	4000000000L
 
 struct user_conf {
 	char		 id[USER_ID_MAX + 1];
@@ -57,6 +66,7 @@ struct conf {
 	char		*image;		/* owned */
 	char		*sandbox_user;	/* owned: "uid:gid" */
 	unsigned long long tmp_size;
+	long		 uid_base;	/* first host id of slot 0; 0: no userns */
 	enum provisioning provisioning;
 	long		 idle_stop_after;	/* seconds; 0: never */
 	long		 ready_timeout;		/* seconds */
@@ -205,6 +215,22 @@ int	files_access(struct MHD_Connection *, const char *url,
 /* Under <state_dir>: the run directories, one per user. */
 #define SANDBOX_USERS_DIR	"users"
 
+/* On the container: the host ids it runs as (sandbox_ids_label). */
+#define SANDBOX_IDS_LABEL	"io.vivarium.ids"
+
+/*
+ * What sandbox.c found out about the host for one user, so that the spec
+ * builders stay pure: the user's id slot (idmap.c; 0: no user namespace
+ * of its own, as under rootless Podman or with uid_base 0) and its
+ * workspace image (quota.c; NULL: a plain volume, without a quota);
+ * rootless when Podman is (the sandbox user is then mapped onto ours).
+ */
+struct sandbox_host {
+	long		 slot;
+	const char	*image;
+	int		 rootless;
+};
+
 /* Names and paths of one user's objects. */
 struct names {
 	char	container[USER_ID_MAX + 16];
@@ -222,10 +248,13 @@ int	sandbox_names(const struct conf *, const char *user, struct names *);
  */
 json_t	*sandbox_network_spec(const struct conf *, const char *user,
 	    const char *isolate);
-json_t	*sandbox_volume_spec(const char *user);
+json_t	*sandbox_volume_spec(const char *user, const struct sandbox_host *);
 /* proxy_ip: the egress proxy's address on the user's network, or NULL. */
 json_t	*sandbox_container_spec(const struct conf *, const char *user,
-	    const char *proxy_ip);
+	    const char *proxy_ip, const struct sandbox_host *);
+/* The value of SANDBOX_IDS_LABEL: "<first host id>+<count>" or "shared". */
+void	sandbox_ids_label(const struct conf *, const struct sandbox_host *,
+	    char *dst, size_t len);
 /* The environment the sandbox gets (new reference). */
 json_t	*sandbox_env(const struct conf *, const char *user,
 	    const char *proxy_ip);
@@ -252,6 +281,14 @@ const char *sandbox_label_user(const json_t *obj);
  * waits for the agent to answer.  *created says whether a container was
  * made.  0, or -1 with err.  Not thread-safe per user: callers serialise.
  */
+/*
+ * Whether workspaces get their quota here: 1 yes; 0 no, with why for a
+ * loud warning (rootless Podman cannot loop-mount; no mkfs.ext4), or
+ * quietly when limits.workspace is 0; -1 when Podman cannot be asked.
+ * why may be NULL.
+ */
+int	sandbox_quota_usable(const struct conf *, struct podman *, char *why,
+	    size_t len);
 int	sandbox_ensure(const struct conf *, struct podman *, const char *user,
 	    int *created, struct perr *err);
 /* Creates network, volume and container without starting; 0 or -1. */
@@ -262,6 +299,36 @@ int	sandbox_stop(const struct conf *, struct podman *, const char *user,
 /* Removes container and network; the volume too when purge. */
 int	sandbox_remove(const struct conf *, struct podman *, const char *user,
 	    int purge, struct perr *err);
+
+/* ---------------------------------------------------------------- idmap.c */
+
+/*
+ * The user's slot (1, 2, ...; its host ids in idmap_host_id), given on
+ * first use when create, else 0 when it has none; 0, or -1 with err.
+ */
+int	idmap_slot(const struct conf *, const char *user, int create,
+	    long *slot, struct perr *err);
+/* Gives the user's slot back (remove-user --purge); 0 or -1. */
+int	idmap_release(const struct conf *, const char *user);
+/* The host id that id inside a sandbox of that slot is. */
+unsigned long idmap_host_id(const struct conf *, long slot, unsigned int id);
+long	idmap_max_slot(const struct conf *);
+
+/* ---------------------------------------------------------------- quota.c */
+
+/* 1 when mkfs.ext4 can be run, else 0 with why (for the warning). */
+int	quota_tools(char *why, size_t len);
+/*
+ * The user's workspace image (<state_dir>/workspaces/<user>.img): made as
+ * an empty ext4 filesystem of size bytes whose root is uid:gid when
+ * missing; its path into path.  1 made, 0 there already, -1 with err.
+ */
+int	quota_image_ensure(const struct conf *, const char *user,
+	    unsigned long long size, unsigned long uid, unsigned long gid,
+	    char *path, size_t pathlen, struct perr *err);
+void	quota_image_path(const struct conf *, const char *user, char *dst,
+	    size_t len);
+void	quota_image_remove(const struct conf *, const char *user);
 
 /* ---------------------------------------------------------------- render.c */
 

@@ -95,6 +95,21 @@ def _user_traceback(exc):
 
 
 _error = [None]      # what the code ended with, for report.json's "error"
+_full = [False]      # it ended with "no space left" (the workspace is full)
+# No space left, or over a quota: the workspace is full either way.
+_FULL_ERRNOS = (28, 122)        # ENOSPC, EDQUOT
+
+
+def _is_full(exc):
+    """Whether exc, or one it was raised from or while handling, says the
+    disk is full."""
+    seen = 0
+    while exc is not None and seen < 32:
+        if getattr(exc, "errno", None) in _FULL_ERRNOS:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
 
 
 def _error_line(exc):
@@ -113,6 +128,7 @@ def _error_line(exc):
 
 def _print_exception(exc, tb):
     try:
+        _full[0] = _is_full(exc)
         _error[0] = _error_line(exc)
     except Exception:
         _error[0] = type(exc).__name__
@@ -337,6 +353,24 @@ def _ensure_state_dir(path):
 
 # ------------------------------------------------------------------ footer
 
+def _full_line(cfg, st, F):
+    """Said when the workspace has (almost) no room left: a sandbox's
+    workspace is a filesystem of its quota's size, and a run that fills
+    it gets ENOSPC on every write, which a traceback shows but does not
+    explain."""
+    try:
+        v = os.statvfs(cfg.workspace)
+    except OSError:
+        return None
+    size, free = v.f_blocks * v.f_frsize, v.f_bavail * v.f_frsize
+    said = _full[0] or (st.save_error or "").startswith("the workspace is full")
+    if not size or (not said and free >= max(1 << 20, size // 100)):
+        return None
+    return ("workspace full: %s free of %s; writes fail with \"No space left "
+            "on device\" until files are deleted (os.remove, shutil.rmtree)"
+            % (F.mb(free), F.mb(size)))
+
+
 def _footer(cfg, st):
     F = _import("vivarium._footer")
     lines = ["--- state ---"]
@@ -365,6 +399,9 @@ def _footer(cfg, st):
                          + st.save_error)
         elif st.size is not None:
             lines.append("namespace size: " + F.mb(st.size))
+    full = _full_line(cfg, st, F)
+    if full:
+        lines.append(full)
     # The workspace lines (wrote:, uploads, workspace:) are the agent's: it
     # walks the workspace before and after the run for the images anyway.
     return "\n".join(lines)
@@ -406,6 +443,7 @@ def main(env=None):
     cfg = Config(env)
     _workspace[0] = cfg.workspace
     _error[0] = None
+    _full[0] = False
     if not cfg.run_dir:
         sys.stderr.write("vivarium runner: VIVARIUM_RUN_DIR is not set\n")
         return 2
@@ -440,7 +478,10 @@ def main(env=None):
             _ensure_state_dir(cfg.state_dir)
             _save(cfg, ns, st, source)
         except Exception as e:
-            st.save_error = "%s: %s" % (type(e).__name__, e)
+            if getattr(e, "errno", None) in _FULL_ERRNOS:
+                st.save_error = "the workspace is full (%s)" % os.strerror(e.errno)
+            else:
+                st.save_error = "%s: %s" % (type(e).__name__, e)
     elif cfg.persist and not ran:
         # The code did not compile: the stored namespace stays as it was.
         is_stored_name = _import("vivarium._store").is_stored_name

@@ -3,6 +3,8 @@
 # (rootless on cgroup v1, as on these machines; rootless on v2 without the
 # controllers delegated), the supervisor says so loudly at start and
 # `vivariumctl status` says so too; with rootful Podman they say nothing.
+# The same for workspace quotas and per-sandbox host ids, which rootless
+# Podman cannot give at all.
 # Podman is the stand-in tests/deploy/fake_podman.py: these host facts
 # cannot be changed on the test machine.
 set -u
@@ -36,6 +38,12 @@ t_grep "rootless on cgroup v1: the supervisor warns at start" \
     "WARNING: sandbox limits are NOT enforced: Podman is rootless on a cgroup v1 host" "$D/v1.log"
 t_grep "... and vivariumctl status" "WARNING:   limits are NOT enforced: Podman is rootless" "$D/v1.status"
 t_grep "... and --json says limits_enforced false" '"limits_enforced": *false' "$D/v1.json"
+t_grep "rootless: no workspace quotas, said at start" \
+    "WARNING: workspace quotas are NOT enforced: Podman is rootless" "$D/v1.log"
+t_grep "... and in status" "WARNING:   the workspace quota is NOT enforced: Podman is rootless" "$D/v1.status"
+t_grep "... and --json says quota_enforced false" '"quota_enforced": *false' "$D/v1.json"
+t_grep "rootless: one host uid for every sandbox, said at start" \
+    "WARNING: every sandbox runs as the same host uid (1000:1000): rootless Podman" "$D/v1.log"
 
 probe v2 true v2 "cpu,cpuset"
 t_grep "rootless on v2 without memory delegated: named" \
@@ -43,14 +51,15 @@ t_grep "rootless on v2 without memory delegated: named" \
 t_grep "... in status too" 'NOT enforced: rootless Podman has no "memory"' "$D/v2.status"
 
 probe ok false v1 ""
-if grep -q "NOT enforced" "$D/ok.log" "$D/ok.status"; then
+if grep -q "NOT enforced\|same host uid" "$D/ok.log" "$D/ok.status"; then
 	t_fail "rootful Podman: no warning" "$(cat "$D/ok.log" "$D/ok.status")"
 else
 	t_ok "rootful Podman: no warning"
 fi
 t_grep "... and --json says limits_enforced true" '"limits_enforced": *true' "$D/ok.json"
+t_grep "... and quota_enforced true (mkfs.ext4 is here)" '"quota_enforced": *true' "$D/ok.json"
 probe v2ok true v2 "cpu,memory,pids,io"
-if grep -q "NOT enforced" "$D/v2ok.log" "$D/v2ok.status"; then
+if grep -q "limits are NOT enforced" "$D/v2ok.log" "$D/v2ok.status"; then
 	t_fail "rootless on v2 with the controllers: no warning" "$(cat "$D/v2ok.log")"
 else
 	t_ok "rootless on v2 with the controllers: no warning"

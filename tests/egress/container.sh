@@ -137,6 +137,12 @@ hard=$(vpodman inspect --format '{{.HostConfig.ReadonlyRootfs}} caps=[{{range .E
 echo "# $hard"
 check "hardened: read-only root, no capabilities, no-new-privileges, limits, init, runc, uid 1000" \
     sh -c 'echo "$1" | grep -Eq "^true caps=\[\] \[no-new-privileges\] [1-9][0-9]* [1-9][0-9]* true runc 1000:1000 always$"' - "$hard"
+# Its own host ids: uid 1000 inside, 1000001000 on the host (slot 0 of
+# the supervisor's uid_base), neither a sandbox's nor the host's uid 1000.
+egpid=$(vpodman inspect --format '{{.State.Pid}}' "$EG")
+eguid=$(awk '/^Uid:/ { print $2 }' "/proc/$egpid/status" 2>/dev/null)
+check "runs as host uid 1000001000 in a user namespace of its own ($eguid)" \
+    test "$eguid" = 1000001000
 ul=$(vpodman inspect --format '{{range .HostConfig.Ulimits}}{{.Name}}={{.Soft}}:{{.Hard}} {{end}}' "$EG")
 check "explicit nofile limit ($ul)" sh -c 'echo "$1" | grep -q "RLIMIT_NOFILE=16384:16384"' - "$ul"
 lbl=$(vpodman inspect --format '{{index .Config.Labels "io.vivarium.managed"}} {{index .Config.Labels "io.vivarium.role"}}' "$EG")

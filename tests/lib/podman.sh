@@ -54,6 +54,14 @@
 #                      kept away from Podman's default 10.88/10.89 so the
 #                      host's own networks never collide with ours
 #
+# Shared mounts: Podman 4.3.1 unmounts the volumes of a container with a
+# user namespace (the supervisor's sandboxes: a workspace image each) from
+# conmon's own mount namespace.  Where the host's mounts are private, as on
+# these machines without systemd, the host's copy of the mount stays, and
+# the next start fails with "is already mounted".  systemd makes every
+# mount shared at boot; vp_env makes $VP_ROOT/storage/volumes a shared
+# mount of its own (root only), which is all the tests need.
+#
 # Why these settings: crun fails on these cgroup-v1-hybrid hosts (runc works);
 # there is no systemd as pid 1 (cgroupfs, file events); Podman's default
 # rlimits (nofile 1048576) exceed the hosts' hard limit (20000), so every
@@ -134,10 +142,27 @@ EOF
 EOF
 		mv -f "$_vp_tmp" "$VP_ROOT/networks/vivarium-test.json" || return 1
 	fi
+	_vp_shared_volumes
 	export CONTAINERS_CONF="$VP_ROOT/containers.conf"
 	export CONTAINERS_STORAGE_CONF="$VP_ROOT/storage.conf"
 	# Never let a CONTAINER_HOST from outside turn vpodman into a remote client.
 	unset CONTAINER_HOST
+}
+
+_vp_shared_volumes() {
+	_vp_v="$VP_ROOT/storage/volumes"
+	[ "$(id -u)" = 0 ] || return 0
+	mkdir -p "$_vp_v" || return 1
+	# Field 5 is the mount point, the optional fields follow field 6.
+	if awk -v d="$_vp_v" '$5 == d && / shared:/ { f = 1 } END { exit !f }' \
+	    /proc/self/mountinfo; then
+		return 0
+	fi
+	if ! awk -v d="$_vp_v" '$5 == d { f = 1 } END { exit !f }' \
+	    /proc/self/mountinfo; then
+		mount --bind "$_vp_v" "$_vp_v" || return 1
+	fi
+	mount --make-shared "$_vp_v"
 }
 
 vpodman() {

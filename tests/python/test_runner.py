@@ -176,6 +176,38 @@ class Running(Workspace):
         self.assertEqual(self.ok("print(x)").stdout, "42\n")
 
 
+@unittest.skipUnless(os.geteuid() == 0, "mounts a small tmpfs as the workspace")
+class FullWorkspace(Workspace):
+    """A workspace with no room left, as a sandbox's quota makes it: the
+    footer says so, and a namespace that does not fit leaves the stored
+    one as it was."""
+
+    def setUp(self):
+        super().setUp()
+        import subprocess
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", self.ws],
+                       check=True)
+
+    def tearDown(self):
+        import subprocess
+        subprocess.run(["umount", self.ws], check=False)
+        super().tearDown()
+
+    def test_full_said_and_store_kept(self):
+        self.ok("x = 41")
+        before = open(self.store, "rb").read()
+        r = self.run_code("f = open('big', 'wb')\nfor i in range(8): f.write(b'x' * (1 << 20))")
+        self.assertIn("No space left on device", r.stderr)
+        self.assertIsNotNone(r.line("workspace full: "), r.footer)
+        r = self.run_code("import os\ny = os.urandom(3 << 20)")
+        self.assertIn("namespace not saved (the stored one is unchanged): the workspace is full",
+                      r.footer)
+        self.assertEqual(open(self.store, "rb").read(), before)
+        r = self.ok("import os; os.remove('big'); print(x + 1, 'y' in globals())")
+        self.assertEqual(r.stdout, "42 False\n")
+        self.assertIsNone(r.line("workspace full: "), r.footer)
+
+
 class Speed(Workspace):
 
     # About the cold path's cost; a warm run has them imported already, free.

@@ -33,6 +33,8 @@ before(async () => {
     const u = req.url;
     let body = null;
     if (u.startsWith('/v4.0.0/libpod/version')) body = recorded('version.http');
+    // Rootful, as /info says it (only the field the supervisor reads).
+    else if (u.startsWith('/v4.0.0/libpod/info')) body = '{"host":{"security":{"rootless":false}}}';
     else if (u.startsWith(`/v4.0.0/libpod/containers/vivarium-${user}/json`)) body = recorded('container-inspect-running.http');
     else if (u.startsWith('/v4.0.0/libpod/containers/json')) body = '[]';
     if (body === null) { res.writeHead(404, { 'content-type': 'application/json' }); res.end('{"cause":"no such object","message":"not here","response":404}'); return; }

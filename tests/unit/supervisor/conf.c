@@ -62,9 +62,11 @@ test_full_config(void **state)
 	    "provisioning: allowlist\n"
 	    "idle_stop_after: 5m\n"
 	    "max_body: 1m\n"
-	    "limits:\n  memory: 1g\n  cpus: 1.5\n  pids: 64\n"
-	    "sandbox:\n  user: \"1001:1001\"\n  env:\n    VIVARIUM_MAX_TIMEOUT: \"120\"\n"
+	    "limits:\n  memory: 1g\n  cpus: 1.5\n  pids: 64\n  workspace: 2g\n"
+	    "sandbox:\n  user: \"1001:1001\"\n  uid_base: 200000\n"
+	    "  env:\n    VIVARIUM_MAX_TIMEOUT: \"120\"\n"
 	    "users:\n  alice:\n  bob:\n    memory: 4g\n    cpus: 4\n"
+	    "    workspace: 20m\n"
 	    "egress:\n  container: vivarium-egress\n  port: 3129\n");
 	confdiag_init(&d, p);
 	assert_int_equal(conf_load(&c, p, &d), 0);
@@ -87,6 +89,10 @@ test_full_config(void **state)
 	assert_int_equal(conf_limits(&c, "bob")->cpus_milli, 4000);
 	assert_int_equal(conf_limits(&c, "bob")->pids, 64);
 	assert_int_equal(conf_limits(&c, "carol")->pids, 64);
+	/* the workspace quota: a default, and bob's own */
+	assert_int_equal(conf_limits(&c, "alice")->workspace, 2ULL << 30);
+	assert_int_equal(conf_limits(&c, "bob")->workspace, 20ULL << 20);
+	assert_int_equal(c.uid_base, 200000);
 	assert_int_equal(c.nenv, 1);
 	assert_int_equal(c.egress_port, 3129);
 	confdiag_release(&d);
@@ -114,6 +120,8 @@ test_defaults_and_env(void **state)
 	assert_int_equal(c.limits.memory, 2ULL << 30);
 	assert_int_equal(c.limits.cpus_milli, 2000);
 	assert_int_equal(c.limits.pids, 128);
+	assert_int_equal(c.limits.workspace, 5ULL << 30);
+	assert_int_equal(c.uid_base, DEF_UID_BASE);
 	confdiag_release(&d);
 	conf_release(&c);
 
@@ -125,6 +133,49 @@ test_defaults_and_env(void **state)
 	confdiag_release(&d);
 	conf_release(&c);
 	clear_env();
+}
+
+/* A quota too small, a uid_base past the end, and a sandbox user by
+ * name (or outside the range) while each sandbox gets a namespace. */
+static void
+test_ids_and_quota_refused(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p, *t;
+
+	clear_env();
+	p = write_conf(
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "limits:\n  workspace: 1m\n"
+	    "sandbox:\n  user: sandbox\n"
+	    "users:\n  bob:\n    workspace: lots\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	t = buf_str(&d.text);
+	assert_non_null(strstr(t, ":3: limits.workspace"));
+	assert_non_null(strstr(t, ":8: users.bob.workspace"));
+	assert_non_null(strstr(t, "must be numeric uid:gid below 65536"));
+	confdiag_release(&d);
+	conf_release(&c);
+	p = write_conf(
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "sandbox:\n  uid_base: 4294000000\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	assert_non_null(strstr(buf_str(&d.text), "uid_base"));
+	confdiag_release(&d);
+	conf_release(&c);
+	/* uid_base 0: one shared uid, any sandbox.user */
+	p = write_conf(
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "sandbox:\n  user: sandbox\n  uid_base: 0\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.uid_base, 0);
+	confdiag_release(&d);
+	conf_release(&c);
+	unlink(p);
 }
 
 /* Every problem in one run, each with its line. */
@@ -279,7 +330,7 @@ test_user_limits(void **state)
 	t = buf_str(&d.text);
 	fputs(t, stderr);
 	assert_non_null(strstr(t, ":7: unknown key \"disk\" in users.bob "
-	    "(known: memory, cpus, pids)"));
+	    "(known: memory, cpus, pids, workspace)"));
 	assert_non_null(strstr(t, ":9: users.carol.pids: \"8\" is not a whole "
 	    "number from 16 to"));
 	assert_non_null(strstr(t, ":12: env: \"1BAD\" is not a variable name"));
@@ -389,6 +440,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_ids_and_quota_refused),
 		cmocka_unit_test(test_defaults_and_env),
 		cmocka_unit_test(test_broken_file),
 		cmocka_unit_test(test_yaml_syntax_and_missing),

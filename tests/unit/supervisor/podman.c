@@ -224,8 +224,8 @@ create_missing_image(const char *info, int rootless)
 		{ "GET", API "/info", info },
 		/* The network is there: kept as it is. */
 		{ "GET", API "/networks/vivarium-bob/exists", "network-exists.http" },
-		{ "GET", API "/volumes/vivarium-bob-workspace/exists",
-		    "volume-exists-missing.http" },
+		{ "GET", API "/volumes/vivarium-bob-workspace/json",
+		    "volume-inspect-missing.http" },
 		{ "POST", API "/volumes/create", "volume-create-exists.http" },
 		{ "POST", API "/containers/create", "container-create-no-image.http" },
 		{ NULL, NULL, NULL } };
@@ -250,21 +250,26 @@ create_missing_image(const char *info, int rootless)
 	assert_non_null(strstr(e.msg, "make image"));
 	assert_non_null(strstr(e.msg, c.image));
 	/* Rootless: the sandbox user is the supervisor's own uid, so the
-	 * socket directory and socket need no chown and no wider mode. */
+	 * socket directory and socket need no chown and no wider mode.
+	 * Rootful: a user namespace of the sandbox's own (its slot's ids). */
 	q = fake_last();
 	assert_non_null(strstr(q.target, "/containers/create"));
-	if (rootless)
+	if (rootless) {
 		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
 		    "\"keep-id\",\"value\":\"uid=1000,gid=1000\"}"));
-	else
-		assert_null(strstr(q.body, "userns"));
+		assert_null(strstr(q.body, "idmappings"));
+	} else {
+		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
+		    "\"private\"}"));
+		assert_non_null(strstr(q.body, "idmappings"));
+		assert_null(strstr(q.body, "keep-id"));
+	}
 	snprintf(rundir, sizeof(rundir), "%s/users/bob", dir);
 	assert_int_equal(stat(rundir, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
-	rmdir(rundir);
-	snprintf(rundir, sizeof(rundir), "%s/users", dir);
-	rmdir(rundir);
-	rmdir(dir);
+	/* users/, slots/ and (with mkfs.ext4 here) workspaces/bob.img */
+	snprintf(rundir, sizeof(rundir), "rm -rf %s", dir);
+	assert_int_equal(system(rundir), 0);
 	conf_release(&c);
 	unsetenv("VIVARIUM_STATE_DIR");
 	done(p);

@@ -21,6 +21,7 @@
 static struct conf	 cf;
 static struct user_conf	 big;
 static struct kv	 extra[2];
+static const struct sandbox_host nohost;	/* no userns, no quota */
 
 static int
 setup(void **state)
@@ -35,6 +36,7 @@ setup(void **state)
 	cf.limits.memory = 2ULL << 30;
 	cf.limits.cpus_milli = 2000;
 	cf.limits.pids = 128;
+	cf.uid_base = DEF_UID_BASE;
 	snprintf(big.id, sizeof(big.id), "big");
 	big.limits.memory = 8ULL << 30;
 	big.limits.cpus_milli = 500;
@@ -88,7 +90,7 @@ test_container_walls(void **state)
 {
 	json_t	*s;
 
-	s = sandbox_container_spec(&cf, "alice", NULL);
+	s = sandbox_container_spec(&cf, "alice", NULL, &nohost);
 	assert_non_null(s);
 	assert_string_equal(str(s, "name"), "vivarium-alice");
 	assert_string_equal(str(s, "image"), "localhost/vivarium-sandbox:test");
@@ -119,7 +121,7 @@ test_container_limits(void **state)
 	size_t		 i;
 	int		 seen = 0;
 
-	s = sandbox_container_spec(&cf, "alice", NULL);
+	s = sandbox_container_spec(&cf, "alice", NULL, &nohost);
 	r = json_object_get(s, "resource_limits");
 	assert_int_equal(num(r, "memory", "limit"), 2LL << 30);
 	assert_int_equal(num(r, "cpu", "quota"), 200000);
@@ -139,7 +141,7 @@ test_container_limits(void **state)
 	assert_int_equal(seen, 3);
 	json_decref(s);
 	/* A user of users: gets their own. */
-	s = sandbox_container_spec(&cf, "big", NULL);
+	s = sandbox_container_spec(&cf, "big", NULL, &nohost);
 	r = json_object_get(s, "resource_limits");
 	assert_int_equal(num(r, "memory", "limit"), 8LL << 30);
 	assert_int_equal(num(r, "cpu", "quota"), 50000);
@@ -155,7 +157,7 @@ test_container_mounts(void **state)
 	size_t		 i;
 	int		 size = 0, nosuid = 0;
 
-	s = sandbox_container_spec(&cf, "alice", NULL);
+	s = sandbox_container_spec(&cf, "alice", NULL, &nohost);
 	m = json_object_get(s, "mounts");
 	assert_int_equal(json_array_size(m), 2);
 	v = json_array_get(m, 0);
@@ -204,7 +206,7 @@ test_env(void **state)
 	assert_null(json_object_get(env, "VIVARIUM_LINK_KEY"));
 	json_decref(env);
 	/* The container gets exactly this environment. */
-	s = sandbox_container_spec(&cf, "alice", "10.89.0.254");
+	s = sandbox_container_spec(&cf, "alice", "10.89.0.254", &nohost);
 	env = sandbox_env(&cf, "alice", "10.89.0.254");
 	assert_true(json_equal(json_object_get(s, "env"), env));
 	json_decref(env);
@@ -304,10 +306,66 @@ test_network_and_volume(void **state)
 	assert_string_not_equal(str(o, "network_interface"), br);
 	json_decref(o);
 	json_decref(s);
-	s = sandbox_volume_spec("alice");
+	s = sandbox_volume_spec("alice", &nohost);
+	assert_null(json_object_get(s, "Options"));
 	assert_string_equal(str(s, "Name"), "vivarium-alice-workspace");
 	/* Podman's volume API spells it with a capital L. */
 	assert_string_equal(sandbox_label_user(s), "alice");
+	json_decref(s);
+}
+
+/* A slot: the sandbox's ids 0..65535 are the slot's host range, in a
+ * user namespace and an IPC namespace of its own; without one, none of
+ * that, and the label says which.  With an image, the workspace volume
+ * is that filesystem, loop-mounted by Podman. */
+static void
+test_userns_and_quota(void **state)
+{
+	struct sandbox_host	 h = { 2, "/var/lib/vivarium/workspaces/alice.img" };
+	json_t			*s, *m;
+	const json_t		*o;
+	char			 want[64];
+
+	s = sandbox_container_spec(&cf, "alice", NULL, &h);
+	assert_string_equal(str(json_object_get(s, "userns"), "nsmode"),
+	    "private");
+	assert_string_equal(str(json_object_get(s, "ipcns"), "nsmode"),
+	    "private");
+	/* /dev/shm of its own: the last mount, a 64 MB tmpfs */
+	m = json_object_get(s, "mounts");
+	o = json_array_get(m, json_array_size(m) - 1);
+	assert_string_equal(str(o, "destination"), "/dev/shm");
+	assert_string_equal(str(o, "type"), "tmpfs");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(o,
+	    "options"), 4)), "size=64m");
+	m = json_object_get(s, "idmappings");
+	for (int i = 0; i < 2; i++) {
+		o = json_object_get(m, i == 0 ? "UIDMap" : "GIDMap");
+		assert_int_equal(json_array_size(o), 1);
+		o = json_array_get(o, 0);
+		assert_int_equal(json_integer_value(json_object_get(o, "container_id")), 0);
+		assert_int_equal(json_integer_value(json_object_get(o, "host_id")),
+		    DEF_UID_BASE + 2 * 65536);
+		assert_int_equal(json_integer_value(json_object_get(o, "size")),
+		    65536);
+	}
+	/* inside, the same user as ever */
+	assert_string_equal(str(s, "user"), "1000:1000");
+	snprintf(want, sizeof(want), "%ld+65536", DEF_UID_BASE + 2 * 65536);
+	assert_string_equal(str(json_object_get(s, "labels"), SANDBOX_IDS_LABEL),
+	    want);
+	json_decref(s);
+	s = sandbox_container_spec(&cf, "alice", NULL, &nohost);
+	assert_null(json_object_get(s, "idmappings"));
+	assert_null(json_object_get(s, "userns"));
+	assert_string_equal(str(json_object_get(s, "labels"), SANDBOX_IDS_LABEL),
+	    "shared");
+	json_decref(s);
+	s = sandbox_volume_spec("alice", &h);
+	o = json_object_get(s, "Options");
+	assert_string_equal(str(o, "type"), "ext4");
+	assert_string_equal(str(o, "device"), h.image);
+	assert_string_equal(str(o, "o"), "loop,nosuid,nodev,discard");
 	json_decref(s);
 }
 
@@ -323,6 +381,7 @@ main(void)
 		cmocka_unit_test(test_proxy_env),
 		cmocka_unit_test(test_link_env),
 		cmocka_unit_test(test_network_and_volume),
+		cmocka_unit_test(test_userns_and_quota),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
