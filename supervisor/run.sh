@@ -7,6 +7,9 @@
 #      `podman --runtime runc system service` on /run/vivarium/podman.sock
 #      over the host's storage (runc: crun fails on cgroup-v1 hosts; cgroupfs
 #      and file events: no systemd needed) and stops it again on exit.
+#      As root, makes the service's volume directory a shared mount
+#      (scripts/shared-mount: workspace quotas need it on hosts without
+#      systemd).
 #   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else $VIVARIUM_TOKEN_FILE
 #      (/var/lib/vivarium/token; made once with 32 random bytes, mode 0600).
 #   3. Egress, unless VIVARIUM_EGRESS=0: egress-proxy/container.sh makes
@@ -78,6 +81,13 @@ else
 	fi
 fi
 export VIVARIUM_PODMAN_SOCKET="$sock"
+# Workspace quotas are loop mounts that Podman must be able to unmount
+# again: their directory needs shared propagation (scripts/shared-mount).
+vols=$(CONTAINER_HOST="unix://$sock" podman --remote info \
+    --format '{{.Store.VolumePath}}' 2>/dev/null) || vols=""
+[ -z "$vols" ] || scripts/shared-mount "$vols" ||
+	echo "run: cannot make $vols a shared mount; a sandbox with a" \
+	    "workspace quota may fail to start a second time (docs/supervisor.md)" >&2
 
 if [ -z "${VIVARIUM_SUPERVISOR_TOKEN:-}" ]; then
 	tok=$TOKEN_FILE

@@ -150,19 +150,13 @@ EOF
 }
 
 _vp_shared_volumes() {
-	_vp_v="$VP_ROOT/storage/volumes"
-	[ "$(id -u)" = 0 ] || return 0
-	mkdir -p "$_vp_v" || return 1
-	# Field 5 is the mount point, the optional fields follow field 6.
-	if awk -v d="$_vp_v" '$5 == d && / shared:/ { f = 1 } END { exit !f }' \
-	    /proc/self/mountinfo; then
-		return 0
+	# Every caller runs from the tree's root.
+	if [ ! -x scripts/shared-mount ]; then
+		echo "tests/lib/podman.sh: run from the tree's root" \
+		    "(no scripts/shared-mount in $(pwd))" >&2
+		return 1
 	fi
-	if ! awk -v d="$_vp_v" '$5 == d { f = 1 } END { exit !f }' \
-	    /proc/self/mountinfo; then
-		mount --bind "$_vp_v" "$_vp_v" || return 1
-	fi
-	mount --make-shared "$_vp_v"
+	scripts/shared-mount "$VP_ROOT/storage/volumes"
 }
 
 vpodman() {
