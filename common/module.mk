@@ -2,6 +2,7 @@
 # that need a library, and which programs link them:
 #   yconf.c            libyaml          (the supervisor, vivarium-egress)
 #   mhd.c, fileweb.c   libmicrohttpd, jansson  (the agent, the supervisor)
+#   jsonrpc.c          jansson          (the agent, the supervisor)
 # Every other module needs only libc.  A new common/*.c joins the archive by
 # itself; add its library here and to the PKGS_ of the programs using it.
 COMMON_PKGS += yaml-0.1 libmicrohttpd jansson
