@@ -3,7 +3,8 @@
 #   1. DESTDIR staging: every file in its place, the unit and the config name
 #      the installed paths (never DESTDIR), the token is private, a second
 #      install keeps the operator's config and token, uninstall removes all
-#      but the config (PURGE=1: that too).
+#      but the config (PURGE=1: that too); the unit passes systemd-analyze
+#      verify.
 #   2. PREFIX/CONFDIR into a scratch tree, then the installed programs run
 #      from there: the supervisor with its installed config against the
 #      tests' Podman answers vivarium-smoke (a real sandbox, a real
@@ -63,6 +64,16 @@ t_check "the egress config passes vivarium-egress -n" \
 sed "s|/etc/vivarium/|$S/etc/vivarium/|" "$S/etc/vivarium/supervisor.yaml" >"$D/chroot.yaml"
 t_check "the installed supervisor accepts the installed config (-n)" \
     env -u VIVARIUM_SUPERVISOR_TOKEN "$S/usr/local/bin/vivarium-supervisor" -n -f "$D/chroot.yaml"
+
+# The plain systemd unit, checked by systemd's own parser (no systemd needs
+# to run): with its installed paths pointed into the staging tree, so that
+# the programs it names are the installed ones; systemd-analyze exits 0 on
+# an unknown key or section, so any word on stderr fails the check too.
+sed -e "s|/usr/local/|$S/usr/local/|g" -e "s|/etc/vivarium/|$S/etc/vivarium/|g" \
+    "$unit" >"$D/vivarium-supervisor.service"
+t_check "the installed unit passes systemd-analyze verify, silent" sh -c "
+    systemd-analyze verify '$D/vivarium-supervisor.service' >'$D/verify' 2>&1 &&
+    test ! -s '$D/verify' || { cat '$D/verify'; exit 1; }"
 
 tok=$(cat "$S/etc/vivarium/token")
 echo "# mine" >>"$S/etc/vivarium/supervisor.yaml"
