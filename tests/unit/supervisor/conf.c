@@ -173,6 +173,34 @@ test_ids_and_quota_refused(void **state)
 	confdiag_init(&d, p);
 	assert_int_equal(conf_load(&c, p, &d), 0);
 	assert_int_equal(c.uid_base, 0);
+	assert_int_equal(c.runsc, 0);
+	confdiag_release(&d);
+	conf_release(&c);
+	/* The runtime: runc or runsc, nothing else. */
+	p = write_conf(
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "sandbox:\n  runtime: runsc\n  uid_base: 0\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.runsc, 1);
+	confdiag_release(&d);
+	conf_release(&c);
+	p = write_conf(
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "sandbox:\n  runtime: runc\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.runsc, 0);
+	confdiag_release(&d);
+	conf_release(&c);
+	p = write_conf(
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "sandbox:\n  runtime: kata\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	t = buf_str(&d.text);
+	assert_non_null(strstr(t, ":3: sandbox.runtime"));
+	assert_non_null(strstr(t, "runc or runsc"));
 	confdiag_release(&d);
 	conf_release(&c);
 	unlink(p);
