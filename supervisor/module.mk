@@ -37,6 +37,16 @@ test-supervisor:
 	    VIVARIUM_CTL_BIN=$(abspath $(BIN))/vivariumctl tests/supervisor/run.sh
 TEST_SUITES += test-supervisor
 
+# A few of those with the sandboxes under gVisor (deploy/vivarium-runsc).
+.PHONY: test-gvisor
+test-gvisor:
+	@scripts/deps build test podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor
+	@$(MAKE) --no-print-directory image-for-tests
+	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    tests/gvisor/run.sh
+TEST_SUITES += test-gvisor
+
 # Download and upload links in a real browser.  "-": the image builds the
 # supervisor from a context without tests/ (Containerfile).
 -include tests/files/files.mk
