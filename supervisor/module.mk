@@ -61,6 +61,16 @@ bench-supervisor:
 	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
 	    node bench/supervisor/bench.mjs
 
+# runc against runsc: cold start, a warm call, import pandas.
+.PHONY: bench-gvisor
+bench-gvisor:
+	@scripts/deps build test podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor image-for-tests
+	@if [ ! -d tests/e2e/node_modules/@modelcontextprotocol/sdk ]; then \
+	    (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error); fi
+	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    node bench/gvisor/bench.mjs
+
 # make run: the service on this machine, in the foreground (supervisor/run.sh).
 run:
 	@scripts/deps build podman
