@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import {
   TAG, IMAGE, repoRoot, user, vp, sleep, startPodman, stateDir, startSupervisor,
-  runPython, cleanup, imagePresent, assertIsolated, vpTry,
+  runPython, cleanup, imagePresent, assertIsolated, vpTry, standInProxy,
 } from '../supervisor/lib.mjs';
 
 // startPodman's shell reads VP_RUNTIME (tests/lib/podman.sh).
@@ -24,18 +24,7 @@ before(async () => {
   podman = await startPodman(podmanSock);
   assert.ok(imagePresent(), `${IMAGE} is not in the test storage: run make image-for-tests`);
   state = stateDir();
-  // A stand-in for the egress proxy (itself under gVisor): one line to all.
-  vp('run', '-d', '--name', egress, '--user', '1000:1000', '--entrypoint', 'python3', IMAGE, '-c', `import socket
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(('0.0.0.0', 3128)); l.listen(16)
-while True:
-    c, _ = l.accept()
-    try:
-        c.settimeout(5); c.recv(65536)
-        c.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\nstand-in proxy\\n')
-    except Exception:
-        pass
-    c.close()`);
+  standInProxy(egress);	// itself under gVisor
   sv = await startSupervisor({ podmanSock, state, extra: EXTRA });
 });
 
