@@ -226,6 +226,21 @@ parse_podman_timeout(void *base, const char *v)
 	return 0;
 }
 
+/*
+ * runc: whatever the Podman service runs (runc, crun), not checked.
+ * runsc: gVisor, which the service must run (main.c checks /info): Podman
+ * 4.3 ignores a container's own runtime, so this cannot be asked per
+ * sandbox, only verified.
+ */
+static int
+parse_sandbox_runtime(void *base, const char *v)
+{
+	if (strcmp(v, "runc") != 0 && strcmp(v, "runsc") != 0)
+		return -1;
+	((struct conf *)base)->runsc = strcmp(v, "runsc") == 0;
+	return 0;
+}
+
 static void
 node_egress_url(void *base, const struct ynode *n, struct confdiag *d)
 {
@@ -277,6 +292,7 @@ static const struct conf_key sandbox_keys[] = {
 	V("stop_timeout", NULL, CONF_DURATION, C(stop_timeout), 0, 600),
 	CONF_NODE_FN("env", node_env),
 	V("uid_base", NULL, CONF_LONG, C(uid_base), 0, UID_BASE_MAX),
+	CONF_PARSED("runtime", NULL, parse_sandbox_runtime, "runc or runsc"),
 };
 
 static const struct conf_key egress_keys[] = {

@@ -540,6 +540,30 @@ main(int argc, char **argv)
 			    "uid (%s): %s", conf.sandbox_user, conf.uid_base == 0
 			    ? "uid_base is 0" : "rootless Podman has no id ranges "
 			    "to give each its own");
+		if (conf.runsc) {
+			char ociname[256];
+
+			/*
+			 * runsc 20221219 cannot start in a user namespace of
+			 * Podman's ("error setting up chroot: error converting
+			 * mounts: operation not permitted"); it puts its
+			 * Sentry in one of its own (nobody) instead.
+			 */
+			if (conf.uid_base != 0)
+				fatalx("sandbox.runtime: runsc needs uid_base: 0 "
+				    "(gVisor cannot start in a Podman user "
+				    "namespace; docs/supervisor.md, gVisor)");
+
+			/* Asked for gVisor, never silently without it. */
+			if (podman_runtime_runsc(podman, ociname,
+			    sizeof(ociname), &e) == 0)
+				fatalx("sandbox.runtime is runsc but the Podman "
+				    "service at %s runs %s: start it with "
+				    "--runtime deploy/vivarium-runsc "
+				    "(docs/supervisor.md, gVisor)",
+				    conf.podman_socket, ociname);
+			log_info("sandboxes run under gVisor (%s)", ociname);
+		}
 		if (pool_adopt() == 0)
 			adopted = 1;
 	}

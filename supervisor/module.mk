@@ -37,6 +37,16 @@ test-supervisor:
 	    VIVARIUM_CTL_BIN=$(abspath $(BIN))/vivariumctl tests/supervisor/run.sh
 TEST_SUITES += test-supervisor
 
+# A few of those with the sandboxes under gVisor (deploy/vivarium-runsc).
+.PHONY: test-gvisor
+test-gvisor:
+	@scripts/deps build test podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor
+	@$(MAKE) --no-print-directory image-for-tests
+	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    tests/gvisor/run.sh
+TEST_SUITES += test-gvisor
+
 # Download and upload links in a real browser.  "-": the image builds the
 # supervisor from a context without tests/ (Containerfile).
 -include tests/files/files.mk
@@ -50,6 +60,16 @@ bench-supervisor:
 	    (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error); fi
 	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
 	    node bench/supervisor/bench.mjs
+
+# runc against runsc: cold start, a warm call, import pandas.
+.PHONY: bench-gvisor
+bench-gvisor:
+	@scripts/deps build test podman
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor image-for-tests
+	@if [ ! -d tests/e2e/node_modules/@modelcontextprotocol/sdk ]; then \
+	    (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error); fi
+	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
+	    node bench/gvisor/bench.mjs
 
 # make run: the service on this machine, in the foreground (supervisor/run.sh).
 run:

@@ -775,6 +775,29 @@ perr_set(struct perr *e, long status, const char *fmt, ...)
 }
 
 int
+podman_runtime_runsc(struct podman *p, char *name, size_t namelen,
+    struct perr *e)
+{
+	json_t		*r = NULL, *rt;
+	const char	*path, *ver, *base;
+	int		 ret;
+
+	if (podman_call(p, "GET", PODMAN_API "/info", NULL, &r, NULL, e) == -1)
+		return -1;
+	rt = json_object_get(json_object_get(r, "host"), "ociRuntime");
+	path = json_string_value(json_object_get(rt, "path"));
+	ver = json_string_value(json_object_get(rt, "version"));
+	snprintf(name, namelen, "%s", path != NULL ? path : "an unknown runtime");
+	base = path != NULL && strrchr(path, '/') != NULL
+	    ? strrchr(path, '/') + 1 : (path != NULL ? path : "");
+	/* A wrapper (deploy/vivarium-runsc) reports runsc's own version. */
+	ret = strstr(base, "runsc") != NULL
+	    || (ver != NULL && strncmp(ver, "runsc ", 6) == 0);
+	json_decref(r);
+	return ret;
+}
+
+int
 podman_rootless(struct podman *p, struct perr *e)
 {
 	json_t	*r = NULL;

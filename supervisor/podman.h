@@ -138,6 +138,13 @@ int	podman_limits_enforced(struct podman *, char *why, size_t whylen,
  * -1 when /info could not be read (perr).  Asked once per client.
  */
 int	podman_rootless(struct podman *, struct perr *);
+/*
+ * 1 when the service's OCI runtime is gVisor's runsc (its /info names a
+ * runsc binary or reports a runsc version), 0 when it is another, whose
+ * path goes to name; -1 when /info could not be read (perr).
+ */
+int	podman_runtime_runsc(struct podman *, char *name, size_t namelen,
+	    struct perr *);
 /* True when the error says the object already exists / the name is taken. */
 int	perr_exists(const struct perr *);
 /* Fills e with status, no cause, and the message from fmt. */

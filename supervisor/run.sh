@@ -10,6 +10,11 @@
 #      As root, makes the service's volume directory a shared mount
 #      (scripts/shared-mount: workspace quotas need it on hosts without
 #      systemd).
+#      VIVARIUM_RUNTIME=runsc starts that service with gVisor instead
+#      (--runtime deploy/vivarium-runsc) and gives the supervisor
+#      sandbox.runtime: runsc and uid_base: 0 (docs/supervisor.md, gVisor),
+#      the egress proxy no user namespace and 2048 pids; a service that
+#      already answers must run gVisor already (the supervisor checks).
 #   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else $VIVARIUM_TOKEN_FILE
 #      (/var/lib/vivarium/token; made once with 32 random bytes, mode 0600).
 #   3. Egress, unless VIVARIUM_EGRESS=0: egress-proxy/container.sh makes
@@ -34,6 +39,17 @@ BIN=${BIN:-bin}
 RUNDIR=${VIVARIUM_RUN_DIR:-/run/vivarium}
 TOKEN_FILE=${VIVARIUM_TOKEN_FILE:-/var/lib/vivarium/token}
 mkdir -p "$RUNDIR" "$(dirname "$TOKEN_FILE")"
+case "${VIVARIUM_RUNTIME:=runc}" in
+runc) runtime=runc ;;
+runsc)
+	runtime=$(cd "$(dirname "$0")/.." && pwd)/deploy/vivarium-runsc
+	# The proxy runs on the same service: no user namespace (runsc
+	# cannot start in one), and room for gVisor's own threads.
+	export VIVARIUM_EGRESS_UID_BASE=0
+	export VIVARIUM_EGRESS_PIDS="${VIVARIUM_EGRESS_PIDS:-2048}"
+	;;
+*) echo "run: VIVARIUM_RUNTIME=\"$VIVARIUM_RUNTIME\": expected runc or runsc" >&2; exit 2 ;;
+esac
 
 ping_sock() {
 	[ -S "$1" ] && [ "$(curl -s --max-time 2 --unix-socket "$1" http://d/_ping 2>/dev/null)" = OK ]
@@ -64,7 +80,7 @@ else
 		echo "run: starting a Podman service on $sock (log: $RUNDIR/podman.log)" >&2
 		# From $RUNDIR: conmon writes a file "oom" into the directory
 		# it starts in whenever a sandbox is OOM-killed (cgroup v1).
-		env -C "$RUNDIR" podman --runtime runc --cgroup-manager cgroupfs \
+		env -C "$RUNDIR" podman --runtime "$runtime" --cgroup-manager cgroupfs \
 		    --events-backend file system service --time 0 \
 		    "unix://$sock" >"$RUNDIR/podman.log" 2>&1 &
 		svc_pid=$!
@@ -85,7 +101,7 @@ export VIVARIUM_PODMAN_SOCKET="$sock"
 # again: their directory needs shared propagation (scripts/shared-mount).
 vols=$(CONTAINER_HOST="unix://$sock" podman --remote info \
     --format '{{.Store.VolumePath}}' 2>/dev/null) || vols=""
-[ -z "$vols" ] || scripts/shared-mount "$vols" ||
+[ -z "$vols" ] || "$(dirname "$0")/../scripts/shared-mount" "$vols" ||
 	echo "run: cannot make $vols a shared mount; a sandbox with a" \
 	    "workspace quota may fail to start a second time (docs/supervisor.md)" >&2
 
@@ -141,7 +157,13 @@ egress:
   container: $VIVARIUM_EGRESS_CONTAINER
   port: $VIVARIUM_EGRESS_PORT
 EOF
+	if [ "$VIVARIUM_RUNTIME" = runsc ]; then
+		printf 'sandbox:\n  runtime: runsc\n  uid_base: 0\n' >>"$conf.tmp"
+	fi
 	mv -f "$conf.tmp" "$conf"
+elif [ "$VIVARIUM_RUNTIME" = runsc ] && { [ ! -f "$conf" ] || ! grep -Eq '^[[:space:]]+runtime:[[:space:]]*runsc' "$conf"; }; then
+	echo "run: VIVARIUM_RUNTIME=runsc: the config needs sandbox: {runtime: runsc, uid_base: 0}" >&2
+	exit 2
 elif [ -f "$conf" ] && [ "$egress" = 1 ] && ! grep -q '^egress:' "$conf"; then
 	echo "run: $conf has no egress section: its sandboxes have no way out." >&2
 	echo "run: add   egress: {container: $VIVARIUM_EGRESS_CONTAINER, port: $VIVARIUM_EGRESS_PORT}" >&2

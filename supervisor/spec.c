@@ -285,6 +285,27 @@ sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
 	return env;
 }
 
+/*
+ * Under gVisor the pids cgroup counts gVisor's own host threads, not the
+ * sandbox's processes: its Sentry and gofer are about 70 at rest, and on
+ * the ptrace platform every task of the sandbox adds a stub and Sentry
+ * threads (100 sleeping children took the count from 72 to 938).  At the
+ * limit the Sentry cannot make a thread and the whole sandbox dies
+ * ("error initializing first thread: resource temporarily unavailable",
+ * which a matplotlib import reached at 128), so the limit is scaled: the
+ * sandbox's pids count still bounds it, roughly.
+ */
+#define RUNSC_PIDS_BASE		256
+#define RUNSC_PIDS_PER_TASK	10
+
+static json_int_t
+pids_limit(const struct conf *c, const struct limits *l)
+{
+	if (!c->runsc)
+		return (json_int_t)l->pids;
+	return RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * (json_int_t)l->pids;
+}
+
 json_t *
 sandbox_container_spec(const struct conf *c, const char *user,
     const char *proxy_ip, const struct sandbox_host *h)
@@ -318,7 +339,7 @@ sandbox_container_spec(const struct conf *c, const char *user,
 		"memory", "limit", (json_int_t)l->memory,
 		"cpu", "quota", (json_int_t)l->cpus_milli * 100,
 		    "period", (json_int_t)100000,
-		"pids", "limit", (json_int_t)l->pids,
+		"pids", "limit", pids_limit(c, l),
 	    /* Podman's default rlimits exceed many hosts' hard limits. */
 	    "r_limits",
 		"type", "nofile", "soft", (json_int_t)4096, "hard", (json_int_t)4096,

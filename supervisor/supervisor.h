@@ -67,6 +67,7 @@ struct conf {
 	char		*sandbox_user;	/* owned: "uid:gid" */
 	unsigned long long tmp_size;
 	long		 uid_base;	/* first host id of slot 0; 0: no userns */
+	int		 runsc;	/* sandbox.runtime: runsc (gVisor), checked */
 	enum provisioning provisioning;
 	long		 idle_stop_after;	/* seconds; 0: never */
 	long		 ready_timeout;		/* seconds */

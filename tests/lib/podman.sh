@@ -53,6 +53,12 @@
 #   VP_SUBNET_POOL     where new networks get subnets, 10.213.0.0/16 (/24 each),
 #                      kept away from Podman's default 10.88/10.89 so the
 #                      host's own networks never collide with ours
+#   VP_RUNTIME         the OCI runtime new containers get: runc (default), or
+#                      a path such as deploy/vivarium-runsc (gVisor).  A
+#                      container keeps the runtime it was made with, and one
+#                      made with a path can be stopped and removed by a
+#                      vpodman of any VP_RUNTIME.  Podman 4.3 ignores a
+#                      container's own oci_runtime, so this is per service.
 #
 # Shared mounts: Podman 4.3.1 unmounts the volumes of a container with a
 # user namespace (the supervisor's sandboxes: a workspace image each) from
@@ -73,6 +79,7 @@ VP_NOFILE=${VP_NOFILE:-4096:4096}
 VP_NPROC=${VP_NPROC:-4096:4096}
 VP_SUBNET_POOL=${VP_SUBNET_POOL:-10.213.0.0/16}
 VP_START_TIMEOUT=${VP_START_TIMEOUT:-30}
+VP_RUNTIME=${VP_RUNTIME:-runc}
 # A service belongs to the shell that started it: a script run from a test
 # inherits VP_SOCKET (and may use it), but its own vp_start starts its own
 # service and its exit never stops the caller's.  _vp_pid and _vp_dir are
@@ -173,7 +180,7 @@ vpodman() {
 	CONTAINERS_STORAGE_CONF="$VP_ROOT/storage.conf" \
 	podman --root "$VP_ROOT/storage" --runroot "$VP_RUN/runroot" \
 	    --tmpdir "$VP_RUN/libpod" --storage-driver overlay \
-	    --runtime runc --cgroup-manager cgroupfs --events-backend file \
+	    --runtime "$VP_RUNTIME" --cgroup-manager cgroupfs --events-backend file \
 	    --network-config-dir "$VP_ROOT/networks" "$@"
 }
 

@@ -192,6 +192,22 @@ ${probe(ipA)}`);
   assert.match(r.text, /CONNECTED/, `control probe failed: ${r.text}`);
 }
 
+// A stand-in for the egress proxy, a container named name on port 3128:
+// answers every request with one line, "stand-in proxy".
+export function standInProxy(name) {
+  vp('run', '-d', '--name', name, '--user', '1000:1000', '--entrypoint', 'python3', IMAGE, '-c', `import socket
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(('0.0.0.0', 3128)); l.listen(16)
+while True:
+    c, _ = l.accept()
+    try:
+        c.settimeout(5); c.recv(65536)
+        c.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\nstand-in proxy\\n')
+    except Exception:
+        pass
+    c.close()`);
+}
+
 // Podman objects of one of our users.
 export function objects(uid) {
   const name = `vivarium-${uid}`;

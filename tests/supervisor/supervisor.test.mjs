@@ -8,7 +8,7 @@ import { writeFileSync, rmSync, statSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import {
   TOKEN, TAG, IMAGE, user, vp, vpTry, sleep, startPodman, stateDir, startSupervisor,
-  runPython, objects, containerState, cleanup, imagePresent, ctlBin, assertIsolated,
+  runPython, objects, containerState, cleanup, imagePresent, ctlBin, assertIsolated, standInProxy,
 } from './lib.mjs';
 
 const podmanSock = `/run/vsv-${TAG}.podman.sock`;
@@ -492,18 +492,7 @@ test('egress: the proxy sits at a fixed address on each network, kept across res
   const u = user('egr'), moved = user('moved');
   const egress = `vivarium-${TAG}-egress`;
   const labels = (x) => ['--label', 'io.vivarium.managed=true', '--label', `io.vivarium.user=${x}`];
-  // A stand-in for the proxy: answers every request with one line.
-  vp('run', '-d', '--name', egress, '--user', '1000:1000', '--entrypoint', 'python3', IMAGE, '-c', `import socket
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(('0.0.0.0', 3128)); l.listen(16)
-while True:
-    c, _ = l.accept()
-    try:
-        c.settimeout(5); c.recv(65536)
-        c.sendall(b'HTTP/1.0 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\nstand-in proxy\\n')
-    except Exception:
-        pass
-    c.close()`);
+  standInProxy(egress);
   // A network that has the proxy at a low address (connected by hand).
   vp('network', 'create', '--internal', '--disable-dns', ...labels(moved), `vivarium-${moved}`);
   vp('network', 'connect', `vivarium-${moved}`, egress);

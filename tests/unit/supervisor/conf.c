@@ -140,9 +140,16 @@ test_defaults_and_env(void **state)
 static void
 test_ids_and_quota_refused(void **state)
 {
+	static const struct { const char *yaml; int runsc; } rts[] = {
+		{ "token: abcdefghijklmnopqrstuvwxyz\n"
+		    "sandbox:\n  runtime: runsc\n  uid_base: 0\n", 1 },
+		{ "token: abcdefghijklmnopqrstuvwxyz\n"
+		    "sandbox:\n  runtime: runc\n", 0 },
+	};
 	struct conf	 c;
 	struct confdiag	 d;
 	const char	*p, *t;
+	size_t		 i;
 
 	clear_env();
 	p = write_conf(
@@ -173,6 +180,26 @@ test_ids_and_quota_refused(void **state)
 	confdiag_init(&d, p);
 	assert_int_equal(conf_load(&c, p, &d), 0);
 	assert_int_equal(c.uid_base, 0);
+	assert_int_equal(c.runsc, 0);
+	confdiag_release(&d);
+	conf_release(&c);
+	/* The runtime: runc or runsc, nothing else. */
+	for (i = 0; i < sizeof(rts) / sizeof(rts[0]); i++) {
+		p = write_conf(rts[i].yaml);
+		confdiag_init(&d, p);
+		assert_int_equal(conf_load(&c, p, &d), 0);
+		assert_int_equal(c.runsc, rts[i].runsc);
+		confdiag_release(&d);
+		conf_release(&c);
+	}
+	p = write_conf(
+	    "token: abcdefghijklmnopqrstuvwxyz\n"
+	    "sandbox:\n  runtime: kata\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	t = buf_str(&d.text);
+	assert_non_null(strstr(t, ":3: sandbox.runtime"));
+	assert_non_null(strstr(t, "runc or runsc"));
 	confdiag_release(&d);
 	conf_release(&c);
 	unlink(p);

@@ -147,6 +147,14 @@ test_container_limits(void **state)
 	assert_int_equal(num(r, "cpu", "quota"), 50000);
 	assert_int_equal(num(r, "pids", "limit"), 512);
 	json_decref(s);
+	/* gVisor: its own threads count too; scaled, not the bare count. */
+	cf.runsc = 1;
+	s = sandbox_container_spec(&cf, "alice", NULL, &nohost);
+	r = json_object_get(s, "resource_limits");
+	assert_int_equal(num(r, "pids", "limit"), 256 + 10 * 128);
+	assert_int_equal(num(r, "memory", "limit"), 2LL << 30);
+	json_decref(s);
+	cf.runsc = 0;
 }
 
 static void
