@@ -329,7 +329,8 @@ test_network_and_volume(void **state)
 static void
 test_userns_and_quota(void **state)
 {
-	struct sandbox_host	 h = { 2, "/var/lib/vivarium/workspaces/alice.img" };
+	struct sandbox_host	 h = { .slot = 2,
+	    .image = "/var/lib/vivarium/workspaces/alice.img" };
 	json_t			*s, *m;
 	const json_t		*o;
 	char			 want[64];
