@@ -468,7 +468,7 @@ int
 http_rewrite_request(const char *buf, const struct http_req *r,
     struct buf *out)
 {
-	int	 k;
+	int	 k, kept = 1;		/* Host */
 
 	if (buf_append(out, buf + r->method.off, r->method.len) == -1 ||
 	    buf_appends(out, " ") == -1)
@@ -496,7 +496,11 @@ http_rewrite_request(const char *buf, const struct http_req *r,
 		    buf_append(out, buf + f->value.off, f->value.len) == -1 ||
 		    buf_appends(out, "\r\n") == -1)
 			return -1;
+		kept++;
 	}
+	/* No more fields than we accept ourselves (see the response's). */
+	if (kept + (r->close != 0) > HTTP_MAX_HEADERS)
+		return -1;
 	if (r->close && buf_appends(out, "Connection: close\r\n") == -1)
 		return -1;
 	return buf_appends(out, "\r\n");
@@ -579,7 +583,7 @@ http_rewrite_response(const char *buf, const struct http_resp *resp,
     int close, struct buf *out)
 {
 	const char	*eol;
-	int		 k;
+	int		 k, kept = 0;
 
 	/* Only a head the parser accepted: its spans are trusted below. */
 	if (resp->head_len < 4)
@@ -599,7 +603,12 @@ http_rewrite_response(const char *buf, const struct http_resp *resp,
 		if (buf_append(out, buf + f->name.off,
 		    (size_t)(eol - buf) + 2 - f->name.off) == -1)
 			return -1;
+		kept++;
 	}
+	/* Never send on a head with more fields than we accept ourselves
+	 * (nor than clients do: Python's http.client stops at 100). */
+	if (close && kept == HTTP_MAX_HEADERS)
+		return -1;
 	if (close && buf_appends(out, "Connection: close\r\n") == -1)
 		return -1;
 	return buf_appends(out, "\r\n");

@@ -132,6 +132,8 @@ relay_http_parse(struct conn *c)
 		relay_close_upstream(c);
 	if (http_rewrite_request(c->in.data, &req, &head) == -1) {
 		buf_release(&head);
+		/* Too large, or too many fields with our Host and
+		 * Connection lines. */
 		conn_fail(c, 431, "request head too large");
 		return;
 	}
@@ -251,8 +253,10 @@ send_head(struct conn *c, const struct http_resp *resp, int close)
 	struct buf	 out = BUF_INIT(RESP_HEAD_MAX + 64);
 
 	if (http_rewrite_response(c->uin.data, resp, close, &out) == -1) {
+		/* Too large, or already at the field limit without room for
+		 * our Connection line. */
 		buf_release(&out);
-		conn_fail(c, 502, "malformed response from upstream");
+		conn_fail(c, 502, "response head from upstream too large to forward");
 		return -1;
 	}
 	if (relay_put(c, DIR_DOWN, out.data, out.len) == -1) {

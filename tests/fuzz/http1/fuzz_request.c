@@ -55,8 +55,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 		abort();
 	if (req.connect)
 		return 0;
-	if (http_rewrite_request(p, &req, &out) == -1)
-		abort();
+	/* Refused only when Host and Connection would make one field too
+	 * many. */
+	if (http_rewrite_request(p, &req, &out) == -1) {
+		if (req.nfields < HTTP_MAX_HEADERS - 1)
+			abort();
+		buf_release(&out);
+		return 0;
+	}
 	/* The head sent upstream is itself one strict, complete head. */
 	if (out.len < 4 || memcmp(out.data + out.len - 4, "\r\n\r\n", 4) != 0 ||
 	    strstr(out.data, "\r\n\r\n") != out.data + out.len - 4)
