@@ -463,10 +463,13 @@ cmd_status(int argc, char **argv)
 	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids,
 	    "workspace_bytes", (json_int_t)l->workspace);
 	if (running) {
+		struct agent_addr a;
+
+		agent_addr_unix(&a, n.sock);
 		json_object_set_new(out, "memory_bytes",
 		    json_integer((json_int_t)mem));
 		json_object_set_new(out, "agent_answers",
-		    json_boolean(agent_probe(n.sock, 2000) == 0));
+		    json_boolean(agent_probe(&a, 2000) == 0));
 	}
 	if (idle >= 0)
 		json_object_set_new(out, "idle_seconds", json_integer(idle));
