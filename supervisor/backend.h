@@ -31,14 +31,17 @@ struct backend_sandbox {
 	enum backend_state	 state;
 };
 
-/* What inspect finds: memory_bytes only when running (0: not known). */
+/* What inspect finds; the memory in use only when running. */
 struct backend_info {
 	enum backend_state	 state;
+	int			 memory_known;
 	unsigned long long	 memory_bytes;
 };
 
 /* Start-up checks report through this: level 0 information, 1 warning. */
 typedef void	(*backend_say)(int level, const char *msg);
+/* A tar stream's source for import, as podman_source (podman.h). */
+typedef ssize_t	(*backend_source)(void *arg, char *dst, size_t len);
 
 struct backend {
 	const char	*name;		/* "podman" */
@@ -75,6 +78,16 @@ struct backend {
 	 */
 	int	(*list)(struct backend *, struct backend_sandbox **out,
 		    size_t *n, struct perr *err);
+	/*
+	 * The user's workspace as a tar stream written to fd out (export),
+	 * and a tar stream from source unpacked into it (import), running
+	 * or stopped; status 404 when the sandbox is gone but its storage
+	 * kept.  0 or -1.
+	 */
+	int	(*export_ws)(struct backend *, const char *user, int out,
+		    struct perr *err);
+	int	(*import_ws)(struct backend *, const char *user,
+		    backend_source source, void *arg, struct perr *err);
 	/* The user's sandbox as it is named to people (logs), into dst. */
 	void	(*label)(struct backend *, const char *user, char *dst,
 		    size_t len);

@@ -156,8 +156,8 @@ pm_inspect(struct backend *b, const char *user, struct backend_info *out,
 	out->state = fold(podman_ctr_state(ins));
 	json_decref(ins);
 	if (out->state == BK_RUNNING && podman_container_memory(st(b)->podman,
-	    n.container, &out->memory_bytes, e) == -1)
-		out->memory_bytes = 0;
+	    n.container, &out->memory_bytes, e) == 0)
+		out->memory_known = 1;
 	return 0;
 }
 
@@ -204,6 +204,28 @@ pm_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
 	*out = v;
 	*nout = k;
 	return 0;
+}
+
+/* "/." : the entries are relative, running container or not. */
+static int
+pm_export(struct backend *b, const char *user, int out, struct perr *e)
+{
+	struct names	 n;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	return podman_archive_get(st(b)->podman, n.container, "/workspace/.",
+	    out, e);
+}
+
+static int
+pm_import(struct backend *b, const char *user, backend_source source,
+    void *arg, struct perr *e)
+{
+	struct names	 n;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	return podman_archive_put(st(b)->podman, n.container, "/workspace",
+	    source, arg, e);
 }
 
 static void
@@ -261,6 +283,8 @@ podman_backend(const struct conf *c, void (*on_error)(const struct perr *))
 	b->registered = pm_registered;
 	b->inspect = pm_inspect;
 	b->list = pm_list;
+	b->export_ws = pm_export;
+	b->import_ws = pm_import;
 	b->label = pm_label;
 	b->used = pm_used;
 	b->free = pm_free;
