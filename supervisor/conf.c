@@ -241,6 +241,16 @@ parse_sandbox_runtime(void *base, const char *v)
 	return 0;
 }
 
+/* The sandboxes' backend (backend.h): Podman is the only one so far. */
+static int
+parse_backend(void *base, const char *v)
+{
+	if (strcmp(v, "podman") != 0)
+		return -1;
+	((struct conf *)base)->backend = BACKEND_PODMAN;
+	return 0;
+}
+
 static void
 node_egress_url(void *base, const struct ynode *n, struct confdiag *d)
 {
@@ -322,6 +332,8 @@ static const struct conf_key conf_keys[] = {
 	CONF_NODE_FN("token_file", node_token_file),
 	V("user_header", NULL, CONF_STR, C(user_header), 0, 0),
 	CONF_NODE_FN("allowed_origins", node_origins),
+	CONF_PARSED("backend", NULL, parse_backend,
+	    "podman (the only backend so far)"),
 	CONF_SECTION_OF("podman", 0, podman_keys),
 	V("state_dir", "VIVARIUM_STATE_DIR", CONF_STR, C(state_dir), 0, 0),
 	V("image", "VIVARIUM_SANDBOX_IMAGE", CONF_STR, C(image), 0, 0),

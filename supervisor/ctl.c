@@ -27,7 +27,7 @@
 #include "buf.h"
 #include "config.h"
 #include "log.h"
-#include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 #define EX_OK		0
@@ -40,6 +40,9 @@
 #define DEFAULT_CONF	"/etc/vivarium/supervisor.yaml"
 
 static struct conf	 conf;
+/* The sandboxes through the backend; Podman itself for what only it has
+ * (status and list of its objects, render's quadlets). */
+static struct backend	*backend;
 static struct podman	*podman;
 static int		 json_out;
 
@@ -166,6 +169,7 @@ static int
 cmd_add(int argc, char **argv)
 {
 	struct perr	 e;
+	struct agent_addr addr;
 	int		 i, rc = EX_OK, created;
 
 	if (argc < 1) {
@@ -181,7 +185,7 @@ cmd_add(int argc, char **argv)
 		 * and leaves no container in "created", which the supervisor
 		 * takes for the remains of a crash.  Idle stop puts it to sleep.
 		 */
-		if (sandbox_ensure(&conf, podman, argv[i], &created,
+		if (backend->ensure(backend, argv[i], &created, &addr,
 		    &e) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
@@ -244,7 +248,7 @@ cmd_remove(int argc, char **argv)
 			rc = EX_NOUSER;
 			continue;
 		}
-		if (sandbox_remove(&conf, podman, argv[i], purge, &e) == -1) {
+		if (backend->remove(backend, argv[i], purge, &e) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
 		}
@@ -305,7 +309,7 @@ cmd_list(int argc, char **argv)
 	unsigned long long mem;
 	char		 ms[32], is[32];
 	long		 idle;
-	struct names	 n;
+	struct backend_info info;
 
 	if (argc != 0) {
 		usage(stderr);
@@ -319,13 +323,14 @@ cmd_list(int argc, char **argv)
 		    "IDLE");
 	json_object_foreach(users, id, u) {
 		state = json_string_value(json_object_get(u, "state"));
-		(void)sandbox_names(&conf, id, &n);
 		mem = 0;
 		if (strcmp(state, "running") == 0
-		    && podman_container_memory(podman, n.container, &mem, &e)
-		    == 0)
+		    && backend->inspect(backend, id, &info, &e) == 0
+		    && info.memory_known) {
+			mem = info.memory_bytes;
 			json_object_set_new(u, "memory_bytes",
 			    json_integer((json_int_t)mem));
+		}
 		idle = idle_seconds(id);
 		if (idle >= 0)
 			json_object_set_new(u, "idle_seconds",
@@ -378,11 +383,12 @@ static int
 cmd_start(int argc, char **argv)
 {
 	struct perr	 e;
+	struct agent_addr addr;
 	int		 created, r;
 
 	if ((r = known_user(argc, argv)) != EX_OK)
 		return r;
-	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
+	if (backend->ensure(backend, argv[0], &created, &addr, &e) == -1)
 		return fail(&e, argv[0]);
 	if (json_out)
 		print_json(json_pack("{s:s, s:s}", "user", argv[0], "state",
@@ -400,7 +406,7 @@ cmd_stop(int argc, char **argv)
 
 	if ((r = known_user(argc, argv)) != EX_OK)
 		return r;
-	if (sandbox_stop(&conf, podman, argv[0], &e) == -1)
+	if (backend->stop(backend, argv[0], &e) == -1)
 		return fail(&e, argv[0]);
 	if (json_out)
 		print_json(json_pack("{s:s, s:s}", "user", argv[0], "state",
@@ -463,10 +469,13 @@ cmd_status(int argc, char **argv)
 	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids,
 	    "workspace_bytes", (json_int_t)l->workspace);
 	if (running) {
+		struct agent_addr a;
+
+		agent_addr_unix(&a, n.sock);
 		json_object_set_new(out, "memory_bytes",
 		    json_integer((json_int_t)mem));
 		json_object_set_new(out, "agent_answers",
-		    json_boolean(agent_probe(n.sock, 2000) == 0));
+		    json_boolean(agent_probe(&a, 2000) == 0));
 	}
 	if (idle >= 0)
 		json_object_set_new(out, "idle_seconds", json_integer(idle));
@@ -554,9 +563,7 @@ cmd_export(int argc, char **argv)
 		    argv[0], n.volume);
 		return EX_NOUSER;
 	}
-	/* "/." : the entries are relative, running container or not. */
-	if (podman_archive_get(podman, n.container, "/workspace/.",
-	    STDOUT_FILENO, &e) == -1) {
+	if (backend->export_ws(backend, argv[0], STDOUT_FILENO, &e) == -1) {
 		if (e.status == 404)
 			fprintf(stderr, "vivariumctl: %s: container %s is gone "
 			    "but its workspace is kept; `vivariumctl add-user "
@@ -788,8 +795,8 @@ tar_source(void *arg, char *dst, size_t len)
 static int
 cmd_import(int argc, char **argv)
 {
-	struct names	 n;
 	struct perr	 e;
+	struct agent_addr addr;
 	struct tar_in	 t;
 	ssize_t		 got;
 	int		 r, replace = 0, created;
@@ -833,11 +840,10 @@ cmd_import(int argc, char **argv)
 		    argv[0]);
 		return EX_FAIL;
 	}
-	if (r == 1 && sandbox_remove(&conf, podman, argv[0], 1, &e) == -1)
+	if (r == 1 && backend->remove(backend, argv[0], 1, &e) == -1)
 		return fail(&e, argv[0]);
-	if (sandbox_ensure(&conf, podman, argv[0], &created, &e) == -1)
+	if (backend->ensure(backend, argv[0], &created, &addr, &e) == -1)
 		return fail(&e, argv[0]);
-	(void)sandbox_names(&conf, argv[0], &n);
 	/* The header is checked: walk the stream from the start again. */
 	t.next = 0;
 	t.zeros = 0;
@@ -845,8 +851,7 @@ cmd_import(int argc, char **argv)
 		t.uid = 0;	/* a name: Podman gives them to it anyway */
 		t.gid = 0;
 	}
-	if (podman_archive_put(podman, n.container, "/workspace", tar_source,
-	    &t, &e) == -1) {
+	if (backend->import_ws(backend, argv[0], tar_source, &t, &e) == -1) {
 		if (t.err[0] == '\0')
 			return fail(&e, argv[0]);
 		fprintf(stderr, "vivariumctl: %s: %s.  The workspace may hold "
@@ -950,7 +955,8 @@ main(int argc, char **argv)
 			    "have no file links\n", err);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if ((podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
+	if ((backend = backend_new(&conf, NULL)) == NULL
+	    || (podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
 	    == NULL)
 		return EX_FAIL;
 
@@ -978,6 +984,7 @@ main(int argc, char **argv)
 		rc = EX_USAGE;
 	}
 	podman_free(podman);
+	backend->free(backend);
 	conf_release(&conf);
 	curl_global_cleanup();
 	return rc;

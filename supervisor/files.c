@@ -84,7 +84,7 @@ open_agent(const char *user, const char *method, const char *path,
 	if ((f->sb = acquire(user, 0, e)) == NULL)
 		goto fail;
 	for (attempt = 0;; attempt++) {
-		if (agent_open(&f->a, pool_sock(f->sb), &r, -1,
+		if (agent_open(&f->a, pool_addr(f->sb), &r, -1,
 		    (int)(conf->agent_timeout * 1000), &cf, err,
 		    sizeof(err)) == 0)
 			return f;
@@ -250,7 +250,7 @@ sv_put_begin(void *arg, const char *user, const char *name,
 	r.method = "POST";
 	r.path = buf_str(&url);
 	r.chunked = 1;
-	if (agent_stream_open(&f->a, pool_sock(f->sb), &r,
+	if (agent_stream_open(&f->a, pool_addr(f->sb), &r,
 	    (int)(conf->agent_timeout * 1000), err, sizeof(err)) == -1) {
 		fail(e, 502, "The sandbox did not take the upload: %s", err);
 		svfile_close(f);

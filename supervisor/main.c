@@ -32,13 +32,13 @@
 #include "log.h"
 #include "mhd.h"
 #include "origin.h"
-#include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 #define DEFAULT_CONF	"/etc/vivarium/supervisor.yaml"
 
 static struct conf	 conf;
-static struct podman	*podman;
+static struct backend	*backend;
 static volatile int	 quitting;
 static pthread_mutex_t	 reaper_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 reaper_cond = PTHREAD_COND_INITIALIZER;
@@ -125,6 +125,7 @@ static ssize_t
 relay_read(void *cls, uint64_t pos, char *dst, size_t max)
 {
 	struct relay	*r = cls;
+	char		 where[AGENT_ADDR_STRLEN];
 	ssize_t		 n;
 
 	n = agent_read(&r->agent, dst, max);
@@ -133,18 +134,18 @@ relay_read(void *cls, uint64_t pos, char *dst, size_t max)
 	if (n < 0 && r->agent.client_gone) {
 		/* Closing the agent connection (relay_free) stops the run. */
 		log_info("%s: the client went away after %zu bytes of the "
-		    "reply", pool_sock(r->sb), r->sent);
+		    "reply", agent_addr_str(pool_addr(r->sb), where, sizeof(where)), r->sent);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	if (n < 0) {
 		log_warnx("%s: the sandbox's reply broke off after %zu bytes",
-		    pool_sock(r->sb), r->sent);
+		    agent_addr_str(pool_addr(r->sb), where, sizeof(where)), r->sent);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	r->sent += (size_t)n;
 	if (r->sent > conf.max_response) {
 		log_warnx("%s: reply over the %llu-byte cap, cut off",
-		    pool_sock(r->sb), conf.max_response);
+		    agent_addr_str(pool_addr(r->sb), where, sizeof(where)), conf.max_response);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	return n;
@@ -205,7 +206,7 @@ relay(struct MHD_Connection *conn, const char *method, const char *user,
 		return reply_error(conn, perr.http, "%s", perr.msg);
 	}
 	for (attempt = 0;; attempt++) {
-		if (agent_open(&r->agent, pool_sock(sb), &ar,
+		if (agent_open(&r->agent, pool_addr(sb), &ar,
 		    pool_conn_take(sb), timeout, &cf, err, sizeof(err)) == 0)
 			break;
 		if (r->agent.client_gone) {
@@ -419,11 +420,22 @@ reaper(void *arg)
 	return NULL;
 }
 
+/* The backend's engine failed a call: counted when it is its fault. */
 static void
-podman_error_hook(const struct perr *e)
+backend_error_hook(const struct perr *e)
 {
 	if (e->status == 0 || e->status >= 500)
 		metrics_podman_error();
+}
+
+/* The backend's start-up findings, logged. */
+static void
+say(int level, const char *msg)
+{
+	if (level > 0)
+		log_warnx("%s", msg);
+	else
+		log_info("%s", msg);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -468,7 +480,7 @@ main(int argc, char **argv)
 	sigset_t		 set;
 	const char		*path = NULL;
 	char			 defconf[PATH_MAX];
-	int			 ch, check = 0, verbose = 0, sig;
+	int			 ch, check = 0, verbose = 0, sig, r;
 
 	log_init("vivarium-supervisor", 0);
 	while ((ch = getopt_long(argc, argv, "f:hnvV", long_options, NULL)) != -1) {
@@ -517,56 +529,15 @@ main(int argc, char **argv)
 	files_init(&conf);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	signal(SIGPIPE, SIG_IGN);
-	if ((podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
-	    == NULL)
-		fatal("podman_new");
-	podman->on_error = podman_error_hook;
-	pool_init(&conf, podman);
-	if (podman_version(podman, &e) == -1)
+	if ((backend = backend_new(&conf, backend_error_hook)) == NULL)
+		fatal("backend_new");
+	pool_init(&conf, backend);
+	if ((r = backend->check(backend, say, &e)) == -2)
+		fatalx("%s", e.msg);
+	if (r == -1)
 		log_warnx("%s; sandboxes will be started once it is back", e.msg);
-	else {
-		char why[512];
-
-		log_info("Podman %s at %s", podman->version, conf.podman_socket);
-		if (podman_limits_enforced(podman, why, sizeof(why), &e) == 0)
-			log_warnx("WARNING: sandbox limits are NOT enforced: %s",
-			    why);
-		if (sandbox_quota_usable(&conf, podman, why, sizeof(why)) == 0
-		    && why[0] != '\0')
-			log_warnx("WARNING: workspace quotas are NOT enforced: %s",
-			    why);
-		if (podman_rootless(podman, &e) == 1 || conf.uid_base == 0)
-			log_warnx("WARNING: every sandbox runs as the same host "
-			    "uid (%s): %s", conf.sandbox_user, conf.uid_base == 0
-			    ? "uid_base is 0" : "rootless Podman has no id ranges "
-			    "to give each its own");
-		if (conf.runsc) {
-			char ociname[256];
-
-			/*
-			 * runsc 20221219 cannot start in a user namespace of
-			 * Podman's ("error setting up chroot: error converting
-			 * mounts: operation not permitted"); it puts its
-			 * Sentry in one of its own (nobody) instead.
-			 */
-			if (conf.uid_base != 0)
-				fatalx("sandbox.runtime: runsc needs uid_base: 0 "
-				    "(gVisor cannot start in a Podman user "
-				    "namespace; docs/supervisor.md, gVisor)");
-
-			/* Asked for gVisor, never silently without it. */
-			if (podman_runtime_runsc(podman, ociname,
-			    sizeof(ociname), &e) == 0)
-				fatalx("sandbox.runtime is runsc but the Podman "
-				    "service at %s runs %s: start it with "
-				    "--runtime deploy/vivarium-runsc "
-				    "(docs/supervisor.md, gVisor)",
-				    conf.podman_socket, ociname);
-			log_info("sandboxes run under gVisor (%s)", ociname);
-		}
-		if (pool_adopt() == 0)
-			adopted = 1;
-	}
+	else if (pool_adopt() == 0)
+		adopted = 1;
 
 	/* Signals are taken by sigwait below, in this thread only. */
 	sigemptyset(&set);
@@ -640,7 +611,7 @@ main(int argc, char **argv)
 	pthread_join(rt, NULL);
 	MHD_stop_daemon(d);
 	pool_shutdown();
-	podman_free(podman);
+	backend->free(backend);
 	conf_release(&conf);
 	curl_global_cleanup();
 	return 0;

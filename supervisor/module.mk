@@ -5,7 +5,8 @@ PKGS_supervisor := libmicrohttpd jansson libcurl yaml-0.1
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c \
-		   supervisor/idmap.c supervisor/quota.c
+		   supervisor/idmap.c supervisor/quota.c \
+		   supervisor/backend_podman.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
 SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor)) -lm -lpthread
 PROGS		+= $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
@@ -19,12 +20,14 @@ $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
-# Unit tests: the Podman client against recorded replies, config and routes.
+# Unit tests: the Podman client against recorded replies, config and routes;
+# pool.c over a fake backend.
 $(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,$(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 $(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
+$(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
 $(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/spec.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.

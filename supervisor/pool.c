@@ -14,19 +14,18 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include "clock.h"
 #include "log.h"
-#include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 #define POOL_IDLE_MAX	16
 
 struct sandbox {
 	char		 user[USER_ID_MAX + 1];
-	struct names	 names;
+	char		 label[USER_ID_MAX + 32];	/* for logs */
+	struct agent_addr addr;		/* from the last ensure */
 	enum sb_state	 state;
 	int		 busy;		/* a thread is starting or stopping it */
 	int		 inflight;	/* requests being served */
@@ -44,7 +43,7 @@ static pthread_mutex_t	 lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 cond = PTHREAD_COND_INITIALIZER;
 static struct sandbox	*sandboxes;
 static const struct conf *conf;
-static struct podman	*podman;
+static struct backend	*backend;
 
 static time_t
 mono_now(void)
@@ -65,10 +64,10 @@ pool_state_name(enum sb_state s)
 }
 
 int
-pool_init(const struct conf *c, struct podman *p)
+pool_init(const struct conf *c, struct backend *b)
 {
 	conf = c;
-	podman = p;
+	backend = b;
 	return 0;
 }
 
@@ -84,7 +83,7 @@ find(const char *user, int add)
 	if (!add || (sb = calloc(1, sizeof(*sb))) == NULL)
 		return NULL;
 	snprintf(sb->user, sizeof(sb->user), "%s", user);
-	(void)sandbox_names(conf, user, &sb->names);
+	backend->label(backend, user, sb->label, sizeof(sb->label));
 	sb->state = SB_UNKNOWN;
 	sb->last_used = mono_now();
 	sb->next = sandboxes;
@@ -95,40 +94,27 @@ find(const char *user, int add)
 int
 pool_adopt(void)
 {
-	json_t		*list = NULL, *c;
+	struct backend_sandbox *list;
 	struct perr	 e;
 	struct sandbox	*sb;
-	const char	*user, *state;
-	size_t		 i;
+	size_t		 i, n;
 	int		 adopted = 0;
 
-	if (podman_container_list(podman, &list, &e) == -1) {
+	if (backend->list(backend, &list, &n, &e) == -1) {
 		log_warnx("cannot list sandboxes to adopt: %s", e.msg);
 		return -1;
 	}
-	json_array_foreach(list, i, c) {
-		user = sandbox_label_user(c);
-		state = json_string_value(json_object_get(c, "State"));
-		if (user == NULL || route_user_valid(user, strlen(user)) == -1)
+	for (i = 0; i < n; i++) {
+		if (route_user_valid(list[i].user, strlen(list[i].user)) == -1)
 			continue;
-		if (state != NULL && strcmp(state, "created") == 0) {
-			/* Never started: a crash between create and start. */
-			struct names n;
-			(void)sandbox_names(conf, user, &n);
-			log_info("%s: removing a container stuck in \"created\"",
-			    n.container);
-			if (podman_container_remove(podman, n.container, &e) == -1)
-				log_warnx("%s", e.msg);
-			continue;
-		}
 		pthread_mutex_lock(&lock);
-		if ((sb = find(user, 1)) != NULL) {
+		if ((sb = find(list[i].user, 1)) != NULL) {
 			/*
 			 * Running, but made by an earlier start: the first
 			 * request checks it as this one would make it (its
 			 * link key and public URL may have changed).
 			 */
-			if (state != NULL && strcmp(state, "running") == 0) {
+			if (list[i].state == BK_RUNNING) {
 				sb->state = SB_READY;
 				sb->recheck = 1;
 			} else
@@ -144,14 +130,14 @@ pool_adopt(void)
 		}
 		pthread_mutex_unlock(&lock);
 	}
-	json_decref(list);
+	free(list);
 	log_info("adopted %d sandbox(es)", adopted);
 	return 0;
 }
 
 /* May this user get a new container?  1, 0 (refused, msg set), -1. */
 static int
-may_create(const char *user, const struct names *n, struct pool_err *err)
+may_create(const char *user, struct pool_err *err)
 {
 	struct perr	 e;
 	int		 r;
@@ -167,8 +153,8 @@ may_create(const char *user, const struct names *n, struct pool_err *err)
 		    "in its configuration (provisioning: allowlist)", user);
 		return 0;
 	case PROV_MANUAL:
-		/* vivariumctl add-user makes the network; that registers. */
-		if ((r = podman_network_exists(podman, n->network, &e)) == 1)
+		/* vivariumctl add-user registers the user. */
+		if ((r = backend->registered(backend, user, &e)) == 1)
 			return 1;
 		if (r == -1) {
 			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
@@ -190,8 +176,10 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	struct sandbox	*sb;
 	struct perr	 e;
 	double		 t0;
+	struct agent_addr addr;
 	int		 created = 0, allow, r;
 
+	memset(&addr, 0, sizeof(addr));
 	memset(err, 0, sizeof(*err));
 	pthread_mutex_lock(&lock);
 	if ((sb = find(user, 1)) == NULL) {
@@ -221,19 +209,16 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 
 	t0 = clock_mono();
 	if (conf->provisioning != PROV_AUTO
-	    && (allow = may_create(user, &sb->names, err)) != 1) {
+	    && (allow = may_create(user, err)) != 1) {
 		/* A sandbox made earlier (e.g. by vivariumctl) still counts. */
-		json_t *ins = NULL;
-		if (allow == 0
-		    && podman_container_inspect(podman, sb->names.container,
-		    &ins, &e) == 0 && ins != NULL) {
-			json_decref(ins);
+		struct backend_info info;
+		if (allow == 0 && backend->inspect(backend, user, &info, &e) == 0
+		    && info.state != BK_MISSING)
 			allow = 1;
-		}
 	} else
 		allow = 1;
 	if (allow == 1) {
-		r = sandbox_ensure(conf, podman, user, &created, &e);
+		r = backend->ensure(backend, user, &created, &addr, &e);
 		if (r == -1) {
 			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
 			err->http = e.status == 0 ? 503 : e.status == 504 ? 504
@@ -253,6 +238,9 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	sb->busy = 0;
 	if (r == 0) {
 		sb->state = SB_READY;
+		/* Only when it changed: requests read it without the lock. */
+		if (memcmp(&sb->addr, &addr, sizeof(addr)) != 0)
+			sb->addr = addr;
 		sb->recheck = 0;
 		sb->gen++;
 		if (sb->gen == 0)
@@ -266,7 +254,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	if (r == 0) {
 		if (created)
 			metrics_spawn(clock_mono() - t0);
-		log_info("%s: ready in %.0f ms%s", sb->names.container,
+		log_info("%s: ready in %.0f ms%s", sb->label,
 		    (clock_mono() - t0) * 1000, created ? " (created)" : "");
 		return sb;
 	}
@@ -281,8 +269,7 @@ pool_release(struct sandbox *sb)
 	sb->inflight--;
 	sb->last_used = mono_now();
 	pthread_mutex_unlock(&lock);
-	/* vivariumctl reads the idle time from the directory's mtime. */
-	(void)utimensat(AT_FDCWD, sb->names.rundir, NULL, 0);
+	backend->used(backend, sb->user);
 }
 
 int
@@ -318,10 +305,10 @@ conns_drop(struct sandbox *sb)
 		close(sb->idle_fds[--sb->nidle]);
 }
 
-const char *
-pool_sock(const struct sandbox *sb)
+const struct agent_addr *
+pool_addr(const struct sandbox *sb)
 {
-	return sb->names.sock;
+	return &sb->addr;
 }
 
 unsigned
@@ -354,11 +341,11 @@ pool_reap(void)
 		sb->state = SB_STOPPING;
 		conns_drop(sb);
 		pthread_mutex_unlock(&lock);
-		log_info("%s: idle for %lds, stopping", sb->names.container,
+		log_info("%s: idle for %lds, stopping", sb->label,
 		    (long)(now - sb->last_used));
-		r = sandbox_stop(conf, podman, sb->user, &e);
+		r = backend->stop(backend, sb->user, &e);
 		if (r == -1)
-			log_warnx("%s: %s", sb->names.container, e.msg);
+			log_warnx("%s: %s", sb->label, e.msg);
 		pthread_mutex_lock(&lock);
 		sb->busy = 0;
 		/* Unknown after a failed stop: the next request looks. */

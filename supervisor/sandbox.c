@@ -596,9 +596,11 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 	double	 next_look = clock_mono() + 1.0;
 	json_t	*ins;
 	enum ctr_state st;
+	struct agent_addr a;
 
+	agent_addr_unix(&a, n->sock);
 	for (;;) {
-		if (agent_probe(n->sock, 2000) == 0) {
+		if (agent_probe(&a, 2000) == 0) {
 			rundir_seal(n);
 			return 0;
 		}

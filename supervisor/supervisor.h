@@ -53,8 +53,14 @@ struct kv {
 	char	*value;		/* owned */
 };
 
+/* Where the sandboxes run (backend.h): only Podman so far. */
+enum backend_kind {
+	BACKEND_PODMAN,
+};
+
 struct conf {
 	char		*path;		/* owned; NULL: built-in defaults only */
+	enum backend_kind backend;
 	char		*listen_host;	/* owned */
 	int		 listen_port;
 	char		*token;		/* owned */
@@ -132,6 +138,30 @@ int	route_token_ok(const char *authorization, const char *token);
 
 /* ---------------------------------------------------------------- forward.c */
 
+/*
+ * How to reach a sandbox's agent, as its backend says (backend.h): a unix
+ * socket on this host (Podman), or later host:port with a secret the agent
+ * checks, since a socket does not cross the nodes of a cluster.
+ */
+enum agent_kind {
+	AGENT_UNIX,
+	AGENT_TCP,	/* not supported yet: connecting fails, saying so */
+};
+
+struct agent_addr {
+	enum agent_kind	 kind;
+	char		 path[STATE_DIR_MAX + USER_ID_MAX + 24];	/* unix */
+	char		 host[256];				/* tcp */
+	int		 port;
+	char		 secret[128];	/* tcp; "": none */
+};
+
+/* A unix address for path (truncated to fit; sockets are named by us). */
+void	agent_addr_unix(struct agent_addr *, const char *path);
+/* For messages: the path, or host:port, into dst of AGENT_ADDR_STRLEN. */
+#define AGENT_ADDR_STRLEN	(STATE_DIR_MAX + USER_ID_MAX + 24 + 256 + 16)
+const char *agent_addr_str(const struct agent_addr *, char *dst, size_t len);
+
 /* A parsed response head from the agent. */
 struct agent_head {
 	int	 status;
@@ -179,8 +209,8 @@ struct agent_req {
 
 /* Sends on reuse_fd (a kept connection, or -1) or a new connection and
  * reads the head; 0, or -1 with err filled and *connect_failed set when
- * nobody listens on the socket.  reuse_fd is consumed either way. */
-int	agent_open(struct agent_conn *, const char *sock,
+ * nobody listens at the address.  reuse_fd is consumed either way. */
+int	agent_open(struct agent_conn *, const struct agent_addr *,
 	    const struct agent_req *, int reuse_fd, int timeout_ms,
 	    int *connect_failed, char *err, size_t errlen);
 /*
@@ -188,7 +218,7 @@ int	agent_open(struct agent_conn *, const char *sock,
  * sends the head, write sends a piece, close ends the body and reads the
  * answer's head (then agent_read as usual).  0, or -1 with err.
  */
-int	agent_stream_open(struct agent_conn *, const char *sock,
+int	agent_stream_open(struct agent_conn *, const struct agent_addr *,
 	    const struct agent_req *, int timeout_ms, char *err, size_t errlen);
 int	agent_stream_write(struct agent_conn *, const char *, size_t);
 int	agent_stream_close(struct agent_conn *, char *err, size_t errlen);
@@ -197,8 +227,8 @@ int	agent_reusable(const struct agent_conn *);
 /* Next piece of the body: >0 bytes, 0 at the end, -1 on error. */
 ssize_t	agent_read(struct agent_conn *, char *dst, size_t max);
 void	agent_close(struct agent_conn *);
-/* GET /health on the socket; 0 when it answers 200. */
-int	agent_probe(const char *sock, int timeout_ms);
+/* GET /health at the address; 0 when it answers 200. */
+int	agent_probe(const struct agent_addr *, int timeout_ms);
 
 /* ---------------------------------------------------------------- files.c */
 
@@ -360,25 +390,28 @@ enum sb_state {
 };
 
 struct sandbox;
+struct backend;
 
 struct pool_err {
 	int	 http;		/* status to answer with */
 	char	 msg[PODMAN_ERRLEN + 64];
 };
 
-int	pool_init(const struct conf *, struct podman *);
-/* Lists labelled containers and adopts them; removes stuck "created". */
+/* The backend (backend.h) is borrowed and outlives the pool. */
+int	pool_init(const struct conf *, struct backend *);
+/* Lists the backend's sandboxes and adopts them. */
 int	pool_adopt(void);
 /*
  * Returns the user's sandbox, running and ready, counted as in use until
- * pool_release.  NULL with err (400 refused, 503 Podman down, 500 other).
+ * pool_release.  NULL with err (400 refused, 503 backend down, 500 other).
  * stale_gen: 0, or the pool_gen of a sandbox whose agent the caller could
  * not reach: then it is looked at again unless someone already did.
  */
 struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
 	    struct pool_err *err);
 void	pool_release(struct sandbox *);
-const char *pool_sock(const struct sandbox *);
+/* How to reach its agent: what the backend's last ensure said. */
+const struct agent_addr *pool_addr(const struct sandbox *);
 /* A kept connection to the sandbox's agent, or -1; and giving one back. */
 int	pool_conn_take(struct sandbox *);
 void	pool_conn_put(struct sandbox *, int fd);

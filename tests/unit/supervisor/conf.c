@@ -205,6 +205,39 @@ test_ids_and_quota_refused(void **state)
 	unlink(p);
 }
 
+/* backend: podman, the default and the only one; others say which are. */
+static void
+test_backend(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p, *t;
+
+	clear_env();
+	p = write_conf("token: abcdefghijklmnopqrstuvwxyz\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.backend, BACKEND_PODMAN);
+	confdiag_release(&d);
+	conf_release(&c);
+	p = write_conf("token: abcdefghijklmnopqrstuvwxyz\nbackend: podman\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.backend, BACKEND_PODMAN);
+	confdiag_release(&d);
+	conf_release(&c);
+	p = write_conf("token: abcdefghijklmnopqrstuvwxyz\n"
+	    "backend: kubernetes\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	t = buf_str(&d.text);
+	assert_non_null(strstr(t, ":2: backend"));
+	assert_non_null(strstr(t, "podman (the only backend so far)"));
+	confdiag_release(&d);
+	conf_release(&c);
+	unlink(p);
+}
+
 /* Every problem in one run, each with its line. */
 static void
 test_broken_file(void **state)
@@ -474,6 +507,7 @@ main(void)
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_user_limits),
 		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_user_ids),
 		cmocka_unit_test(test_token),

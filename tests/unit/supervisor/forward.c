@@ -38,6 +38,16 @@ static struct {
 	char			 request[8192];
 } srv;
 
+/* A unix agent address for path (one per thread: servers run beside). */
+static const struct agent_addr *
+ua(const char *path)
+{
+	static _Thread_local struct agent_addr a;
+
+	agent_addr_unix(&a, path);
+	return &a;
+}
+
 static void
 msleep_(int ms)
 {
@@ -165,7 +175,7 @@ test_sse_streams(void **state)
 
 	srv_start(script);
 	t0 = now_ms();
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.head.status, 200);
 	assert_string_equal(c.head.content_type, "text/event-stream");
@@ -207,7 +217,7 @@ test_content_length_in_pieces(void **state)
 	int			 cf;
 
 	srv_start(script);
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.head.status, 404);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), 10);
@@ -236,7 +246,7 @@ test_large_body_direct(void **state)
 	memcpy(reply + n + body - 3, "END", 3);
 	assert_non_null(buf = malloc(body + 1));
 	srv_start(script);
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	n = 0;
 	while ((got = agent_read(&c, buf + n, body + 1 - n)) > 0)
@@ -267,7 +277,7 @@ test_stream_upload(void **state)
 
 	memset(big, 'x', sizeof(big));
 	srv_start(script);
-	assert_int_equal(agent_stream_open(&c, srv.path, &r, 5000, err,
+	assert_int_equal(agent_stream_open(&c, ua(srv.path), &r, 5000, err,
 	    sizeof(err)), 0);
 	assert_int_equal(agent_stream_write(&c, "hello", 5), 0);
 	assert_int_equal(agent_stream_write(&c, "", 0), 0);	/* no chunk */
@@ -317,7 +327,7 @@ test_body_until_eof_and_empty(void **state)
 	int			 cf;
 
 	srv_start(eof);
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), 11);
 	assert_string_equal(buf, "hello world");
@@ -326,7 +336,7 @@ test_body_until_eof_and_empty(void **state)
 	srv_stop();
 
 	srv_start(empty);
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.head.status, 202);
 	assert_int_equal(agent_read(&c, buf, sizeof(buf)), 0);
@@ -351,21 +361,21 @@ test_broken_replies(void **state)
 	int			 cf;
 
 	srv_start(cut);
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), -1);
 	agent_close(&c);
 	srv_stop();
 
 	srv_start(junk);
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), -1);
 	assert_non_null(strstr(err, "malformed status line"));
 	assert_int_equal(cf, 0);
 	srv_stop();
 
 	srv_start(nothing);
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 	    sizeof(err)), -1);
 	assert_non_null(strstr(err, "closed the connection"));
 	srv_stop();
@@ -423,7 +433,7 @@ test_strict_heads(void **state)
 		script[0].data = cases[i].reply;
 		srv_start(script);
 		err[0] = '\0';
-		if (agent_open(&c, srv.path, &r, -1, 5000, &cf, err,
+		if (agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
 		    sizeof(err)) == 0) {
 			agent_close(&c);
 			srv_stop();
@@ -471,7 +481,7 @@ test_strict_chunks(void **state)
 		snprintf(reply, sizeof(reply), "HTTP/1.1 200 OK\r\n"
 		    "Transfer-Encoding: chunked\r\n\r\n%s", bodies[i]);
 		srv_start(script);
-		assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf,
+		assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf,
 		    err, sizeof(err)), 0);
 		if (read_all(&c, buf, sizeof(buf)) != -1 ||
 		    agent_reusable(&c)) {
@@ -499,7 +509,7 @@ test_strict_chunks(void **state)
 		}
 		slow[i].data = NULL;
 		srv_start(slow);
-		assert_int_equal(agent_open(&c, srv.path, &r, -1, 5000, &cf,
+		assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf,
 		    err, sizeof(err)), 0);
 		assert_int_equal(read_all(&c, buf, sizeof(buf)), 5);
 		assert_string_equal(buf, "ok!!!");
@@ -518,8 +528,8 @@ test_nobody_listening(void **state)
 	struct sockaddr_un	 sun;
 	const char		*stale = "/tmp/fakeagent.stale.sock";
 
-	assert_int_equal(agent_open(&c, "/nonexistent/agent.sock", &r, -1, 1000,
-	    &cf, err, sizeof(err)), -1);
+	assert_int_equal(agent_open(&c, ua("/nonexistent/agent.sock"), &r, -1,
+	    1000, &cf, err, sizeof(err)), -1);
 	assert_int_equal(cf, 1);
 	assert_non_null(strstr(err, "/nonexistent/agent.sock"));
 	/* A socket file left by a dead agent: ECONNREFUSED, also "look". */
@@ -530,10 +540,10 @@ test_nobody_listening(void **state)
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	close(fd);
-	assert_int_equal(agent_open(&c, stale, &r, -1, 1000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(stale), &r, -1, 1000, &cf, err,
 	    sizeof(err)), -1);
 	assert_int_equal(cf, 1);
-	assert_int_equal(agent_probe(stale, 1000), -1);
+	assert_int_equal(agent_probe(ua(stale), 1000), -1);
 	unlink(stale);
 }
 
@@ -555,16 +565,16 @@ test_symlink_refused(void **state)
 	snprintf(link, sizeof(link), "/tmp/fakeagent.%d.link", (int)getpid());
 	unlink(link);
 	assert_int_equal(symlink(srv.path, link), 0);
-	assert_int_equal(agent_open(&c, link, &r, -1, 1000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(link), &r, -1, 1000, &cf, err,
 	    sizeof(err)), -1);
 	assert_int_equal(cf, 0);
-	assert_int_equal(agent_probe(link, 1000), -1);
+	assert_int_equal(agent_probe(ua(link), 1000), -1);
 	unlink(link);
 	/* A plain file is no socket either. */
-	assert_int_equal(agent_open(&c, "/etc/hostname", &r, -1, 1000, &cf,
+	assert_int_equal(agent_open(&c, ua("/etc/hostname"), &r, -1, 1000, &cf,
 	    err, sizeof(err)), -1);
 	/* The real path still works (and lets the server finish). */
-	assert_int_equal(agent_open(&c, srv.path, &r, -1, 1000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 1000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
 	agent_close(&c);
@@ -628,7 +638,7 @@ test_client_gone_closes_agent(void **state)
 		/* The client hangs up 300 ms in. */
 		assert_int_equal(pthread_create(&closer, NULL, closer_main,
 		    &pair[1]), 0);
-		assert_int_equal(agent_open(&c, srv.path, &r, -1, 20000, &cf,
+		assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 20000, &cf,
 		    err, sizeof(err)), -1);
 		pthread_join(closer, NULL);
 	}
@@ -657,7 +667,7 @@ test_stale_kept_connection(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
 	close(sp[1]);
 	srv_start(script);
-	assert_int_equal(agent_open(&c, srv.path, &r, sp[0], 5000, &cf, err,
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, sp[0], 5000, &cf, err,
 	    sizeof(err)), 0);
 	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
 	assert_string_equal(buf, "ok");
@@ -665,6 +675,40 @@ test_stale_kept_connection(void **state)
 	assert_true(agent_reusable(&c));
 	agent_close(&c);
 	srv_stop();
+}
+
+/*
+ * A TCP address (the next backend's) is refused, saying so, before any
+ * connection is made: never an agent reached without its secret.
+ */
+static void
+test_tcp_not_supported(void **state)
+{
+	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	struct agent_conn	 c;
+	struct agent_addr	 a;
+	char			 err[256], s[AGENT_ADDR_STRLEN];
+	int			 cf;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.kind = AGENT_TCP;
+	snprintf(a.host, sizeof(a.host), "127.0.0.1");
+	a.port = 1;
+	snprintf(a.secret, sizeof(a.secret), "s3cret");
+	assert_string_equal(agent_addr_str(&a, s, sizeof(s)), "127.0.0.1:1");
+	assert_int_equal(agent_open(&c, &a, &r, -1, 1000, &cf, err,
+	    sizeof(err)), -1);
+	assert_int_equal(cf, 0);
+	assert_non_null(strstr(err, "127.0.0.1:1"));
+	assert_non_null(strstr(err, "not supported yet"));
+	assert_int_equal(agent_stream_open(&c, &a, &r, 1000, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "not supported yet"));
+	assert_int_equal(agent_probe(&a, 1000), -1);
+	/* And a unix address says its path. */
+	assert_string_equal(agent_addr_str(ua("/x/n.sock"), s, sizeof(s)),
+	    "/x/n.sock");
 }
 
 int
@@ -683,6 +727,7 @@ main(void)
 		cmocka_unit_test(test_stale_kept_connection),
 		cmocka_unit_test(test_symlink_refused),
 		cmocka_unit_test(test_client_gone_closes_agent),
+		cmocka_unit_test(test_tcp_not_supported),
 	};
 
 	signal(SIGPIPE, SIG_IGN);	/* the server writes after the client left */

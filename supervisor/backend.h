@@ -1,0 +1,106 @@
+/*
+ * backend.h: where the supervisor's sandboxes run, seen from pool.c and
+ * main.c.  One struct of operations named for what the supervisor needs,
+ * and an opaque state pointer: Podman (backend_podman.c, over sandbox.c
+ * and podman.c) is the only implementation so far; a Kubernetes one is
+ * issue 13.  Every operation is safe from several threads at once for
+ * different users; pool.c serialises the calls for one user.
+ *
+ * Errors use struct perr (podman.h): status 0 when the backend cannot be
+ * reached at all (pool.c answers 503), else an HTTP-like status and a
+ * sentence a person can act on.
+ */
+#ifndef VIVARIUM_BACKEND_H
+#define VIVARIUM_BACKEND_H
+
+#include <sys/types.h>
+
+#include "supervisor.h"
+
+/* What a user's sandbox is, folded to what the supervisor acts on. */
+enum backend_state {
+	BK_MISSING,
+	BK_CREATED,	/* made, never started */
+	BK_RUNNING,
+	BK_STOPPED,
+	BK_OTHER,	/* paused, in transition, unknown */
+};
+
+struct backend_sandbox {
+	char			 user[USER_ID_MAX + 1];
+	enum backend_state	 state;
+};
+
+/* What inspect finds; the memory in use only when running. */
+struct backend_info {
+	enum backend_state	 state;
+	int			 memory_known;
+	unsigned long long	 memory_bytes;
+};
+
+/* Start-up checks report through this: level 0 information, 1 warning. */
+typedef void	(*backend_say)(int level, const char *msg);
+/* A tar stream's source for import, as podman_source (podman.h). */
+typedef ssize_t	(*backend_source)(void *arg, char *dst, size_t len);
+
+struct backend {
+	const char	*name;		/* "podman" */
+	void		*state;		/* the implementation's */
+
+	/*
+	 * Start-up: reaches the backend and checks what it enforces (limits,
+	 * quotas, host ids, the runtime asked for), each finding said.  0;
+	 * -1 when it cannot be reached now (err; sandboxes start once it is
+	 * back); -2 when this configuration must not run here (err.msg).
+	 */
+	int	(*check)(struct backend *, backend_say, struct perr *err);
+	/*
+	 * Brings the user's sandbox, its storage and its network policy to
+	 * "running and answering", creating what is missing; *created says
+	 * whether a sandbox was made, *addr how to reach its agent.  0 or -1.
+	 */
+	int	(*ensure)(struct backend *, const char *user, int *created,
+		    struct agent_addr *addr, struct perr *err);
+	/* Stops the sandbox, keeping it and its storage; 0 or -1. */
+	int	(*stop)(struct backend *, const char *user, struct perr *err);
+	/* Removes the sandbox and its network; its storage too when purge. */
+	int	(*remove)(struct backend *, const char *user, int purge,
+		    struct perr *err);
+	/* Provisioning manual: was the user added by the operator?  1, 0, -1. */
+	int	(*registered)(struct backend *, const char *user,
+		    struct perr *err);
+	int	(*inspect)(struct backend *, const char *user,
+		    struct backend_info *out, struct perr *err);
+	/*
+	 * The managed sandboxes (adopt on restart), a new array of *n into
+	 * *out (free()).  One that never started, left by a crash between
+	 * create and start, is removed rather than listed.  0 or -1.
+	 */
+	int	(*list)(struct backend *, struct backend_sandbox **out,
+		    size_t *n, struct perr *err);
+	/*
+	 * The user's workspace as a tar stream written to fd out (export),
+	 * and a tar stream from source unpacked into it (import), running
+	 * or stopped; status 404 when the sandbox is gone but its storage
+	 * kept.  0 or -1.
+	 */
+	int	(*export_ws)(struct backend *, const char *user, int out,
+		    struct perr *err);
+	int	(*import_ws)(struct backend *, const char *user,
+		    backend_source source, void *arg, struct perr *err);
+	/* The user's sandbox as it is named to people (logs), into dst. */
+	void	(*label)(struct backend *, const char *user, char *dst,
+		    size_t len);
+	/* A request for the user ended (vivariumctl's idle time). */
+	void	(*used)(struct backend *, const char *user);
+	void	(*free)(struct backend *);
+};
+
+/*
+ * The backend conf->backend names, or NULL (errno).  on_error (may be
+ * NULL) is told of every failed call to the engine behind it (metrics).
+ */
+struct backend	*backend_new(const struct conf *,
+		    void (*on_error)(const struct perr *));
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * backend_podman.c: the Podman backend (backend.h).  The work is in
+ * sandbox.c (a user's network, volume and container) and podman.c (the
+ * libpod client); this maps the supervisor's operations onto them and
+ * holds the start-up checks that only make sense for Podman.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "log.h"
+#include "backend.h"
+#include "banned.h"
+
+struct pstate {
+	const struct conf	*conf;
+	struct podman		*podman;	/* owned */
+};
+
+static struct pstate *
+st(struct backend *b)
+{
+	return b->state;
+}
+
+static enum backend_state
+fold(enum ctr_state s)
+{
+	switch (s) {
+	case CTR_MISSING:
+		return BK_MISSING;
+	case CTR_CREATED:
+		return BK_CREATED;
+	case CTR_RUNNING:
+		return BK_RUNNING;
+	case CTR_STOPPED:
+		return BK_STOPPED;
+	default:
+		return BK_OTHER;
+	}
+}
+
+static void
+sayf(backend_say say, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+sayf(backend_say say, int level, const char *fmt, ...)
+{
+	char	 msg[1024];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	say(level, msg);
+}
+
+static int
+pm_check(struct backend *b, backend_say say, struct perr *e)
+{
+	const struct conf	*c = st(b)->conf;
+	struct podman		*p = st(b)->podman;
+	char			 why[512], ociname[256];
+
+	if (podman_version(p, e) == -1)
+		return -1;
+	sayf(say, 0, "Podman %s at %s", p->version, c->podman_socket);
+	if (podman_limits_enforced(p, why, sizeof(why), e) == 0)
+		sayf(say, 1, "WARNING: sandbox limits are NOT enforced: %s", why);
+	if (sandbox_quota_usable(c, p, why, sizeof(why)) == 0 && why[0] != '\0')
+		sayf(say, 1, "WARNING: workspace quotas are NOT enforced: %s",
+		    why);
+	if (podman_rootless(p, e) == 1 || c->uid_base == 0)
+		sayf(say, 1, "WARNING: every sandbox runs as the same host uid "
+		    "(%s): %s", c->sandbox_user, c->uid_base == 0
+		    ? "uid_base is 0" : "rootless Podman has no id ranges to "
+		    "give each its own");
+	if (!c->runsc)
+		return 0;
+	/*
+	 * runsc 20221219 cannot start in a user namespace of Podman's ("error
+	 * setting up chroot: error converting mounts: operation not
+	 * permitted"); it puts its Sentry in one of its own (nobody) instead.
+	 */
+	if (c->uid_base != 0) {
+		perr_set(e, 400, "sandbox.runtime: runsc needs uid_base: 0 "
+		    "(gVisor cannot start in a Podman user namespace; "
+		    "docs/supervisor.md, gVisor)");
+		return -2;
+	}
+	/* Asked for gVisor, never silently without it. */
+	if (podman_runtime_runsc(p, ociname, sizeof(ociname), e) == 0) {
+		perr_set(e, 400, "sandbox.runtime is runsc but the Podman service "
+		    "at %s runs %s: start it with --runtime deploy/vivarium-runsc "
+		    "(docs/supervisor.md, gVisor)", c->podman_socket, ociname);
+		return -2;
+	}
+	sayf(say, 0, "sandboxes run under gVisor (%s)", ociname);
+	return 0;
+}
+
+static int
+pm_ensure(struct backend *b, const char *user, int *created,
+    struct agent_addr *addr, struct perr *e)
+{
+	struct names	 n;
+
+	if (sandbox_ensure(st(b)->conf, st(b)->podman, user, created, e) == -1)
+		return -1;
+	(void)sandbox_names(st(b)->conf, user, &n);
+	agent_addr_unix(addr, n.sock);
+	return 0;
+}
+
+static int
+pm_stop(struct backend *b, const char *user, struct perr *e)
+{
+	return sandbox_stop(st(b)->conf, st(b)->podman, user, e);
+}
+
+static int
+pm_remove(struct backend *b, const char *user, int purge, struct perr *e)
+{
+	return sandbox_remove(st(b)->conf, st(b)->podman, user, purge, e);
+}
+
+/* vivariumctl add-user makes the network: that registers a user. */
+static int
+pm_registered(struct backend *b, const char *user, struct perr *e)
+{
+	struct names	 n;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	return podman_network_exists(st(b)->podman, n.network, e);
+}
+
+static int
+pm_inspect(struct backend *b, const char *user, struct backend_info *out,
+    struct perr *e)
+{
+	struct names	 n;
+	json_t		*ins = NULL;
+
+	memset(out, 0, sizeof(*out));
+	(void)sandbox_names(st(b)->conf, user, &n);
+	if (podman_container_inspect(st(b)->podman, n.container, &ins, e) == -1)
+		return -1;
+	out->state = fold(podman_ctr_state(ins));
+	json_decref(ins);
+	if (out->state == BK_RUNNING && podman_container_memory(st(b)->podman,
+	    n.container, &out->memory_bytes, e) == 0)
+		out->memory_known = 1;
+	return 0;
+}
+
+static int
+pm_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
+    struct perr *e)
+{
+	json_t		*list = NULL, *c;
+	struct backend_sandbox *v;
+	struct names	 n;
+	const char	*user, *state;
+	size_t		 i, k = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (podman_container_list(st(b)->podman, &list, e) == -1)
+		return -1;
+	if ((v = calloc(json_array_size(list) + 1, sizeof(*v))) == NULL) {
+		json_decref(list);
+		perr_set(e, 500, "out of memory");
+		return -1;
+	}
+	json_array_foreach(list, i, c) {
+		user = sandbox_label_user(c);
+		state = json_string_value(json_object_get(c, "State"));
+		if (user == NULL || route_user_valid(user, strlen(user)) == -1)
+			continue;
+		if (state != NULL && strcmp(state, "created") == 0) {
+			/* Never started: a crash between create and start. */
+			(void)sandbox_names(st(b)->conf, user, &n);
+			log_info("%s: removing a container stuck in \"created\"",
+			    n.container);
+			if (podman_container_remove(st(b)->podman, n.container,
+			    e) == -1)
+				log_warnx("%s", e->msg);
+			continue;
+		}
+		snprintf(v[k].user, sizeof(v[k].user), "%s", user);
+		v[k].state = state != NULL && strcmp(state, "running") == 0
+		    ? BK_RUNNING : BK_STOPPED;
+		k++;
+	}
+	json_decref(list);
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
+/* "/." : the entries are relative, running container or not. */
+static int
+pm_export(struct backend *b, const char *user, int out, struct perr *e)
+{
+	struct names	 n;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	return podman_archive_get(st(b)->podman, n.container, "/workspace/.",
+	    out, e);
+}
+
+static int
+pm_import(struct backend *b, const char *user, backend_source source,
+    void *arg, struct perr *e)
+{
+	struct names	 n;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	return podman_archive_put(st(b)->podman, n.container, "/workspace",
+	    source, arg, e);
+}
+
+static void
+pm_label(struct backend *b, const char *user, char *dst, size_t len)
+{
+	struct names	 n;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	snprintf(dst, len, "%s", n.container);
+}
+
+/* vivariumctl reads the idle time from the run directory's mtime. */
+static void
+pm_used(struct backend *b, const char *user)
+{
+	struct names	 n;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	(void)utimensat(AT_FDCWD, n.rundir, NULL, 0);
+}
+
+static void
+pm_free(struct backend *b)
+{
+	if (b == NULL)
+		return;
+	podman_free(st(b)->podman);
+	free(b->state);
+	free(b);
+}
+
+static struct backend *
+podman_backend(const struct conf *c, void (*on_error)(const struct perr *))
+{
+	struct backend	*b;
+	struct pstate	*s;
+
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		return NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL
+	    || (s->podman = podman_new(c->podman_socket, c->podman_timeout_ms))
+	    == NULL) {
+		free(s);
+		free(b);
+		return NULL;
+	}
+	s->conf = c;
+	s->podman->on_error = on_error;
+	b->name = "podman";
+	b->state = s;
+	b->check = pm_check;
+	b->ensure = pm_ensure;
+	b->stop = pm_stop;
+	b->remove = pm_remove;
+	b->registered = pm_registered;
+	b->inspect = pm_inspect;
+	b->list = pm_list;
+	b->export_ws = pm_export;
+	b->import_ws = pm_import;
+	b->label = pm_label;
+	b->used = pm_used;
+	b->free = pm_free;
+	return b;
+}
+
+struct backend *
+backend_new(const struct conf *c, void (*on_error)(const struct perr *))
+{
+	switch (c->backend) {
+	case BACKEND_PODMAN:
+		return podman_backend(c, on_error);
+	}
+	errno = EINVAL;
+	return NULL;
+}
