@@ -508,6 +508,8 @@ main(int argc, char **argv)
 		fputs(buf_str(&diag.text), stderr);
 		fprintf(stderr, "vivarium-supervisor: %d error(s) in the "
 		    "configuration\n", diag.count);
+		confdiag_release(&diag);
+		conf_release(&conf);
 		return 1;
 	}
 	confdiag_release(&diag);
