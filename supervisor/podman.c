@@ -714,6 +714,14 @@ podman_archive_put(struct podman *p, const char *name, const char *path,
 	return archive_call(p, 1, name, path, source, arg, -1, e);
 }
 
+/* Whether an /info reply says the service is rootless. */
+static int
+info_rootless(const json_t *info)
+{
+	return json_is_true(json_object_get(json_object_get(json_object_get(
+	    info, "host"), "security"), "rootless"));
+}
+
 int
 podman_limits_enforced(struct podman *p, char *why, size_t whylen,
     struct perr *e)
@@ -730,8 +738,7 @@ podman_limits_enforced(struct podman *p, char *why, size_t whylen,
 	cg = json_string_value(json_object_get(host, "cgroupVersion"));
 	ctl = json_object_get(host, "cgroupControllers");
 	why[0] = '\0';
-	p->rootless = json_is_true(json_object_get(json_object_get(host,
-	    "security"), "rootless"));
+	p->rootless = info_rootless(r);
 	if (!p->rootless)
 		goto done;
 	if (cg != NULL && strcmp(cg, "v1") == 0) {
@@ -806,8 +813,7 @@ podman_rootless(struct podman *p, struct perr *e)
 		return p->rootless;
 	if (podman_call(p, "GET", PODMAN_API "/info", NULL, &r, NULL, e) == -1)
 		return -1;
-	p->rootless = json_is_true(json_object_get(json_object_get(
-	    json_object_get(r, "host"), "security"), "rootless"));
+	p->rootless = info_rootless(r);
 	json_decref(r);
 	return p->rootless;
 }
