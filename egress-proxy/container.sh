@@ -21,11 +21,19 @@
 #     plus $VIVARIUM_EGRESS_HOST_EXTRA) to $VIVARIUM_EGRESS_HOST_DIR/
 #     host-addresses, which the container reads (bind-mounted read-only)
 #     and refuses as targets, re-reading it whenever it changes;
-#   - waits until the proxy logs that it listens; if it exits instead,
-#     prints its log, removes it (no restart loop) and fails.
+#   - before it makes a container, checks the configuration with the
+#     proxy's own -n in a one-off container (no network, removed at once),
+#     so a configuration the proxy refuses fails here with its words and
+#     never becomes a restart loop (each restart of a container with a
+#     user namespace leaks a network namespace in Podman 4.3.1);
+#   - waits until the proxy logs that it is ready; if it exits instead,
+#     prints its log, removes it (no restart loop) and fails;
+#   - after it removes a proxy, deletes what Podman 4.3.1 left of it on
+#     the host (drop_leaked below).
 # host-addrs: only rewrite the host address file (run.sh does every 30 s,
 #   so an address the host gains later is refused within seconds).
-# remove: remove the container and the network (if nothing else uses it).
+# remove: remove the container and the network (if nothing else uses it),
+#   and the network's bridge if Podman left it.
 #
 # Environment:
 #   VIVARIUM_PODMAN_SOCKET     the Podman service's socket
@@ -169,6 +177,30 @@ create_args() {
 	fi
 }
 
+# check_config OPTION...: the proxy's -n on the container's options (those
+# of create_args), in a one-off container of the same image, user and files
+# but no network, restart policy or labels.
+check_config() {
+	skip=
+	for a do
+		shift
+		if [ -n "$skip" ]; then skip=; continue; fi
+		case $a in
+		--restart|--network|--label|--stop-timeout) skip=1; continue ;;
+		esac
+		set -- "$@" "$a"
+	done
+	rc=0
+	out=$(P run --rm --network none "$@" "$IMAGE" -n 2>&1) || rc=$?
+	case $rc in
+	0) ;;
+	1) die "the proxy refuses this configuration (no container made):
+$(printf '%s\n' "$out" | sed 's/^/  /')" ;;
+	*) die "could not run the proxy's configuration check (exit $rc):
+$(printf '%s\n' "$out" | sed 's/^/  /')" ;;
+	esac
+}
+
 spec_hash() {
 	{
 		echo "image $1"
@@ -177,23 +209,60 @@ spec_hash() {
 	} | sha256sum | cut -c1-32
 }
 
-listen_count() {
-	P logs "$NAME" 2>&1 | grep -c 'listening on' || :
+# Only the proxy is ever on its network, so a veth still on the bridge
+# once it is removed is one Podman 4.3.1 left behind: each restart of a
+# container with a user namespace leaves a network namespace and its veth
+# (and the stale bridge keeps the network's subnet routed to it after the
+# network is gone).  Those namespaces, and a bridge with no ports left
+# once the network is removed, are deleted.  Root only.
+drop_leaked() {
+	[ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1 || return 0
+	# "7: veth0@if2: <...> ... link-netns netns-<uuid>": the host's end,
+	# and the namespace of the other (which may have no name left).
+	ip -o link show master "$BRIDGE" 2>/dev/null |
+	    sed -n 's/^[0-9]*: \([^@:]*\)[@:].*/\1 &/p' |
+	    while read -r dev line; do
+		ns=$(printf '%s\n' "$line" | sed -n 's/.* link-netns \(netns-[0-9a-f-]*\).*/\1/p')
+		if [ -n "$ns" ] && [ -e "/run/netns/$ns" ]; then
+			[ -z "$(ip netns pids "$ns" 2>/dev/null)" ] || continue
+			ip netns delete "$ns" 2>/dev/null || :
+		fi
+		# Deleting one end deletes the pair, whoever still holds
+		# the namespace (the Podman service may, until it exits).
+		ip link delete "$dev" 2>/dev/null &&
+		    say "deleted $dev${ns:+ and $ns}, left on $BRIDGE by Podman"
+	done
+	if [ "${1:-}" = bridge ] && ip link show "$BRIDGE" >/dev/null 2>&1 &&
+	    [ -z "$(ip -o link show master "$BRIDGE" 2>/dev/null)" ]; then
+		ip link delete "$BRIDGE" 2>/dev/null && say "deleted bridge $BRIDGE, left by Podman"
+	fi
+	return 0
 }
 
-# Until the proxy logs a listening line more than $1 (lines from an earlier
-# run stay in the log); fails with the log if it does not.
-wait_listening() {
+# The proxy's "ready" lines: it logs one when every thread runs.
+ready_count() {
+	P logs "$NAME" 2>&1 | grep -c ': ready: ' || :
+}
+
+# Until the proxy logs a ready line more than $1 (lines from an earlier
+# run stay in the log); fails with the log if it does not, at once when
+# its restart policy has restarted it.
+wait_ready() {
 	i=0
-	while [ "$(listen_count)" -le "$1" ]; do
-		st=$(P inspect --format '{{.State.Status}}' "$NAME" 2>/dev/null || echo missing)
+	r0=$(P inspect --format '{{.RestartCount}}' "$NAME" 2>/dev/null || echo 0)
+	while [ "$(ready_count)" -le "$1" ]; do
+		st=$(P inspect --format '{{.State.Status}} {{.RestartCount}}' "$NAME" 2>/dev/null || echo missing 0)
 		i=$((i + 1))
-		if [ $i -gt 100 ] || { [ $i -gt 10 ] && [ "$st" != running ]; }; then
+		# Restarted by its policy: it exited before it listened.
+		if [ $i -gt 100 ] || [ "${st#* }" != "$r0" ] ||
+		    { [ $i -gt 10 ] && [ "${st% *}" != running ]; }; then
+			st=${st% *}
 			P logs "$NAME" >&2 2>&1 || :
 			# Removed, so that its restart policy does not loop it
 			# (a stop can race with a restart); its log is above.
 			P rm -f -t 1 "$NAME" >/dev/null 2>&1 || :
-			die "container $NAME did not start listening (state $st); removed it"
+			drop_leaked
+			die "container $NAME did not start (state $st); removed it"
 		fi
 		sleep 0.1
 	done
@@ -239,9 +308,9 @@ cmd_ensure() {
 				return 0 ;;
 			*)
 				say "starting $NAME (was ${have#* })"
-				n=$(listen_count)
+				n=$(ready_count)
 				P start "$NAME" >/dev/null
-				wait_listening "$n"
+				wait_ready "$n"
 				return 0 ;;
 			esac
 		fi
@@ -250,6 +319,7 @@ cmd_ensure() {
 		# a fixed address), to connect the new one the same way.
 		keep=$(P inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.IPAddress}}{{println}}{{end}}' "$NAME")
 		P rm -f -t 5 "$NAME" >/dev/null
+		drop_leaked
 	fi
 	# One option a line: values may hold spaces, never newlines.
 	old_ifs=$IFS
@@ -258,10 +328,11 @@ cmd_ensure() {
 	# shellcheck disable=SC2046
 	set -- $(create_args)
 	IFS=$old_ifs
+	check_config "$@"
 	P create --name "$NAME" --label "io.vivarium.egress-spec=$spec" \
 	    "$@" "$IMAGE" >/dev/null
 	P start "$NAME" >/dev/null
-	wait_listening 0
+	wait_ready 0
 	say "$NAME is running ($IMAGE, port $PORT, network $NET)"
 	printf '%s\n' "${keep:-}" | while read -r knet kip; do
 		[ -n "$knet" ] && [ "$knet" != "$NET" ] || continue
@@ -277,10 +348,15 @@ cmd_remove() {
 	if P container exists "$NAME"; then
 		P rm -f -t 5 "$NAME" >/dev/null
 		say "removed $NAME"
+		drop_leaked
 	fi
 	if P network exists "$NET"; then
-		P network rm "$NET" >/dev/null 2>&1 && say "removed network $NET" ||
-		    say "network $NET is still in use; left"
+		if P network rm "$NET" >/dev/null 2>&1; then
+			say "removed network $NET"
+			drop_leaked bridge
+		else
+			say "network $NET is still in use; left"
+		fi
 	fi
 }
 

@@ -81,6 +81,7 @@ void	policy_add_listener(const struct sockaddr_storage *);
  * policy_refresh_host, at start and then every few seconds if changed. */
 void	policy_set_host_file(const char *);
 int	policy_refresh_host(void);
+void	policy_free(void);
 int	policy_port_allowed(const struct egress_conf *, uint16_t);
 /* Formats the address (no port) into out; returns out. */
 const char *sockaddr_str(const struct sockaddr_storage *, char *out,

@@ -361,6 +361,10 @@ worker_main(void *arg)
 	pthread_barrier_wait(&started);
 	if (ev_epfd == -1 || rev.fd == -1)
 		return NULL;
+	/* What container.sh waits for: every thread runs (the listening
+	 * lines come before the threads, which may yet fail to start). */
+	if (wa->id == 0)
+		log_info("ready: %u workers", (unsigned)conf->workers);
 	for (i = 0; i < nlisten_fds; i++) {
 		listeners[i].cb = accept_some;
 		listeners[i].fd = listen_fds[i];
@@ -471,6 +475,7 @@ loop_run(const struct egress_conf *conf)
 			rc = -1;
 	log_info("shut down");
 	pthread_barrier_destroy(&started);
+	policy_free();		/* the workers that classify have all ended */
 	free(wa);
 	free(t);
 	return rc;

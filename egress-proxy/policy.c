@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "egress.h"
@@ -80,10 +81,12 @@ static const struct range global6 = {
 	AF_INET6, { 0x20 }, 3, "not IPv6 global unicast 2000::/3"
 };
 
-/* The proxy's own addresses: interfaces, and the listening sockets. */
-#define SELF_MAX	256
-static struct sockaddr_storage self[SELF_MAX];
-static int nself;
+/*
+ * The proxy's own addresses: interfaces, and the listening sockets.  No
+ * fixed count: a proxy run on the host sees every sandbox's veth.
+ */
+static struct sockaddr_storage *self;
+static size_t nself;
 static pthread_rwlock_t self_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sockaddr_storage listeners[EGRESS_MAX_LISTEN];
 static int nlisteners;
@@ -94,11 +97,17 @@ static int nlisteners;
  * starts the proxy lists the host's addresses in a file (container.sh
  * does, from the host's interfaces), which is read at start and again
  * whenever it changes, so an address the host gains later is refused as
- * well.  Kept under self_lock.
+ * well.  Kept under self_lock.  A host with many containers has as
+ * many addresses (an IPv6 link-local for each veth, one or two for each
+ * network's bridge), so the list grows as needed; HOST_MAX only bounds
+ * what a runaway file can cost, and past it the file is refused whole
+ * (the list read last is kept) rather than read in part.
  */
-#define HOST_MAX	256
-static struct cidr hostnets[HOST_MAX];
-static int nhostnets;
+#ifndef HOST_MAX		/* the unit test sets a smaller one */
+#define HOST_MAX	(1 << 20)
+#endif
+static struct cidr *hostnets;
+static size_t nhostnets;
 static const char *hostfile;
 static struct stat hostfile_st;		/* of the version read */
 
@@ -181,7 +190,8 @@ is_unspecified(const struct sockaddr_storage *ss)
 static int
 is_host(const struct sockaddr_storage *ss)
 {
-	int	 i, found = 0;
+	size_t	 i;
+	int	 found = 0;
 
 	pthread_rwlock_rdlock(&self_lock);
 	for (i = 0; i < nhostnets && !found; i++)
@@ -193,7 +203,8 @@ is_host(const struct sockaddr_storage *ss)
 static int
 is_self(const struct sockaddr_storage *ss)
 {
-	int	 i, found = 0;
+	size_t	 i;
+	int	 found = 0;
 
 	pthread_rwlock_rdlock(&self_lock);
 	for (i = 0; i < nself && !found; i++)
@@ -325,19 +336,41 @@ policy_set_host_file(const char *path)
 }
 
 /*
+ * Room for element n of an array of *cap elements of size sz: the array,
+ * moved and grown if need be, or NULL (the old one untouched) when out of
+ * memory.
+ */
+static void *
+grow(void *arr, size_t *cap, size_t n, size_t sz)
+{
+	void	*p;
+	size_t	 ncap;
+
+	if (n < *cap)
+		return arr;
+	ncap = *cap == 0 ? 64 : *cap * 2;
+	if ((p = reallocarray(arr, ncap, sz)) == NULL)
+		return NULL;
+	*cap = ncap;
+	return p;
+}
+
+/*
  * Reads the host address file when it changed (another inode, size or
  * modification time: writers replace it by rename).  One address or CIDR
- * a line, '#' comments; a bad line is logged and skipped.  An unreadable
- * file keeps the list read last.  0, or -1 when it could not be read.
+ * a line, '#' comments; a bad line is logged and skipped.  A file that
+ * cannot be read, or holds more than HOST_MAX addresses, keeps the list
+ * read last.  0, or -1 when it was not taken.
  */
 int
 policy_refresh_host(void)
 {
-	struct cidr	 nets[HOST_MAX];
+	struct cidr	*nets = NULL, *more, *old;
 	struct stat	 st;
 	FILE		*f;
 	char		 line[256], *p, *e;
-	int		 n = 0, lineno = 0;
+	size_t		 n = 0, cap = 0;
+	int		 lineno = 0;
 
 	if (hostfile == NULL)
 		return 0;
@@ -372,10 +405,16 @@ policy_refresh_host(void)
 		if (*p == '\0')
 			continue;
 		if (n == HOST_MAX) {
-			log_warnx("%s:%d: more than %d addresses, rest ignored",
-			    hostfile, lineno, HOST_MAX);
-			break;
+			log_warnx("%s:%d: more than %d addresses: file not "
+			    "taken, the list read last is kept", hostfile,
+			    lineno, HOST_MAX);
+			goto refused;
 		}
+		if ((more = grow(nets, &cap, n, sizeof(*nets))) == NULL) {
+			log_warn("host addresses %s", hostfile);
+			goto refused;
+		}
+		nets = more;
 		if (cidr_parse(p, &nets[n]) == -1) {
 			log_warnx("%s:%d: not an address or CIDR: '%s'",
 			    hostfile, lineno, p);
@@ -385,27 +424,33 @@ policy_refresh_host(void)
 	}
 	fclose(f);
 	pthread_rwlock_wrlock(&self_lock);
-	memcpy(hostnets, nets, sizeof(nets[0]) * (size_t)n);
+	old = hostnets;
+	hostnets = nets;
 	nhostnets = n;
 	hostfile_st = st;
 	pthread_rwlock_unlock(&self_lock);
-	log_info("host addresses: %d from %s", n, hostfile);
+	free(old);
+	log_info("host addresses: %zu from %s", n, hostfile);
 	return 0;
+refused:
+	fclose(f);
+	free(nets);
+	hostfile_st = st;	/* said once, until the file changes again */
+	return -1;
 }
 
 int
 policy_refresh_self(void)
 {
+	struct sockaddr_storage *addrs = NULL, *more, *old;
 	struct ifaddrs	*ifa, *i;
-	size_t		 len;
+	size_t		 len, n = 0, cap = 0;
 
 	if (getifaddrs(&ifa) == -1) {
 		log_warn("getifaddrs");
 		return -1;
 	}
-	pthread_rwlock_wrlock(&self_lock);
-	nself = 0;
-	for (i = ifa; i != NULL && nself < SELF_MAX; i = i->ifa_next) {
+	for (i = ifa; i != NULL; i = i->ifa_next) {
 		if (i->ifa_addr == NULL)
 			continue;
 		if (i->ifa_addr->sa_family == AF_INET)
@@ -414,13 +459,39 @@ policy_refresh_self(void)
 			len = sizeof(struct sockaddr_in6);
 		else
 			continue;
-		memset(&self[nself], 0, sizeof(self[nself]));
-		memcpy(&self[nself], i->ifa_addr, len);
-		nself++;
+		if ((more = grow(addrs, &cap, n, sizeof(*addrs))) == NULL) {
+			log_warn("own addresses");
+			freeifaddrs(ifa);
+			free(addrs);
+			return -1;	/* the list read last stays */
+		}
+		addrs = more;
+		memset(&addrs[n], 0, sizeof(addrs[n]));
+		memcpy(&addrs[n], i->ifa_addr, len);
+		n++;
 	}
-	pthread_rwlock_unlock(&self_lock);
 	freeifaddrs(ifa);
+	pthread_rwlock_wrlock(&self_lock);
+	old = self;
+	self = addrs;
+	nself = n;
+	pthread_rwlock_unlock(&self_lock);
+	free(old);
 	return 0;
+}
+
+/* At exit, for leak checkers: no worker may classify after this. */
+void
+policy_free(void)
+{
+	pthread_rwlock_wrlock(&self_lock);
+	free(self);
+	self = NULL;
+	nself = 0;
+	free(hostnets);
+	hostnets = NULL;
+	nhostnets = 0;
+	pthread_rwlock_unlock(&self_lock);
 }
 
 const char *

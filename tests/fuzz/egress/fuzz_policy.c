@@ -59,10 +59,17 @@ in_cidr(const uint8_t *a, int fam, const struct cidr *c)
 	return in_net(a, fam, s, c->plen);
 }
 
+static char	 path[64];
+
+static void
+unlink_path(void)
+{
+	unlink(path);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char	 path[64];
 	struct egress_conf conf;
 	struct sockaddr_storage ss, orig;
 	const uint8_t	*a;
@@ -95,8 +102,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = size - (size_t)(rest - (const char *)data);
 	}
 	/* The rest is the host address file. */
-	if (path[0] == '\0')
+	if (path[0] == '\0') {
 		snprintf(path, sizeof(path), "/tmp/fuzz-hosts-%d", (int)getpid());
+		atexit(unlink_path);	/* a crash leaves it: the last input */
+	}
 	if ((f = fopen(path, "w")) == NULL)
 		abort();
 	fwrite(rest, 1, n, f);
@@ -146,14 +155,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    in_net(a, fam, never[i].net, never[i].plen))
 				abort();
 	}
-	/* Nothing the host file lists, whole lines that parse as one; the
-	 * proxy keeps at most 256 entries, so short files only. */
-	if (n < 200 * 2 && (f = fopen(path, "r")) != NULL) {
+	/*
+	 * Nothing the host file lists: whole lines that parse as one address
+	 * once their line end ("\n", "\r\n") is cut.  A CR inside a line
+	 * does not end it ("8.8.8.8\r8.8" is one bad line, skipped).
+	 */
+	if ((f = fopen(path, "r")) != NULL) {
 		char	 line[256];
 		uint8_t	 h[16];
+		size_t	 len;
 
 		while (fgets(line, sizeof(line), f) != NULL) {
-			line[strcspn(line, "\r\n")] = '\0';
+			len = strlen(line);
+			while (len > 0 && (line[len - 1] == '\n' ||
+			    line[len - 1] == '\r'))
+				line[--len] = '\0';
 			if (inet_pton(fam, line, h) == 1 &&
 			    memcmp(h, a, fam == AF_INET6 ? 16 : 4) == 0)
 				abort();

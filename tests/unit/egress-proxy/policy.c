@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#define HOST_MAX	4096
 #include "../../../egress-proxy/policy.c"
 
 struct probe {
@@ -296,6 +297,72 @@ test_host_addresses(void **state)
 	assert_int_equal(policy_refresh_host(), 0);
 }
 
+/* n lines of host addresses 10.x.y.z, numbered from 1, then one more line
+ * (or none); the file is renamed into place, as container.sh does. */
+static void
+write_hosts(const char *path, int n, const char *last)
+{
+	char	 tmp[64];
+	FILE	*f;
+	int	 i;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	assert_non_null(f = fopen(tmp, "w"));
+	for (i = 1; i <= n; i++)
+		fprintf(f, "10.%d.%d.%d\n", i >> 16 & 255, i >> 8 & 255,
+		    i & 255);
+	if (last != NULL)
+		fprintf(f, "%s\n", last);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+/* A host with hundreds of containers has hundreds of addresses (a veth's
+ * link-local each): all of them are refused, the last as the first, and
+ * a file past HOST_MAX is refused whole, keeping the list read before. */
+static void
+test_many_host_addresses(void **state)
+{
+	struct egress_conf conf;
+	char		 path[] = "/tmp/egress-hosts-XXXXXX";
+	int		 fd;
+
+	conf_defaults(&conf);
+	assert_int_equal(cidr_parse("0.0.0.0/0", &conf.allow[0]), 0);
+	conf.nallow = 1;
+	assert_true((fd = mkstemp(path)) >= 0);
+	close(fd);
+	write_hosts(path, 3000, "9.9.9.9");
+	policy_set_host_file(path);
+	assert_int_equal(policy_refresh_host(), 0);
+	assert_int_equal(nhostnets, 3001);
+	assert_string_equal(classify(&conf, "10.0.0.1", 443),
+	    "an address of the proxy's host");
+	assert_string_equal(classify(&conf, "10.0.1.44", 443),
+	    "an address of the proxy's host");	/* line 300 */
+	assert_string_equal(classify(&conf, "9.9.9.9", 443),
+	    "an address of the proxy's host");
+	assert_null(classify(&conf, "10.0.11.185", 443));	/* 3001 */
+
+	write_hosts(path, HOST_MAX, "8.8.8.8");
+	assert_int_equal(policy_refresh_host(), -1);
+	assert_int_equal(nhostnets, 3001);
+	assert_string_equal(classify(&conf, "9.9.9.9", 443),
+	    "an address of the proxy's host");
+	assert_null(classify(&conf, "8.8.8.8", 443));
+	assert_int_equal(policy_refresh_host(), 0);	/* said once */
+
+	write_hosts(path, HOST_MAX, NULL);	/* exactly at the limit */
+	assert_int_equal(policy_refresh_host(), 0);
+	assert_int_equal(nhostnets, HOST_MAX);
+	assert_null(classify(&conf, "9.9.9.9", 443));
+
+	unlink(path);
+	policy_set_host_file(NULL);
+	policy_free();
+	assert_null(classify(&conf, "10.0.0.1", 443));
+}
+
 /*
  * Spellings that a host-string filter would miss.  They go through the same
  * path as the proxy: the authority parser, then getaddrinfo, then the
@@ -380,6 +447,7 @@ main(void)
 		cmocka_unit_test(test_allow_list),
 		cmocka_unit_test(test_own_addresses),
 		cmocka_unit_test(test_host_addresses),
+		cmocka_unit_test(test_many_host_addresses),
 		cmocka_unit_test(test_literal_forms),
 		cmocka_unit_test(test_ports),
 	};
