@@ -113,7 +113,7 @@ url_escape(const char *s, int keep_slash, struct buf *out)
 	return 0;
 }
 
-static void
+void
 hex_encode(const unsigned char *in, size_t len, char *out)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -86,6 +86,8 @@ const char *link_purpose_name(enum link_purpose);
 /* base64url without padding.  decode: bytes written, or -1 when invalid. */
 int	b64url_encode(const void *, size_t, struct buf *out);
 long	b64url_decode(const char *, size_t, unsigned char *out, size_t outlen);
+/* len bytes as 2 * len lowercase hex digits and a NUL. */
+void	hex_encode(const unsigned char *in, size_t len, char *out);
 /* Percent-encodes all but A-Z a-z 0-9 - . _ ~ and (when keep_slash) '/'. */
 int	url_escape(const char *, int keep_slash, struct buf *out);
 

@@ -392,6 +392,15 @@ http_guard_new(unsigned soft_limit)
 }
 
 void
+http_guard_free(struct http_guard *g)
+{
+	if (g == NULL)
+		return;
+	pthread_mutex_destroy(&g->mtx);
+	free(g);
+}
+
+void
 http_guard_notify(void *cls, struct MHD_Connection *conn,
     void **socket_context, enum MHD_ConnectionNotificationCode code)
 {

@@ -105,6 +105,8 @@ void	http_request_completed(void *cls, struct MHD_Connection *,
 struct http_guard;
 
 struct http_guard *http_guard_new(unsigned soft_limit);
+/* After MHD_stop_daemon, which has closed every connection it watched. */
+void	http_guard_free(struct http_guard *);
 void	http_guard_notify(void *guard, struct MHD_Connection *,
 	    void **socket_context, enum MHD_ConnectionNotificationCode);
 /* Marks the connection trusted and sets its inactivity timeout (seconds,

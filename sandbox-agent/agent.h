@@ -24,6 +24,10 @@
 /* Request bodies over this get 413; 8 MiB leaves room for data pasted into code. */
 #define AGENT_MAX_BODY		(8u * 1024 * 1024)
 
+/* VIVARIUM_AGENT_SECRET's length bounds (printable ASCII, no spaces). */
+#define AGENT_SECRET_MIN	32
+#define AGENT_SECRET_MAX	128
+
 /* ------------------------------------------------------------ config.c */
 
 /* Parsed once at startup from VIVARIUM_* (see docs/agent.md). */
@@ -59,6 +63,13 @@ struct agent_config {
 	long		 upload_lifetime;
 	long		 link_max_lifetime;
 	unsigned long long upload_max;		/* bytes per upload */
+	/*
+	 * VIVARIUM_AGENT_SECRET(_FILE): what every TCP request but /health
+	 * must carry as Authorization: Bearer (a sandbox reached over a
+	 * cluster's network, docs/agent.md).  secret_len 0: none.
+	 */
+	char		 secret[AGENT_SECRET_MAX + 1];
+	size_t		 secret_len;
 };
 
 /* Fills cfg from the environment; every problem goes to diag. 0 or -1. */
@@ -103,6 +114,15 @@ int	workspace_open_file(const char *root, const char *path, struct stat *st,
 struct wslock;
 struct wslock *wslock_acquire(const char *root);	/* blocks; NULL on ENOMEM */
 void	wslock_release(struct wslock *);
+
+/* ------------------------------------------------------------ init.c */
+
+/*
+ * As PID 1 (a Pod, podman kube play: no --init), forks: returns in the
+ * child, which is the agent; PID 1 reaps, passes signals on to it and
+ * exits with its status.  Elsewhere returns at once.  Before any thread.
+ */
+void	init_maybe(void);
 
 /* ------------------------------------------------------------ sweep.c */
 
@@ -181,7 +201,8 @@ void	files_listening(const char *host, int port);
 int	files_serve_links(struct MHD_Connection *, const char *url,
 	    const char *method, const char *upload_data,
 	    size_t *upload_data_size, void **con_cls);
-/* /_files/raw, /_files/list, /_files/upload: the unix socket only. */
+/* /_files/raw, /_files/list, /_files/upload: the unix socket, and TCP
+ * with VIVARIUM_AGENT_SECRET (what only the supervisor reaches). */
 int	files_internal(struct MHD_Connection *, const char *ws,
 	    const char *url, const char *method, const char *upload_data,
 	    size_t *upload_data_size, void **con_cls);

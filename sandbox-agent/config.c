@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -141,6 +142,119 @@ load_listen(struct agent_config *cfg, struct confdiag *d)
 	if (cfg->port == -1 && cfg->socket == NULL)
 		confdiag_add(d, 0, "VIVARIUM_PORT=off needs VIVARIUM_SOCKET: "
 		    "the agent would listen nowhere");
+}
+
+/*
+ * VIVARIUM_AGENT_SECRET: 32 to 128 printable ASCII characters, no spaces.
+ * The messages never quote it: a refused start must not print a secret
+ * that was one typo away from right.
+ */
+static int
+secret_valid(const char *s, size_t len, const char *name, struct confdiag *d)
+{
+	size_t	 i;
+
+	if (len < AGENT_SECRET_MIN || len > AGENT_SECRET_MAX) {
+		confdiag_add(d, 0, "%s: %zu characters; expected %d to %d "
+		    "printable ASCII characters without spaces (e.g. 64 hex "
+		    "digits)", name, len, AGENT_SECRET_MIN, AGENT_SECRET_MAX);
+		return 0;
+	}
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] > '~') {
+			confdiag_add(d, 0, "%s: character %zu is a space, a "
+			    "control character or not ASCII; expected printable "
+			    "ASCII without spaces", name, i + 1);
+			return 0;
+		}
+	return 1;
+}
+
+/* The secret from a file: one line; a final newline is not part of it. */
+static void
+secret_from_file(struct agent_config *cfg, const char *path,
+    struct confdiag *d)
+{
+	char		 b[AGENT_SECRET_MAX + 4];
+	struct stat	 st;
+	ssize_t		 n;
+	size_t		 len = 0;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": %s", path,
+		    strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		/* A FIFO would block the start; a directory says nothing. */
+		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": not a "
+		    "regular file", path);
+		goto done;
+	}
+	while (len < sizeof(b) && (n = read(fd, b + len, sizeof(b) - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": %s",
+			    path, strerror(errno));
+			goto done;
+		}
+		len += (size_t)n;
+	}
+	if (len == sizeof(b)) {
+		/* Filled the buffer: longer than any secret and its newline. */
+		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": longer "
+		    "than %d characters; expected one line of %d to %d "
+		    "printable ASCII characters", path, AGENT_SECRET_MAX,
+		    AGENT_SECRET_MIN, AGENT_SECRET_MAX);
+		goto done;
+	}
+	if (len > 0 && b[len - 1] == '\n')
+		len--;
+	if (len > 0 && b[len - 1] == '\r')
+		len--;
+	if (secret_valid(b, len, "VIVARIUM_AGENT_SECRET_FILE", d)) {
+		memcpy(cfg->secret, b, len);
+		cfg->secret[len] = '\0';
+		cfg->secret_len = len;
+	}
+done:
+	explicit_bzero(b, sizeof(b));
+	close(fd);
+}
+
+/*
+ * The per-sandbox secret of the TCP listener (docs/agent.md, "Reached over
+ * a network").  Copied, then wiped from the environment block and removed
+ * from the environment, so no run inherits it and even this process's
+ * /proc/PID/environ no longer shows it.
+ */
+static void
+load_secret(struct agent_config *cfg, struct confdiag *d)
+{
+	char	*v = getenv("VIVARIUM_AGENT_SECRET");
+	const char *file = config_env_str("VIVARIUM_AGENT_SECRET_FILE", NULL);
+	size_t	 len;
+
+	if (v != NULL && *v != '\0' && file != NULL)
+		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET and "
+		    "VIVARIUM_AGENT_SECRET_FILE are both set; set one");
+	else if (v != NULL && *v != '\0') {
+		len = strlen(v);
+		if (secret_valid(v, len, "VIVARIUM_AGENT_SECRET", d)) {
+			memcpy(cfg->secret, v, len + 1);
+			cfg->secret_len = len;
+		}
+	} else if (file != NULL)
+		secret_from_file(cfg, file, d);
+	if (v != NULL)
+		explicit_bzero(v, strlen(v));
+	unsetenv("VIVARIUM_AGENT_SECRET");
+	unsetenv("VIVARIUM_AGENT_SECRET_FILE");
+	if (cfg->secret_len > 0 && cfg->port < 0)
+		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET guards the TCP "
+		    "listener, and VIVARIUM_PORT=off turns it off");
 }
 
 static void
@@ -278,7 +392,7 @@ load_links(struct agent_config *cfg, struct confdiag *d)
 		unsetenv("VIVARIUM_LINK_KEY");
 		return;
 	}
-	if (cfg->port < 0 || cfg->workdir == NULL)
+	if (cfg->port < 0 || cfg->secret_len > 0 || cfg->workdir == NULL)
 		return;		/* nobody to serve links: none are made */
 	file = config_env_str("VIVARIUM_LINK_KEY_FILE", NULL);
 	if (file == NULL) {
@@ -316,6 +430,7 @@ agent_config_load(struct agent_config *cfg, struct confdiag *d)
 	memset(cfg, 0, sizeof(*cfg));
 	load_workdir(cfg, d);
 	load_listen(cfg, d);
+	load_secret(cfg, d);
 	config_env_long(d, "VIVARIUM_MAX_TIMEOUT", 300, 1, 7 * 24 * 3600,
 	    &cfg->max_timeout);
 	/* Characters per stream; 10M characters is up to 40 MB held per stream. */
@@ -366,6 +481,7 @@ agent_config_release(struct agent_config *cfg)
 	free(cfg->workdir);
 	free(cfg->pythonpath);
 	free(cfg->link_key_file);
+	explicit_bzero(cfg->secret, sizeof(cfg->secret));
 	/* Wipes the link keys with the rest. */
 	memset(cfg, 0, sizeof(*cfg));
 }

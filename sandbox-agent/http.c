@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "bearer.h"
 #include "fileweb.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -58,6 +59,44 @@ mcp_refuse(struct MHD_Connection *conn, unsigned int status, const char *msg)
 	ret = http_reply_json(conn, status, e);
 	json_decref(e);
 	return ret;
+}
+
+/*
+ * VIVARIUM_AGENT_SECRET: on TCP every request but /health carries it as
+ * Authorization: Bearer.  Sent twice or cut by a NUL is as wrong as a
+ * wrong one.  Answers 401 and returns 1 when refused.  Neither the secret
+ * nor what was sent is ever logged.
+ */
+static int
+secret_refused(struct MHD_Connection *conn, const char *url,
+    enum MHD_Result *ret)
+{
+	struct MHD_Response	*resp;
+	const char		*auth;
+	char			 why[256];
+	json_t			*e;
+	int			 refused;
+
+	auth = http_header_strict(conn, "Authorization", &refused, why,
+	    sizeof(why));
+	if (!refused && bearer_ok(auth, conf->secret, conf->secret_len))
+		return 0;
+	log_warnx("refused a request for %.200s on TCP: %s", url,
+	    refused ? why : auth == NULL ? "no Authorization header" :
+	    "not the agent secret (VIVARIUM_AGENT_SECRET)");
+	e = jsonrpc_error(NULL, -32000, "Unauthorized: this agent needs "
+	    "Authorization: Bearer <its VIVARIUM_AGENT_SECRET> on every "
+	    "request but /health");
+	resp = e != NULL ? http_response_json(e) : NULL;
+	json_decref(e);
+	if (resp == NULL) {
+		*ret = MHD_NO;
+		return 1;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+	    "Bearer");
+	*ret = http_queue(conn, MHD_HTTP_UNAUTHORIZED, resp);
+	return 1;
 }
 
 /*
@@ -161,6 +200,11 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	enum MHD_Result		 ret;
 	const char		*origin;
 	int			 on_unix = cls != NULL, fresh = *con_cls == NULL;
+	/*
+	 * The unix socket, or TCP guarded by a secret: only the supervisor
+	 * gets in, so both serve what it relays (/_files/), not link pages.
+	 */
+	int			 internal = on_unix || conf->secret_len > 0;
 
 	/* In a request: never evicted, and idle up to IDLE_TIMEOUT_S after. */
 	http_guard_trust(conn, IDLE_TIMEOUT_S);
@@ -170,13 +214,16 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 			    MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD");
 		return http_reply_text(conn, 200, "ok");
 	}
+	/* Every call of a request: a later one must not skip the check. */
+	if (!on_unix && conf->secret_len > 0 && secret_refused(conn, url, &ret))
+		return ret;
 	/*
-	 * File links: their pages on TCP, the raw file endpoints the
-	 * supervisor relays them to on the unix socket only.
+	 * File links: their pages on an open TCP listener, the raw file
+	 * endpoints the supervisor relays them to on the internal ones.
 	 */
-	if ((!on_unix && fileweb_match(url)) || (on_unix && conf->user_header
+	if ((!internal && fileweb_match(url)) || (internal && conf->user_header
 	    == NULL && strncmp(url, "/_files/", 8) == 0)) {
-		ret = on_unix ? (enum MHD_Result)files_internal(conn,
+		ret = internal ? (enum MHD_Result)files_internal(conn,
 		    conf->workdir, url, method, upload_data, upload_data_size,
 		    con_cls) : (enum MHD_Result)files_serve_links(conn, url,
 		    method, upload_data, upload_data_size, con_cls);
@@ -433,6 +480,9 @@ agent_http_start(const struct agent_config *cfg)
 		if ((fd = listen_tcp(cfg->host, cfg->port)) == -1 ||
 		    (tcp_daemon = daemon_start(fd, 0)) == NULL)
 			goto fail;
+		if (cfg->secret_len > 0)
+			log_info("TCP requests but /health need the agent "
+			    "secret (Authorization: Bearer)");
 	}
 	return 0;
 fail:

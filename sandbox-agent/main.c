@@ -42,6 +42,10 @@ usage(FILE *f)
 "  VIVARIUM_HOST, VIVARIUM_PORT  TCP listener [0.0.0.0, 8000]; PORT=off: none,\n"
 "                              PORT=0: any free port (logged)\n"
 "  VIVARIUM_SOCKET             also listen on this unix socket\n"
+"  VIVARIUM_AGENT_SECRET       TCP requests but /health need Authorization:\n"
+"                              Bearer <it> (32-128 printable characters;\n"
+"                              a sandbox reached over a network) [none]\n"
+"  VIVARIUM_AGENT_SECRET_FILE  the same, read from this file\n"
 "  VIVARIUM_SOCKET_MODE        its permissions, octal [0600]\n"
 "  VIVARIUM_MAX_TIMEOUT        upper bound for timeout_seconds [300]\n"
 "  VIVARIUM_OUTPUT_LIMIT       characters kept per stream, tail [20000]\n"
@@ -89,6 +93,9 @@ print_config(const struct agent_config *c)
 		printf("tcp                %s:%ld\n", c->host, c->port);
 	else
 		printf("tcp                off\n");
+	if (c->port >= 0)
+		printf("tcp secret         %s\n", c->secret_len > 0 ? "set: every "
+		    "request but /health needs it" : "(none)");
 	printf("socket             %s", c->socket ? c->socket : "(none)");
 	if (c->socket)
 		printf(" (mode %04o)", (unsigned int)c->socket_mode);
@@ -165,6 +172,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	log_init("vivarium-agent", verbose);
+	init_maybe();
 
 	confdiag_init(&diag, NULL);
 	if (agent_config_load(&cfg, &diag) == -1) {

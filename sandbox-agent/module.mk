@@ -42,7 +42,8 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs \
 		images.test.mjs \
-		namespace.test.mjs longrun.test.mjs files_full.test.mjs
+		namespace.test.mjs longrun.test.mjs files_full.test.mjs \
+		secret.test.mjs
 
 # Leftover processes killed after runs (VIVARIUM_SWEEP): unit tests, and the
 # real agent in a PID namespace of its own.

@@ -2,9 +2,10 @@
  * backend.h: where the supervisor's sandboxes run, seen from pool.c and
  * main.c.  One struct of operations named for what the supervisor needs,
  * and an opaque state pointer: Podman (backend_podman.c, over sandbox.c
- * and podman.c) is the only implementation so far; a Kubernetes one is
- * issue 13.  Every operation is safe from several threads at once for
- * different users; pool.c serialises the calls for one user.
+ * and podman.c) is one implementation, Kubernetes (backend_kube.c, over
+ * kspec.c and kube.c) the other.  Every operation is safe from several
+ * threads at once for different users; pool.c serialises the calls for
+ * one user.
  *
  * Errors use struct perr (podman.h): status 0 when the backend cannot be
  * reached at all (pool.c answers 503), else an HTTP-like status and a
@@ -40,6 +41,9 @@ struct backend_info {
 
 /* Start-up checks report through this: level 0 information, 1 warning. */
 typedef void	(*backend_say)(int level, const char *msg);
+/* say, formatted (for the implementations' check). */
+void	backend_sayf(backend_say, int level, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 /* A tar stream's source for import, as podman_source (podman.h). */
 typedef ssize_t	(*backend_source)(void *arg, char *dst, size_t len);
 
@@ -88,6 +92,14 @@ struct backend {
 		    struct perr *err);
 	int	(*import_ws)(struct backend *, const char *user,
 		    backend_source source, void *arg, struct perr *err);
+	/*
+	 * What vivariumctl status shows of the user's sandbox: a new JSON
+	 * object with "state" ("missing" when there is nothing) and what the
+	 * backend knows (names, addresses, limits), or NULL with err.  NULL
+	 * op: status asks the engine itself (Podman: ctl.c).
+	 */
+	json_t	*(*describe)(struct backend *, const char *user,
+		    struct perr *err);
 	/* The user's sandbox as it is named to people (logs), into dst. */
 	void	(*label)(struct backend *, const char *user, char *dst,
 		    size_t len);
@@ -101,6 +113,11 @@ struct backend {
  * NULL) is told of every failed call to the engine behind it (metrics).
  */
 struct backend	*backend_new(const struct conf *,
+		    void (*on_error)(const struct perr *));
+/* The implementations, which backend_new (backend.c) calls. */
+struct backend	*podman_backend(const struct conf *,
+		    void (*on_error)(const struct perr *));
+struct backend	*kube_backend(const struct conf *,
 		    void (*on_error)(const struct perr *));
 
 #endif

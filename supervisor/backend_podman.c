@@ -4,8 +4,6 @@
  * libpod client); this maps the supervisor's operations onto them and
  * holds the start-up checks that only make sense for Podman.
  */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,22 +45,6 @@ fold(enum ctr_state s)
 	}
 }
 
-static void
-sayf(backend_say say, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-sayf(backend_say say, int level, const char *fmt, ...)
-{
-	char	 msg[1024];
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	say(level, msg);
-}
-
 static int
 pm_check(struct backend *b, backend_say say, struct perr *e)
 {
@@ -72,14 +54,14 @@ pm_check(struct backend *b, backend_say say, struct perr *e)
 
 	if (podman_version(p, e) == -1)
 		return -1;
-	sayf(say, 0, "Podman %s at %s", p->version, c->podman_socket);
+	backend_sayf(say, 0, "Podman %s at %s", p->version, c->podman_socket);
 	if (podman_limits_enforced(p, why, sizeof(why), e) == 0)
-		sayf(say, 1, "WARNING: sandbox limits are NOT enforced: %s", why);
+		backend_sayf(say, 1, "WARNING: sandbox limits are NOT enforced: %s", why);
 	if (sandbox_quota_usable(c, p, why, sizeof(why)) == 0 && why[0] != '\0')
-		sayf(say, 1, "WARNING: workspace quotas are NOT enforced: %s",
+		backend_sayf(say, 1, "WARNING: workspace quotas are NOT enforced: %s",
 		    why);
 	if (podman_rootless(p, e) == 1 || c->uid_base == 0)
-		sayf(say, 1, "WARNING: every sandbox runs as the same host uid "
+		backend_sayf(say, 1, "WARNING: every sandbox runs as the same host uid "
 		    "(%s): %s", c->sandbox_user, c->uid_base == 0
 		    ? "uid_base is 0" : "rootless Podman has no id ranges to "
 		    "give each its own");
@@ -103,7 +85,7 @@ pm_check(struct backend *b, backend_say say, struct perr *e)
 		    "(docs/supervisor.md, gVisor)", c->podman_socket, ociname);
 		return -2;
 	}
-	sayf(say, 0, "sandboxes run under gVisor (%s)", ociname);
+	backend_sayf(say, 0, "sandboxes run under gVisor (%s)", ociname);
 	return 0;
 }
 
@@ -257,7 +239,24 @@ pm_free(struct backend *b)
 	free(b);
 }
 
-static struct backend *
+/* No describe: vivariumctl status shows Podman's own objects (ctl.c). */
+static const struct backend podman_ops = {
+	.name = "podman",
+	.check = pm_check,
+	.ensure = pm_ensure,
+	.stop = pm_stop,
+	.remove = pm_remove,
+	.registered = pm_registered,
+	.inspect = pm_inspect,
+	.list = pm_list,
+	.export_ws = pm_export,
+	.import_ws = pm_import,
+	.label = pm_label,
+	.used = pm_used,
+	.free = pm_free,
+};
+
+struct backend *
 podman_backend(const struct conf *c, void (*on_error)(const struct perr *))
 {
 	struct backend	*b;
@@ -274,30 +273,7 @@ podman_backend(const struct conf *c, void (*on_error)(const struct perr *))
 	}
 	s->conf = c;
 	s->podman->on_error = on_error;
-	b->name = "podman";
+	*b = podman_ops;
 	b->state = s;
-	b->check = pm_check;
-	b->ensure = pm_ensure;
-	b->stop = pm_stop;
-	b->remove = pm_remove;
-	b->registered = pm_registered;
-	b->inspect = pm_inspect;
-	b->list = pm_list;
-	b->export_ws = pm_export;
-	b->import_ws = pm_import;
-	b->label = pm_label;
-	b->used = pm_used;
-	b->free = pm_free;
 	return b;
-}
-
-struct backend *
-backend_new(const struct conf *c, void (*on_error)(const struct perr *))
-{
-	switch (c->backend) {
-	case BACKEND_PODMAN:
-		return podman_backend(c, on_error);
-	}
-	errno = EINVAL;
-	return NULL;
 }

@@ -143,6 +143,13 @@ conf_defaults(struct conf *c)
 	c->upload_lifetime = 3600;
 	c->link_max_lifetime = 7 * 86400;
 	c->upload_max = 2ULL << 30;
+	c->kube.agent_port = 8700;
+	c->kube.uid_base = 100000;
+	c->kube.ephemeral_storage = 1ULL << 30;
+	c->kube.egress_proxy = xstrdup("vivarium-egress:3128");
+	c->kube.egress_selector = xstrdup("app.kubernetes.io/name=vivarium-egress");
+	c->kube.supervisor_selector =
+	    xstrdup("app.kubernetes.io/name=vivarium-supervisor");
 }
 
 void
@@ -169,6 +176,15 @@ conf_release(struct conf *c)
 	free(c->egress_alias);
 	free(c->public_url);
 	free(c->link_key_file);
+	free(c->kube.kubeconfig);
+	free(c->kube.namespace);
+	free(c->kube.image);
+	free(c->kube.runtime_class);
+	free(c->kube.storage_class);
+	free(c->kube.egress_proxy);
+	free(c->kube.egress_host);
+	free(c->kube.egress_selector);
+	free(c->kube.supervisor_selector);
 	/* Wipes the link key with the rest. */
 	memset(c, 0, sizeof(*c));
 }
@@ -241,14 +257,178 @@ parse_sandbox_runtime(void *base, const char *v)
 	return 0;
 }
 
-/* The sandboxes' backend (backend.h): Podman is the only one so far. */
+/* The sandboxes' backend (backend.h). */
 static int
 parse_backend(void *base, const char *v)
 {
-	if (strcmp(v, "podman") != 0)
+	if (strcmp(v, "podman") == 0)
+		((struct conf *)base)->backend = BACKEND_PODMAN;
+	else if (strcmp(v, "kubernetes") == 0)
+		((struct conf *)base)->backend = BACKEND_KUBERNETES;
+	else
 		return -1;
-	((struct conf *)base)->backend = BACKEND_PODMAN;
 	return 0;
+}
+
+/*
+ * kubernetes.egress_proxy: the proxy's Service as "name:port" (or an
+ * address), which the supervisor resolves itself: sandboxes have no DNS.
+ */
+static int
+parse_kube_egress(void *base, const char *v)
+{
+	struct conf	*c = base;
+	const char	*colon = strrchr(v, ':'), *whole = v;
+	long		 port;
+	char		 host[256];
+	size_t		 hl;
+
+	if (colon == NULL || config_parse_long(colon + 1, 1, 65535, &port)
+	    == -1)
+		return -1;
+	hl = (size_t)(colon - v);
+	/* "[v6]:port": the brackets are not part of the address. */
+	if (hl >= 2 && v[0] == '[' && v[hl - 1] == ']') {
+		v++;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= sizeof(host) || memchr(v, ' ', hl) != NULL)
+		return -1;
+	memcpy(host, v, hl);
+	host[hl] = '\0';
+	/* whole may be the value being replaced (conf_load's default). */
+	if (whole != c->kube.egress_proxy)
+		set_str(&c->kube.egress_proxy, whole);
+	set_str(&c->kube.egress_host, host);
+	c->kube.egress_port = port;
+	return 0;
+}
+
+/* A label's name part, or a value: [A-Za-z0-9._-], alphanumeric at both
+ * ends, at most 63 (value may be empty). */
+static int
+label_word(const char *s, size_t n, int empty_ok)
+{
+	size_t	 i;
+
+	if (n == 0)
+		return empty_ok ? 0 : -1;
+	if (n > 63 || !isalnum((unsigned char)s[0])
+	    || !isalnum((unsigned char)s[n - 1]))
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && strchr("._-", s[i]) == NULL)
+			return -1;
+	return 0;
+}
+
+/* "prefix/name" or "name"; the prefix a DNS subdomain of 253 at most. */
+static int
+label_key(const char *s, size_t n)
+{
+	const char	*slash = memchr(s, '/', n);
+	size_t		 i, pl;
+
+	if (slash == NULL)
+		return label_word(s, n, 0);
+	pl = (size_t)(slash - s);
+	if (pl == 0 || pl > 253)
+		return -1;
+	for (i = 0; i < pl; i++)
+		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i])
+		    || s[i] == '-' || s[i] == '.'))
+			return -1;
+	return label_word(slash + 1, n - pl - 1, 0);
+}
+
+json_t *
+conf_match_labels(const char *sel)
+{
+	const char	*p = sel, *item, *eq;
+	size_t		 n;
+	json_t		*m;
+	char		 k[320], v[64];
+
+	if ((m = json_object()) == NULL)
+		return NULL;
+	while (config_list_next(&p, &item, &n)) {
+		if ((eq = memchr(item, '=', n)) == NULL
+		    || label_key(item, (size_t)(eq - item)) == -1
+		    || label_word(eq + 1, n - (size_t)(eq - item) - 1, 1) == -1)
+			goto bad;
+		snprintf(k, sizeof(k), "%.*s", (int)(eq - item), item);
+		snprintf(v, sizeof(v), "%.*s", (int)(n - (size_t)(eq - item) - 1),
+		    eq + 1);
+		json_object_set_new(m, k, json_string(v));
+	}
+	if (json_object_size(m) > 0)
+		return m;
+bad:
+	json_decref(m);
+	return NULL;
+}
+
+static int
+parse_selector(char **dst, const char *v)
+{
+	json_t	*m;
+
+	if ((m = conf_match_labels(v)) == NULL)
+		return -1;
+	json_decref(m);
+	set_str(dst, v);
+	return 0;
+}
+
+static int
+parse_egress_selector(void *base, const char *v)
+{
+	return parse_selector(&((struct conf *)base)->kube.egress_selector, v);
+}
+
+static int
+parse_supervisor_selector(void *base, const char *v)
+{
+	return parse_selector(&((struct conf *)base)->kube.supervisor_selector,
+	    v);
+}
+
+/* DNS-1123 names into *dst: namespaces (labels, max 63, no dots), runtime
+ * and storage classes (subdomains, max 253). */
+static int
+set_dns_name(char **dst, const char *v, size_t max, int dots)
+{
+	size_t	 i, n = strlen(v);
+
+	if (n == 0 || n > max || !isalnum((unsigned char)v[0])
+	    || !isalnum((unsigned char)v[n - 1]))
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!(islower((unsigned char)v[i]) || isdigit((unsigned char)v[i])
+		    || v[i] == '-' || (dots && v[i] == '.')))
+			return -1;
+	set_str(dst, v);
+	return 0;
+}
+
+static int
+parse_kube_namespace(void *base, const char *v)
+{
+	return set_dns_name(&((struct conf *)base)->kube.namespace, v, 63, 0);
+}
+
+static int
+parse_runtime_class(void *base, const char *v)
+{
+	return set_dns_name(&((struct conf *)base)->kube.runtime_class, v, 253,
+	    1);
+}
+
+static int
+parse_storage_class(void *base, const char *v)
+{
+	return set_dns_name(&((struct conf *)base)->kube.storage_class, v, 253,
+	    1);
 }
 
 static void
@@ -324,6 +504,33 @@ static const struct conf_key links_keys[] = {
 	V("upload_max", NULL, CONF_SIZE, C(upload_max), 1024, 1LL << 40),
 };
 
+#define K(f)		offsetof(struct conf, kube.f)
+#define DNS_NAME	"a DNS name: lowercase letters, digits, '-' and '.'"
+
+static const struct conf_key kube_keys[] = {
+	V("kubeconfig", "VIVARIUM_KUBECONFIG", CONF_STR, K(kubeconfig), 0, 0),
+	CONF_PARSED("namespace", "VIVARIUM_KUBE_NAMESPACE",
+	    parse_kube_namespace, "a namespace's name: at most 63 lowercase "
+	    "letters, digits and '-'"),
+	V("image", NULL, CONF_STR, K(image), 0, 0),
+	CONF_PARSED("runtime_class", NULL, parse_runtime_class, DNS_NAME),
+	CONF_PARSED("storage_class", NULL, parse_storage_class, DNS_NAME),
+	V("agent_port", NULL, CONF_LONG, K(agent_port), 1, 65535),
+	/* Below 2^31 with room for many slots: runAsUser is an int64 but
+	 * the kernel's ids are 32 bits and many runtimes take 2^31-1. */
+	V("uid_base", NULL, CONF_LONG, K(uid_base), 1000, 1L << 30),
+	V("ephemeral_storage", NULL, CONF_SIZE, K(ephemeral_storage),
+	    16LL << 20, 1LL << 44),
+	CONF_PARSED("egress_proxy", NULL, parse_kube_egress,
+	    "the egress proxy's Service as name:port (e.g. vivarium-egress:3128)"),
+	CONF_PARSED("egress_selector", NULL, parse_egress_selector,
+	    "a label selector key=value[,key=value] (e.g. "
+	    "app.kubernetes.io/name=vivarium-egress)"),
+	CONF_PARSED("supervisor_selector", NULL, parse_supervisor_selector,
+	    "a label selector key=value[,key=value] (e.g. "
+	    "app.kubernetes.io/name=vivarium-supervisor)"),
+};
+
 /* Every setting: its YAML key, its variable, where it goes, its range. */
 static const struct conf_key conf_keys[] = {
 	CONF_PARSED("listen", "VIVARIUM_SUPERVISOR_LISTEN", parse_listen,
@@ -332,9 +539,9 @@ static const struct conf_key conf_keys[] = {
 	CONF_NODE_FN("token_file", node_token_file),
 	V("user_header", NULL, CONF_STR, C(user_header), 0, 0),
 	CONF_NODE_FN("allowed_origins", node_origins),
-	CONF_PARSED("backend", NULL, parse_backend,
-	    "podman (the only backend so far)"),
+	CONF_PARSED("backend", NULL, parse_backend, "podman or kubernetes"),
 	CONF_SECTION_OF("podman", 0, podman_keys),
+	CONF_SECTION_OF("kubernetes", 0, kube_keys),
 	V("state_dir", "VIVARIUM_STATE_DIR", CONF_STR, C(state_dir), 0, 0),
 	V("image", "VIVARIUM_SANDBOX_IMAGE", CONF_STR, C(image), 0, 0),
 	CONF_PARSED("provisioning", "VIVARIUM_PROVISIONING", parse_prov,
@@ -514,6 +721,33 @@ node_token_file(void *base, const struct ynode *n, struct confdiag *d)
 
 /* ---------------------------------------------------------------- load */
 
+#define SA_NAMESPACE	"/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+/*
+ * What only the kubernetes backend needs: its namespace (the in-cluster
+ * one, where the supervisor's own Pod runs, else "default").
+ */
+static void
+kube_conf_check(struct conf *c, struct confdiag *d)
+{
+	FILE	*f;
+	char	 line[128];
+
+	if (c->kube.namespace == NULL && (f = fopen(SA_NAMESPACE, "r"))
+	    != NULL) {
+		if (fgets(line, sizeof(line), f) != NULL) {
+			line[strcspn(line, "\r\n")] = '\0';
+			if (parse_kube_namespace(c, line) == -1)
+				confdiag_add(d, 0, "kubernetes: the namespace in "
+				    "%s, \"%s\", is not a namespace's name",
+				    SA_NAMESPACE, line);
+		}
+		fclose(f);
+	}
+	if (c->kube.namespace == NULL)
+		c->kube.namespace = xstrdup("default");
+}
+
 int
 conf_load(struct conf *c, const char *path, struct confdiag *d)
 {
@@ -587,6 +821,12 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 	    c->upload_lifetime > c->link_max_lifetime)
 		confdiag_add(d, 0, "links: download_lifetime and upload_lifetime "
 		    "may not be longer than max_lifetime");
+	if (c->kube.egress_host == NULL
+	    && parse_kube_egress(c, c->kube.egress_proxy) == -1)
+		confdiag_add(d, 0, "kubernetes: egress_proxy \"%s\" is not "
+		    "name:port", c->kube.egress_proxy);
+	if (c->backend == BACKEND_KUBERNETES)
+		kube_conf_check(c, d);
 	if (c->provisioning == PROV_ALLOWLIST && c->nusers == 0)
 		confdiag_add(d, 0, "provisioning is allowlist but no users are "
 		    "listed under users:");

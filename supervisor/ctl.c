@@ -1,14 +1,15 @@
 /*
  * ctl.c: vivariumctl, the operator's tool for per-user sandboxes.  It reads
- * the supervisor's configuration and talks to the same Podman service with
- * the same client, so both see the same objects.
+ * the supervisor's configuration and talks to the same backend (Podman,
+ * or the Kubernetes API server) with the same client, so both see the
+ * same objects.
  *
  * Exit codes (for scripts):
  *   0  done (status: the sandbox is running)
- *   1  Podman refused or something else failed
+ *   1  the backend refused or something else failed
  *   2  usage or configuration error
- *   3  no such user (nothing labelled for it in Podman)
- *   4  Podman is not reachable
+ *   3  no such user (nothing labelled for it)
+ *   4  Podman (or the API server) is not reachable
  *   5  status: the sandbox exists but is not running
  */
 #include <errno.h>
@@ -52,7 +53,8 @@ usage(FILE *f)
 	fprintf(f,
 "usage: vivariumctl [-hvV] [-f config.yaml] [-t dir] [--json] COMMAND [ARGS]\n"
 "\n"
-"Manages the supervisor's sandboxes through Podman, one user at a time.\n"
+"Manages the supervisor's sandboxes through its backend (Podman or\n"
+"Kubernetes), one user at a time.\n"
 "\n"
 "Commands:\n"
 "  add-user USER...          create the user's network, volume and container,\n"
@@ -71,6 +73,8 @@ usage(FILE *f)
 "                            --replace deletes an existing user's first\n"
 "  render USER [DIR]         write vivarium-USER.container/.network quadlets\n"
 "                            from the templates (for systemd-managed setups)\n"
+"  render --kubernetes USER  print the PersistentVolumeClaim, NetworkPolicy\n"
+"                            and Pod the kubernetes backend makes for USER\n"
 "\n"
 "Options:\n"
 "  -f FILE        supervisor configuration (default %s when\n"
@@ -85,7 +89,8 @@ usage(FILE *f)
 "  -V, --version  print the version and exit\n"
 "\n"
 "Exit codes: 0 ok (status: running), 1 failed, 2 usage or config error,\n"
-"3 no such user, 4 Podman not reachable, 5 status: not running.\n",
+"3 no such user, 4 Podman (or the API server) not reachable, 5 status: not\n"
+"running.\n",
 	    DEFAULT_CONF);
 }
 
@@ -193,6 +198,9 @@ cmd_add(int argc, char **argv)
 		if (json_out)
 			print_json(json_pack("{s:s, s:s}", "user", argv[i],
 			    "result", "added"));
+		else if (conf.backend == BACKEND_KUBERNETES)
+			printf("%s: added and running (claim, network policy "
+			    "and Pod vivarium-%s)\n", argv[i], argv[i]);
 		else
 			printf("%s: added and running (network, volume and "
 			    "container vivarium-%s)\n", argv[i], argv[i]);
@@ -204,9 +212,14 @@ static int
 user_exists(const char *user, struct perr *e)
 {
 	struct names	 n;
+	struct backend_info info;
 	json_t		*ins = NULL;
 	int		 r;
 
+	/* Elsewhere the backend says: anything of the user's is there. */
+	if (conf.backend != BACKEND_PODMAN)
+		return backend->inspect(backend, user, &info, e) == -1 ? -1
+		    : info.state != BK_MISSING;
 	(void)sandbox_names(&conf, user, &n);
 	if (podman_container_inspect(podman, n.container, &ins, e) == -1)
 		return -1;
@@ -256,11 +269,56 @@ cmd_remove(int argc, char **argv)
 			print_json(json_pack("{s:s, s:s, s:b}", "user", argv[i],
 			    "result", "removed", "purged", purge));
 		else
-			printf("%s: removed%s\n", argv[i], purge
-			    ? ", workspace volume deleted"
+			printf("%s: removed%s\n", argv[i],
+			    conf.backend == BACKEND_KUBERNETES ? (purge
+			    ? ", workspace claim deleted"
+			    : " (workspace claim kept; --purge deletes it)")
+			    : purge ? ", workspace volume deleted"
 			    : " (workspace volume kept; --purge deletes it)");
 	}
 	return rc;
+}
+
+static const char *
+state_name(enum backend_state s)
+{
+	switch (s) {
+	case BK_MISSING:	return "missing";
+	case BK_CREATED:	return "created";
+	case BK_RUNNING:	return "running";
+	case BK_STOPPED:	return "stopped";
+	case BK_OTHER:		break;
+	}
+	return "starting";
+}
+
+/* Users as the backend lists them, each in the state inspect finds. */
+static json_t *
+backend_users(struct perr *e)
+{
+	struct backend_sandbox	*v;
+	struct backend_info	 info;
+	json_t			*users;
+	size_t			 i, n;
+
+	if (backend->list(backend, &v, &n, e) == -1)
+		return NULL;
+	users = json_object();
+	for (i = 0; i < n; i++) {
+		if (backend->inspect(backend, v[i].user, &info, e) == -1) {
+			json_decref(users);
+			free(v);
+			return NULL;
+		}
+		json_object_set_new(users, v[i].user, json_pack("{s:s, s:s}",
+		    "user", v[i].user, "state", state_name(info.state)));
+		if (info.memory_known)
+			json_object_set_new(json_object_get(users, v[i].user),
+			    "memory_bytes",
+			    json_integer((json_int_t)info.memory_bytes));
+	}
+	free(v);
+	return users;
 }
 
 /* Users from every labelled object: containers, networks, volumes. */
@@ -274,6 +332,8 @@ collect_users(struct perr *e)
 	int		(*lists[])(struct podman *, json_t **, struct perr *) = {
 	    podman_container_list, podman_network_list, podman_volume_list };
 
+	if (conf.backend != BACKEND_PODMAN)
+		return backend_users(e);
 	users = json_object();
 	for (k = 0; k < 3; k++) {
 		if (lists[k](podman, &list, e) == -1) {
@@ -323,14 +383,15 @@ cmd_list(int argc, char **argv)
 		    "IDLE");
 	json_object_foreach(users, id, u) {
 		state = json_string_value(json_object_get(u, "state"));
-		mem = 0;
-		if (strcmp(state, "running") == 0
+		/* backend_users inspected each already; Podman's lists not. */
+		if (conf.backend == BACKEND_PODMAN
+		    && strcmp(state, "running") == 0
 		    && backend->inspect(backend, id, &info, &e) == 0
-		    && info.memory_known) {
-			mem = info.memory_bytes;
+		    && info.memory_known)
 			json_object_set_new(u, "memory_bytes",
-			    json_integer((json_int_t)mem));
-		}
+			    json_integer((json_int_t)info.memory_bytes));
+		mem = (unsigned long long)json_integer_value(json_object_get(u,
+		    "memory_bytes"));
 		idle = idle_seconds(id);
 		if (idle >= 0)
 			json_object_set_new(u, "idle_seconds",
@@ -416,6 +477,57 @@ cmd_stop(int argc, char **argv)
 	return EX_OK;
 }
 
+/* status through the backend's describe: its fields, as it gives them. */
+static int
+status_described(const char *user)
+{
+	struct perr	 e;
+	json_t		*d, *v;
+	const char	*k, *state;
+	char		 s[64];
+	long		 idle;
+	int		 rc;
+
+	if ((d = backend->describe(backend, user, &e)) == NULL)
+		return fail(&e, user);
+	state = json_string_value(json_object_get(d, "state"));
+	if (state == NULL || strcmp(state, "missing") == 0) {
+		json_decref(d);
+		fprintf(stderr, "vivariumctl: %s: no such user\n", user);
+		return EX_NOUSER;
+	}
+	rc = strcmp(state, "running") == 0 ? EX_OK : EX_NOTRUNNING;
+	if ((idle = idle_seconds(user)) >= 0)
+		json_object_set_new(d, "idle_seconds", json_integer(idle));
+	if (json_out) {
+		print_json(d);
+		return rc;
+	}
+	json_object_foreach(d, k, v) {
+		if (json_is_string(v))
+			printf("%-22s %s\n", k, json_string_value(v));
+		else if (json_is_boolean(v))
+			printf("%-22s %s\n", k, json_is_true(v) ? "yes" : "no");
+		else if (json_is_integer(v) && strstr(k, "bytes") != NULL) {
+			human_size((unsigned long long)json_integer_value(v), s,
+			    sizeof(s));
+			printf("%-22s %s\n", k, s);
+		} else if (json_is_object(v) || json_is_array(v)) {
+			char *t = json_dumps(v, JSON_COMPACT);
+
+			printf("%-22s %s\n", k, t != NULL ? t : "?");
+			free(t);
+		} else if (!json_is_null(v)) {
+			char *t = json_dumps(v, JSON_ENCODE_ANY);
+
+			printf("%-22s %s\n", k, t != NULL ? t : "?");
+			free(t);
+		}
+	}
+	json_decref(d);
+	return rc;
+}
+
 static int
 cmd_status(int argc, char **argv)
 {
@@ -436,6 +548,8 @@ cmd_status(int argc, char **argv)
 	}
 	if (check_user(argv[0]) == -1)
 		return EX_USAGE;
+	if (backend->describe != NULL)
+		return status_described(argv[0]);
 	(void)sandbox_names(&conf, argv[0], &n);
 	if (podman_container_inspect(podman, n.container, &ins, &e) == -1)
 		return fail(&e, argv[0]);
@@ -556,7 +670,8 @@ cmd_export(int argc, char **argv)
 		return EX_NOUSER;
 	}
 	(void)sandbox_names(&conf, argv[0], &n);
-	if ((r = podman_volume_exists(podman, n.volume, &e)) != 1) {
+	if (conf.backend == BACKEND_PODMAN
+	    && (r = podman_volume_exists(podman, n.volume, &e)) != 1) {
 		if (r == -1)
 			return fail(&e, argv[0]);
 		fprintf(stderr, "vivariumctl: %s: no workspace volume %s\n",
@@ -812,6 +927,13 @@ cmd_import(int argc, char **argv)
 	}
 	if (check_user(argv[0]) == -1)
 		return EX_USAGE;
+	/* Refused before anything is made for the user. */
+	if (conf.backend != BACKEND_PODMAN) {
+		fprintf(stderr, "vivariumctl: import is not supported on the %s "
+		    "backend: copy files into the user's Pod with `kubectl cp`\n",
+		    backend->name);
+		return EX_FAIL;
+	}
 	if (isatty(STDIN_FILENO)) {
 		fprintf(stderr, "vivariumctl: import reads a tar from standard "
 		    "input: vivariumctl import %s < %s.tar\n", argv[0], argv[0]);
@@ -888,6 +1010,41 @@ cmd_render(int argc, char **argv, const char *topt)
 	return EX_OK;
 }
 
+/*
+ * No cluster needed: the objects are built from the configuration alone,
+ * with the uid slot 0 (none given yet) unless the claim is known: with
+ * backend: kubernetes, the cluster is asked for it when it can be.
+ */
+static int
+cmd_render_kube(int argc, char **argv)
+{
+	struct backend	*b;
+	struct perr	 e;
+	json_t		*d;
+	long		 slot = 0;
+
+	if (argc != 1) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (check_user(argv[0]) == -1)
+		return EX_USAGE;
+	if (conf.backend == BACKEND_KUBERNETES
+	    && (b = backend_new(&conf, NULL)) != NULL) {
+		if ((d = b->describe(b, argv[0], &e)) == NULL)
+			fprintf(stderr, "vivariumctl: the uid is not known (%s): "
+			    "slot 0\n", e.msg);
+		else if (json_integer_value(json_object_get(d, "uid")) >
+		    conf.kube.uid_base)
+			slot = (long)json_integer_value(json_object_get(d,
+			    "uid")) - conf.kube.uid_base;
+		json_decref(d);
+		b->free(b);
+	}
+	return render_kube(&conf, argv[0], slot, stdout) == -1 ? EX_FAIL
+	    : EX_OK;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int
@@ -955,6 +1112,13 @@ main(int argc, char **argv)
 			    "have no file links\n", err);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (strcmp(cmd, "render") == 0 && argc > 0
+	    && strcmp(argv[0], "--kubernetes") == 0) {
+		rc = cmd_render_kube(argc - 1, argv + 1);
+		conf_release(&conf);
+		curl_global_cleanup();
+		return rc;
+	}
 	if ((backend = backend_new(&conf, NULL)) == NULL
 	    || (podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
 	    == NULL)

@@ -1,5 +1,7 @@
 /*
- * forward.c: a minimal HTTP/1.1 client for the agent's unix socket.
+ * forward.c: a minimal HTTP/1.1 client for the agent: its unix socket on
+ * this host (Podman), or host:port with the sandbox's secret (a cluster's
+ * Pods, where a socket does not cross the nodes).
  *
  * Connections are kept alive and reused (the caller keeps idle ones per
  * sandbox), which spares a connect and a new agent thread per request.  The
@@ -13,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +26,8 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -31,6 +36,8 @@
 #include "banned.h"
 
 #define HEAD_MAX	16384	/* of a request head we send */
+/* A Pod that is gone may leave its address silent, not refused. */
+#define TCP_CONNECT_MS	5000
 
 static int
 wait_fd(int fd, short ev, int timeout_ms)
@@ -203,6 +210,17 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 		    "malformed status line" : resp.ambiguous);
 		return -1;
 	}
+	/*
+	 * Our secret refused: a server-side fault (the Pod has another
+	 * sandbox's secret, or the master key changed), never the client's.
+	 * Relayed as it is, LibreChat would read the 401 as "sign in".
+	 */
+	if (c->secret_sent && resp.status == 401) {
+		snprintf(err, errlen, "the sandbox's agent refused the "
+		    "supervisor's secret (401): the sandbox was made with "
+		    "another key; remove it so that it is made again");
+		return -1;
+	}
 	h->status = resp.status;
 	h->chunked = resp.chunked;
 	h->content_length = resp.content_length;
@@ -288,11 +306,25 @@ agent_addr_unix(struct agent_addr *a, const char *path)
 	snprintf(a->path, sizeof(a->path), "%s", path);
 }
 
+void
+agent_addr_tcp(struct agent_addr *a, const char *host, int port,
+    const char *secret)
+{
+	memset(a, 0, sizeof(*a));
+	a->kind = AGENT_TCP;
+	snprintf(a->host, sizeof(a->host), "%s", host);
+	a->port = port;
+	snprintf(a->secret, sizeof(a->secret), "%s", secret);
+}
+
 const char *
 agent_addr_str(const struct agent_addr *a, char *dst, size_t len)
 {
 	/* Fits: a name of sizeof(host) and a port, or a path of ours. */
-	if (a->kind == AGENT_TCP)
+	if (a->kind == AGENT_TCP && strchr(a->host, ':') != NULL &&
+	    a->host[0] != '[')
+		(void)snprintf(dst, len, "[%s]:%d", a->host, a->port);
+	else if (a->kind == AGENT_TCP)
 		(void)snprintf(dst, len, "%s:%d", a->host, a->port);
 	else
 		(void)snprintf(dst, len, "%s", a->path);
@@ -300,33 +332,130 @@ agent_addr_str(const struct agent_addr *a, char *dst, size_t len)
 }
 
 /*
- * A connection to the agent at a, or -1 with errno and a reason in err.
- * TCP (a cluster's Pods, issue 13) is the next backend's: until the agent
- * checks a secret there, no connection is made rather than an open one.
+ * The secret goes into a header line: anything but printable ASCII
+ * without spaces could end that line and start another.  (The backend
+ * derives hex digits; this is the check that survives a bug there.)
  */
 static int
-addr_connect(const struct agent_addr *a, int *connect_failed, char *err,
-    size_t errlen)
+secret_sendable(const char *s)
 {
-	char	 where[AGENT_ADDR_STRLEN];
-	int	 fd;
+	if (*s == '\0')
+		return 0;
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s <= ' ' || (unsigned char)*s > '~')
+			return 0;
+	return 1;
+}
 
-	if (a->kind != AGENT_UNIX) {
+/*
+ * TCP to an IPv4 or IPv6 literal (a Pod's IP; "[v6]" taken too), never a
+ * name: resolving here would put DNS between the backend's answer and the
+ * connection.  Non-blocking connect bounded by TCP_CONNECT_MS (or the
+ * request's timeout, when shorter).  Refused, unreachable or silent counts
+ * as nobody listening, so the caller asks the backend again.
+ */
+static int
+tcp_connect(const struct agent_addr *a, int timeout_ms, int *connect_failed,
+    char *err, size_t errlen)
+{
+	struct addrinfo	 hints, *res = NULL;
+	char		 host[sizeof(a->host)], port[16], where[AGENT_ADDR_STRLEN];
+	socklen_t	 sl = sizeof(int);
+	size_t		 hl = strlen(a->host);
+	int		 fd = -1, rc, one = 1, soerr = 0, wait_ms;
+
+	agent_addr_str(a, where, sizeof(where));
+	if (a->host[0] == '[' && hl > 2 && a->host[hl - 1] == ']')
+		snprintf(host, sizeof(host), "%.*s", (int)(hl - 2), a->host + 1);
+	else
+		snprintf(host, sizeof(host), "%s", a->host);
+	if (a->port < 1 || a->port > 65535) {
 		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
-		    "%s: TCP agents are not supported yet",
-		    agent_addr_str(a, where, sizeof(where)));
-		errno = EPROTONOSUPPORT;
+		    "%s: not a TCP port", where);
+		errno = EINVAL;
 		return -1;
 	}
+	if (!secret_sendable(a->secret)) {
+		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
+		    "%s: %s", where, a->secret[0] == '\0' ? "no secret to send "
+		    "(a TCP agent is never reached without one)" : "the secret "
+		    "holds a character a header may not");
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(port, sizeof(port), "%d", a->port);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
+		    "%s: not an IPv4 or IPv6 address (%s)", where,
+		    gai_strerror(rc));
+		errno = EINVAL;
+		return -1;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0);
+	if (fd == -1)
+		goto fail;
+	/* Requests are small and answered at once: no Nagle delay. */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, res->ai_addr, res->ai_addrlen) == -1) {
+		if (errno != EINPROGRESS)
+			goto fail;
+		wait_ms = timeout_ms >= 0 && timeout_ms < TCP_CONNECT_MS ?
+		    timeout_ms : TCP_CONNECT_MS;
+		if (wait_fd(fd, POLLOUT, wait_ms) == -1)
+			goto fail;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1)
+			goto fail;
+		if (soerr != 0) {
+			errno = soerr;
+			goto fail;
+		}
+	}
+	freeaddrinfo(res);
+	return fd;
+fail:
+	rc = errno;
+	if (rc == ECONNREFUSED || rc == ETIMEDOUT || rc == EHOSTUNREACH ||
+	    rc == ENETUNREACH || rc == EHOSTDOWN)
+		*connect_failed = 1;
+	snprintf(err, errlen, "cannot connect to the sandbox's agent at %s: "
+	    "%s", where, rc == ETIMEDOUT ? "no answer to the connection" :
+	    strerror(rc));
+	if (fd != -1)
+		close(fd);
+	freeaddrinfo(res);
+	errno = rc;
+	return -1;
+}
+
+/* A connection to the agent at a, or -1 with errno and a reason in err. */
+static int
+addr_connect(const struct agent_addr *a, int timeout_ms, int *connect_failed,
+    char *err, size_t errlen)
+{
+	int	 fd;
+
+	if (a->kind == AGENT_TCP)
+		return tcp_connect(a, timeout_ms, connect_failed, err, errlen);
 	if ((fd = unix_connect(a->path, connect_failed)) == -1)
 		snprintf(err, errlen, "cannot connect to the sandbox's agent at "
 		    "%s: %s", a->path, strerror(errno));
 	return fd;
 }
 
-/* Sends the request on c->fd; 0 or -1 (errno). */
+/*
+ * Sends the request on c->fd; 0 or -1 (errno).  Only the headers of
+ * agent_req go on, never the client's own Authorization (LibreChat's
+ * token is the supervisor's business); a TCP agent gets its sandbox's
+ * secret instead, on every request.
+ */
 static int
-send_request(struct agent_conn *c, const struct agent_req *r, int timeout_ms)
+send_request(struct agent_conn *c, const struct agent_addr *a,
+    const struct agent_req *r, int timeout_ms)
 {
 	struct buf	 req = BUF_INIT(HEAD_MAX + 4096);
 	int		 ret = -1;
@@ -346,6 +475,11 @@ send_request(struct agent_conn *c, const struct agent_req *r, int timeout_ms)
 	HDR("MCP-Protocol-Version", r->protocol_version);
 	HDR("Last-Event-ID", r->last_event_id);
 #undef HDR
+	if (a->kind == AGENT_TCP) {
+		(void)buf_appendf(&req, "Authorization: Bearer %s\r\n",
+		    a->secret);
+		c->secret_sent = 1;
+	}
 	if (buf_append(&req, "\r\n", 2) == -1) {
 		errno = EMSGSIZE;
 		goto done;
@@ -380,7 +514,7 @@ agent_open(struct agent_conn *c, const struct agent_addr *a,
 		ssize_t got = -1;
 
 		c->fd = reuse_fd;
-		if (send_request(c, r, timeout_ms) == 0
+		if (send_request(c, a, r, timeout_ms) == 0
 		    && ((got = fill(c)) > 0
 		    || (got == -1 && errno == ETIMEDOUT)))
 			goto head;	/* a timeout is the agent's answer */
@@ -395,9 +529,10 @@ agent_open(struct agent_conn *c, const struct agent_addr *a,
 		c->timeout_ms = timeout_ms;
 		c->client_fd = r->client_fd != NULL ? *r->client_fd : -1;
 	}
-	if ((c->fd = addr_connect(a, connect_failed, err, errlen)) == -1)
+	if ((c->fd = addr_connect(a, timeout_ms, connect_failed, err,
+	    errlen)) == -1)
 		goto fail;
-	if (send_request(c, r, timeout_ms) == -1) {
+	if (send_request(c, a, r, timeout_ms) == -1) {
 		snprintf(err, errlen, "cannot send the request to the sandbox: "
 		    "%s", strerror(errno));
 		goto fail;
@@ -420,9 +555,9 @@ agent_stream_open(struct agent_conn *c, const struct agent_addr *a,
 	memset(c, 0, sizeof(*c));
 	c->timeout_ms = timeout_ms;
 	c->client_fd = r->client_fd != NULL ? *r->client_fd : -1;
-	if ((c->fd = addr_connect(a, &cf, err, errlen)) == -1)
+	if ((c->fd = addr_connect(a, timeout_ms, &cf, err, errlen)) == -1)
 		return -1;
-	if (send_request(c, r, timeout_ms) == -1) {
+	if (send_request(c, a, r, timeout_ms) == -1) {
 		snprintf(err, errlen, "cannot send to the sandbox: %s",
 		    strerror(errno));
 		agent_close(c);

@@ -475,6 +475,7 @@ main(int argc, char **argv)
 {
 	struct confdiag		 diag;
 	struct MHD_Daemon	*d;
+	struct http_guard	*guard;
 	struct perr		 e;
 	pthread_t		 rt;
 	sigset_t		 set;
@@ -514,10 +515,20 @@ main(int argc, char **argv)
 	}
 	confdiag_release(&diag);
 	if (check) {
-		printf("configuration OK%s%s: listen %s:%d, podman %s, image %s, "
-		    "provisioning %s\n", path ? " in " : "", path ? path : "",
-		    conf.listen_host, conf.listen_port, conf.podman_socket,
-		    conf.image, conf_provisioning_name(conf.provisioning));
+		if (conf.backend == BACKEND_KUBERNETES)
+			printf("configuration OK%s%s: listen %s:%d, kubernetes "
+			    "namespace %s, image %s, provisioning %s\n",
+			    path ? " in " : "", path ? path : "",
+			    conf.listen_host, conf.listen_port,
+			    conf.kube.namespace, conf.kube.image != NULL
+			    ? conf.kube.image : conf.image,
+			    conf_provisioning_name(conf.provisioning));
+		else
+			printf("configuration OK%s%s: listen %s:%d, podman %s, "
+			    "image %s, provisioning %s\n", path ? " in " : "",
+			    path ? path : "", conf.listen_host,
+			    conf.listen_port, conf.podman_socket, conf.image,
+			    conf_provisioning_name(conf.provisioning));
 		conf_release(&conf);
 		return 0;
 	}
@@ -548,7 +559,6 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	{
-		struct http_guard *guard;
 		struct sockaddr_storage	 ss;
 		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_PASSIVE,
 		    .ai_socktype = SOCK_STREAM }, *ai;
@@ -612,6 +622,7 @@ main(int argc, char **argv)
 	pthread_mutex_unlock(&reaper_lock);
 	pthread_join(rt, NULL);
 	MHD_stop_daemon(d);
+	http_guard_free(guard);
 	pool_shutdown();
 	backend->free(backend);
 	conf_release(&conf);

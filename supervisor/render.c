@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "kube.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -152,6 +153,46 @@ proxy_env(const struct conf *c, const char *network, const char *ip,
 	return r;
 }
 
+/*
+ * sandbox.env as Environment= lines, one a variable, quoted as systemd
+ * unquotes them (\\ and \", and %% for its specifiers).  A value with a
+ * control character has no way into a unit line: refused.
+ */
+static int
+sandbox_env_lines(const struct conf *c, struct buf *out)
+{
+	const char	*p;
+	size_t		 i;
+	int		 r = 0;
+
+	if (c->nenv == 0)
+		return buf_appends(out, "# sandbox.env: none");
+	for (i = 0; i < c->nenv && r == 0; i++) {
+		r = buf_appendf(out, "%sEnvironment=\"%s=", i > 0 ? "\n" : "",
+		    c->env[i].key);
+		for (p = c->env[i].value; *p != '\0' && r == 0; p++) {
+			if ((unsigned char)*p < ' ' || *p == 0x7f) {
+				fprintf(stderr, "vivariumctl: sandbox.env %s "
+				    "holds a control character, which a unit "
+				    "file cannot carry\n", c->env[i].key);
+				return -1;
+			}
+			if (*p == '\\' || *p == '"')
+				r = buf_appendf(out, "\\%c", *p);
+			else if (*p == '%')
+				r = buf_appends(out, "%%");
+			else
+				r = buf_append(out, p, 1);
+		}
+		if (r == 0)
+			r = buf_appends(out, "\"");
+	}
+	if (r == -1)
+		fprintf(stderr, "vivariumctl: sandbox.env is too long for a "
+		    "unit file\n");
+	return r;
+}
+
 int
 render_user(const struct conf *c, struct podman *p, const char *user,
     const char *tdir, const char *outdir)
@@ -159,9 +200,10 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 	const struct limits	*l = conf_limits(c, user);
 	struct names		 n;
 	struct buf		 proxy = BUF_INIT(4096);
+	struct buf		 senv = BUF_INIT(1 << 16);
 	struct perr		 e;
 	json_t			*net = NULL;
-	char			 mem[32], cpus[32], pids[32], ip[64];
+	char			 mem[32], cpus[32], pids[32], ip[64], tmp[32];
 	char			 cname[128], nname[128];
 	int			 r, rc = -1;
 
@@ -170,6 +212,9 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 	snprintf(mem, sizeof(mem), "%llum", l->memory >> 20);
 	snprintf(cpus, sizeof(cpus), "%.2f", (double)l->cpus_milli / 1000.0);
 	snprintf(pids, sizeof(pids), "%ld", l->pids);
+	snprintf(tmp, sizeof(tmp), "%llu", c->tmp_size);
+	if (sandbox_env_lines(c, &senv) == -1)
+		goto done;
 	if (c->egress_container == NULL)
 		r = buf_appends(&proxy, "# no egress proxy configured");
 	/* The proxy's fixed address comes from the network's subnet. */
@@ -190,6 +235,7 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 		    "MEMORY", mem, "CPUS", cpus, "PIDS", pids,
 		    "RUNDIR", n.rundir, "SANDBOX_USER", c->sandbox_user,
 		    "PROXY_ENV", buf_str(&proxy),
+		    "SANDBOX_ENV", buf_str(&senv), "TMP_SIZE", tmp,
 		    /* Quadlets run with the host's podman: 4.6+ has strict. */
 		    "ISOLATE", "true", NULL };
 
@@ -203,5 +249,49 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 	rc = 0;
 done:
 	buf_release(&proxy);
+	buf_release(&senv);
 	return rc;
+}
+
+/* ---------------------------------------------------------------- kubernetes */
+
+static int
+print_doc(FILE *out, json_t *doc)
+{
+	int	 r;
+
+	if (doc == NULL)
+		return -1;
+	r = fputs("---\n", out) == EOF
+	    || json_dumpf(doc, out, JSON_INDENT(2)) == -1
+	    || fputc('\n', out) == EOF ? -1 : 0;
+	json_decref(doc);
+	return r;
+}
+
+int
+render_kube(const struct conf *c, const char *user, long slot, FILE *out)
+{
+	char	 secret[KSPEC_SECRET_HEX + 1], proxy[320];
+	int	 resolved, r;
+
+	if (kspec_secret(c, user, secret) == -1) {
+		fprintf(stderr, "vivariumctl: no master link key (links.key_file "
+		    "%s), so the agent's secret cannot be derived\n",
+		    c->link_key_file);
+		return -1;
+	}
+	kspec_proxy_addr(c, proxy, sizeof(proxy), &resolved);
+	r = print_doc(out, kspec_pvc(c, user, slot)) == -1
+	    || print_doc(out, kspec_netpol(c, user)) == -1
+	    || print_doc(out, kspec_pod(c, user, slot, proxy, secret)) == -1
+	    ? -1 : 0;
+	memset(secret, 0, sizeof(secret));
+	if (r == -1)
+		fprintf(stderr, "vivariumctl: cannot write the objects\n");
+	else if (!resolved)
+		fprintf(stderr, "vivariumctl: %s does not resolve here: the Pod "
+		    "names the proxy by it, where the supervisor would give its "
+		    "address\n", c->kube.egress_host);
+	return r;
 }

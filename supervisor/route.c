@@ -3,8 +3,8 @@
  * the bearer token check.
  */
 #include <string.h>
-#include <strings.h>
 
+#include "bearer.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -62,25 +62,5 @@ route_user_valid(const char *id, size_t len)
 int
 route_token_ok(const char *auth, const char *token)
 {
-	size_t			 alen, tlen, i;
-	volatile unsigned char	 diff = 0;
-	const char		*p;
-
-	if (auth == NULL || token == NULL)
-		return 0;
-	if (strncasecmp(auth, "Bearer ", 7) != 0)
-		return 0;
-	p = auth + 7;
-	while (*p == ' ')
-		p++;
-	alen = strlen(p);
-	tlen = strlen(token);
-	/*
-	 * Look at every byte of the expected token whatever the input, so the
-	 * time taken says nothing about how much of it matched.
-	 */
-	diff = (unsigned char)(alen != tlen);
-	for (i = 0; i < tlen; i++)
-		diff |= (unsigned char)(token[i] ^ (i < alen ? p[i] : 0));
-	return diff == 0;
+	return bearer_ok(auth, token, token != NULL ? strlen(token) : 0);
 }

@@ -249,7 +249,9 @@ sandbox_proxy_env(const char *proxy_ip, long port)
 	static const char *const names[] = { "http_proxy", "https_proxy",
 	    "HTTP_PROXY", "HTTPS_PROXY" };
 	json_t	*env;
-	char	 url[INET_ADDRSTRLEN + 32];
+	/* An address, or on Kubernetes a Service's name that did not
+	 * resolve (kspec_proxy_addr): up to 253 characters. */
+	char	 url[320];
 	size_t	 i;
 
 	if ((env = json_object()) == NULL)

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -53,9 +54,27 @@ struct kv {
 	char	*value;		/* owned */
 };
 
-/* Where the sandboxes run (backend.h): only Podman so far. */
+/* Where the sandboxes run (backend.h). */
 enum backend_kind {
 	BACKEND_PODMAN,
+	BACKEND_KUBERNETES,
+};
+
+/* kubernetes: in the config (backend_kube.c, kspec.c; docs/supervisor.md). */
+struct kube_conf {
+	char		*kubeconfig;		/* owned; NULL: in-cluster */
+	char		*namespace;		/* owned; conf_load fills it */
+	char		*image;			/* owned; NULL: conf.image */
+	char		*runtime_class;		/* owned; NULL: the default */
+	char		*storage_class;		/* owned; NULL: the default */
+	long		 agent_port;
+	long		 uid_base;
+	unsigned long long ephemeral_storage;	/* bytes, per Pod */
+	char		*egress_proxy;		/* owned: "host:port" */
+	char		*egress_host;		/* owned: its host part */
+	long		 egress_port;		/* and its port */
+	char		*egress_selector;	/* owned: "k=v,k=v" */
+	char		*supervisor_selector;	/* owned */
 };
 
 struct conf {
@@ -100,6 +119,7 @@ struct conf {
 	long		 link_max_lifetime;
 	unsigned long long upload_max;		/* bytes per upload */
 	struct link_keys link_keys;		/* conf_link_keys() fills it */
+	struct kube_conf kube;
 };
 
 /* Defaults, then the file (when path is not NULL), then the environment.
@@ -117,6 +137,13 @@ const struct limits *conf_limits(const struct conf *, const char *user);
 /* Listed under users: (the allowlist). */
 int	conf_user_listed(const struct conf *, const char *user);
 const char *conf_provisioning_name(enum provisioning);
+/*
+ * A label selector of equality terms, "k=v,k2=v2" (kubernetes.*_selector),
+ * as a matchLabels object (new reference), or NULL when it is not one:
+ * keys an optional DNS prefix and "/" then a name of at most 63 of
+ * [A-Za-z0-9._-], values the same or empty.
+ */
+json_t	*conf_match_labels(const char *selector);
 
 /* ---------------------------------------------------------------- route.c */
 
@@ -145,19 +172,24 @@ int	route_token_ok(const char *authorization, const char *token);
  */
 enum agent_kind {
 	AGENT_UNIX,
-	AGENT_TCP,	/* not supported yet: connecting fails, saying so */
+	AGENT_TCP,	/* sent Authorization: Bearer <secret> every time */
 };
 
 struct agent_addr {
 	enum agent_kind	 kind;
 	char		 path[STATE_DIR_MAX + USER_ID_MAX + 24];	/* unix */
-	char		 host[256];				/* tcp */
+	char		 host[256];	/* tcp: an IPv4 or IPv6 literal */
 	int		 port;
-	char		 secret[128];	/* tcp; "": none */
+	/* tcp: up to 128 printable characters (VIVARIUM_AGENT_SECRET's
+	 * bound); a TCP agent is never reached without one */
+	char		 secret[129];
 };
 
 /* A unix address for path (truncated to fit; sockets are named by us). */
 void	agent_addr_unix(struct agent_addr *, const char *path);
+/* A TCP address (host a literal, "[v6]" taken too) with its secret. */
+void	agent_addr_tcp(struct agent_addr *, const char *host, int port,
+	    const char *secret);
 /* For messages: the path, or host:port, into dst of AGENT_ADDR_STRLEN. */
 #define AGENT_ADDR_STRLEN	(STATE_DIR_MAX + USER_ID_MAX + 24 + 256 + 16)
 const char *agent_addr_str(const struct agent_addr *, char *dst, size_t len);
@@ -185,6 +217,7 @@ struct agent_conn {
 	int		 timeout_ms;	/* per read; -1: none */
 	int		 client_fd;	/* watched while waiting; -1: none */
 	int		 client_gone;	/* a wait ended because it closed */
+	int		 secret_sent;	/* a TCP agent's: its 401 is ours */
 };
 
 /* Header values the supervisor passes on to the agent (NULL: absent). */
@@ -376,6 +409,14 @@ int	render_file(const char *tdir, const char *tname, const char *outdir,
  * address is asked of Podman.  0, or -1 said on stderr. */
 int	render_user(const struct conf *, struct podman *, const char *user,
 	    const char *tdir, const char *outdir);
+/*
+ * vivariumctl render --kubernetes: the PVC, the NetworkPolicy and the Pod
+ * the kubernetes backend would POST for user (slot: the uid slot, 0 when
+ * none is known) as a YAML stream of JSON documents.  0, or -1 said on
+ * stderr.
+ */
+int	render_kube(const struct conf *, const char *user, long slot,
+	    FILE *out);
 
 /* ---------------------------------------------------------------- pool.c */
 

@@ -2,7 +2,8 @@
 // is only safe where the agent is alone, so each agent here runs in a PID
 // namespace of its own (unshare --pid --fork --mount-proc), under catatonit
 // as its init (as in the sandbox, podman run --init), as an unprivileged
-// user (setpriv), since the agent refuses to sweep as root or as PID 1.
+// user (setpriv), since the agent refuses to sweep as root.  Started as
+// PID 1 itself (a Pod has no --init), it puts an init of its own in front.
 // Runs leave setsid'd sleepers behind; they must be gone after the run, the
 // model is told, and the next run (warm again later) works.  Needs root.
 import { test, describe, before, after } from 'node:test';
@@ -203,10 +204,43 @@ describe('VIVARIUM_SWEEP=1 is refused', () => {
     } finally { rmSync(dir, { recursive: true, force: true }); }
   });
 
-  test('as PID 1', { skip }, async () => {
-    let started = null;
-    await assert.rejects(async () => { started = await startIsolated({ asInit: true }); },
-      /exited 1 before listening:[\s\S]*VIVARIUM_SWEEP=1[\s\S]*PID 1/);
-    await started?.stop();
+});
+
+// A Pod (and podman kube play) has no --init: the agent is PID 1 there.
+// It forks then, and PID 1 stays a small init in front of it (init.c).
+describe('started as PID 1', { skip }, () => {
+  let agent, client;
+  before(async () => {
+    agent = await startIsolated({ asInit: true, env: { VIVARIUM_AGENT_SECRET: 's'.repeat(40) } });
+    client = await agent.connect({ Authorization: `Bearer ${'s'.repeat(40)}` });
+  });
+  after(async () => { await agent?.stop(); });
+
+  test('the agent runs as PID 1\'s child and sweeps; PID 1 reaps the orphans', async () => {
+    const who = await run(client, `import os
+print('init', open('/proc/1/comm').read().strip(), 'agent-is-1', os.getppid() == 1)
+print('init-env-secret', b'ssssssss' in open('/proc/1/environ', 'rb').read())`);
+    assert.match(stdoutOf(who), /init vivarium-agent/, textOf(who));
+    assert.match(stdoutOf(who), /init-env-secret False/, textOf(who));
+    const r = await run(client, LEAVE(3));
+    assert.match(textOf(r), /3 stray background processes left running in the sandbox were stopped/, textOf(r));
+    const a = await run(client, ALIVE);
+    assert.match(stdoutOf(a), /^alive 0 /, textOf(a));
+    // Killed orphans were PID 1's to reap: no zombies left in the namespace.
+    const z = await run(client, `import glob
+zs = [p for p in glob.glob('/proc/[0-9]*/stat') if open(p).read().rsplit(')', 1)[1].split()[0] == 'Z']
+print('zombies', len(zs))`);
+    assert.match(stdoutOf(z), /zombies 0/, textOf(z));
+  });
+
+  test('SIGTERM to PID 1 reaches the agent, which stops cleanly; PID 1 exits with its status', async () => {
+    const kids = readFileSync(`/proc/${agent.srv.proc.pid}/task/${agent.srv.proc.pid}/children`, 'utf8').trim().split(/\s+/);
+    assert.equal(kids.length, 1, 'unshare has one child: the namespace\'s PID 1');
+    await client.close().catch(() => {});
+    process.kill(Number(kids[0]), 'SIGTERM');
+    const code = await Promise.race([agent.srv.exited, new Promise((r) => setTimeout(() => r('timeout'), 15000))]);
+    assert.equal(code, 0, agent.srv.stderr());
+    assert.match(agent.srv.stderr(), /signal 15: finishing requests in progress/);
+    assert.match(agent.srv.stderr(), /vivarium-agent: stopped/);
   });
 });

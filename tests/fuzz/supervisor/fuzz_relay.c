@@ -25,6 +25,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct agent_req	 r = { .method = "POST", .path = "/mcp",
 	    .body = "{}", .body_len = 2 };
 	struct agent_conn	 c;
+	struct agent_addr	 a;
 	char			 err[256], out[4096];
 	int			 sp[2], cf, i;
 
@@ -40,8 +41,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	shutdown(sp[1], SHUT_WR);
-	if (agent_open(&c, "/nonexistent/fuzz.sock", &r, sp[0], 1000, &cf,
-	    err, sizeof(err)) == 0) {
+	/* The reply comes on sp[0]; a reconnect finds nobody there. */
+	agent_addr_unix(&a, "/nonexistent/fuzz.sock");
+	if (agent_open(&c, &a, &r, sp[0], 1000, &cf, err, sizeof(err)) == 0) {
 		for (i = 0; i < 100000; i++)
 			if (agent_read(&c, out, sizeof(out)) <= 0)
 				break;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -24,7 +25,8 @@ static const char *const vars[] = {
 	"VIVARIUM_PUBLIC_URL", "VIVARIUM_LINK_KEY", "VIVARIUM_LINK_USER",
 	"VIVARIUM_LINK_KEY_FILE", "VIVARIUM_DOWNLOAD_LIFETIME",
 	"VIVARIUM_UPLOAD_LIFETIME", "VIVARIUM_LINK_MAX_LIFETIME",
-	"VIVARIUM_UPLOAD_MAX_BYTES", NULL
+	"VIVARIUM_UPLOAD_MAX_BYTES", "VIVARIUM_AGENT_SECRET",
+	"VIVARIUM_AGENT_SECRET_FILE", NULL
 };
 
 static int
@@ -336,6 +338,161 @@ test_links(void **state)
 	agent_config_release(&c);
 }
 
+/* A file holding data, for VIVARIUM_AGENT_SECRET_FILE; its path (static). */
+static const char *
+secret_file(const char *data, size_t len)
+{
+	static char	 path[64];
+	FILE		*f;
+
+	snprintf(path, sizeof(path), "/tmp/vivarium-secret-test.%ld",
+	    (long)getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+	return path;
+}
+
+/*
+ * Sets name to value, loads, and checks the one problem reported says want
+ * and quotes none of hidden (the secret or a piece of it); both variables
+ * are gone from the environment afterwards either way.
+ */
+static void
+secret_refused(const char *name, const char *value, const char *want,
+    const char *hidden)
+{
+	struct agent_config	 c;
+	const char		*t;
+	int			 n;
+
+	setenv(name, value, 1);
+	t = load(&c, &n);
+	if (n != 1 || strstr(t, want) == NULL)
+		fail_msg("%s: %d problem(s), not one saying \"%s\":\n%s", name, n,
+		    want, t);
+	if (hidden != NULL && strstr(t, hidden) != NULL)
+		fail_msg("%s: the message quotes the secret:\n%s", name, t);
+	assert_null(getenv("VIVARIUM_AGENT_SECRET"));
+	assert_null(getenv("VIVARIUM_AGENT_SECRET_FILE"));
+	agent_config_release(&c);
+}
+
+/* Loads with a secret expected to pass; its length. */
+static size_t
+secret_taken(const char *name, const char *value)
+{
+	struct agent_config	 c;
+	size_t			 len;
+	int			 n;
+
+	setenv(name, value, 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_null(getenv("VIVARIUM_AGENT_SECRET"));
+	assert_null(getenv("VIVARIUM_AGENT_SECRET_FILE"));
+	len = c.secret_len;
+	agent_config_release(&c);
+	return len;
+}
+
+static void
+test_secret(void **state)
+{
+	static const char s64[] = "0123456789abcdef0123456789abcdef"
+	    "0123456789abcdef0123456789abcdef";
+	char			 s128[129], s129[130], v[256];
+	struct agent_config	 c;
+	const char		*path;
+	int			 n;
+
+	/* None by default; links still served on an open TCP port. */
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.secret_len, 0);
+	assert_non_null(c.link_key_file);
+	agent_config_release(&c);
+
+	/* Taken, then gone from the environment runs inherit. */
+	setenv("VIVARIUM_AGENT_SECRET", s64, 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(c.secret, s64);
+	assert_null(getenv("VIVARIUM_AGENT_SECRET"));
+	/* Reached only by the supervisor: no link pages of its own. */
+	assert_null(c.link_key_file);
+	agent_config_release(&c);
+
+	/* The bounds: 32 and 128 pass, 31 and 129 do not. */
+	memset(s128, 'x', 128);
+	s128[128] = '\0';
+	memset(s129, 'x', 129);
+	s129[129] = '\0';
+	assert_int_equal(secret_taken("VIVARIUM_AGENT_SECRET", s128), 128);
+	assert_int_equal(secret_taken("VIVARIUM_AGENT_SECRET", s128 + 96), 32);
+	secret_refused("VIVARIUM_AGENT_SECRET", s128 + 97,
+	    "VIVARIUM_AGENT_SECRET: 31 characters", "xxxxxxxx");
+	secret_refused("VIVARIUM_AGENT_SECRET", s129, "129 characters",
+	    "xxxxxxxx");
+
+	/* A space, a control character, a byte past ASCII. */
+	snprintf(v, sizeof(v), "%.40s %.20s", s64, s64);
+	secret_refused("VIVARIUM_AGENT_SECRET", v, "character 41 is a space",
+	    "0123456789");
+	snprintf(v, sizeof(v), "%.40s\t%.20s", s64, s64);
+	secret_refused("VIVARIUM_AGENT_SECRET", v, "control character",
+	    "0123456789");
+	snprintf(v, sizeof(v), "%.40s\xc3\xa9%.20s", s64, s64);
+	secret_refused("VIVARIUM_AGENT_SECRET", v, "not ASCII", "0123456789");
+
+	/* From a file: a final newline (or CRLF) is not part of it. */
+	snprintf(v, sizeof(v), "%s\n", s64);
+	path = secret_file(v, strlen(v));
+	setenv("VIVARIUM_AGENT_SECRET_FILE", path, 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(c.secret, s64);
+	assert_null(getenv("VIVARIUM_AGENT_SECRET_FILE"));
+	agent_config_release(&c);
+	snprintf(v, sizeof(v), "%s\r\n", s64);
+	assert_int_equal(secret_taken("VIVARIUM_AGENT_SECRET_FILE",
+	    secret_file(v, strlen(v))), 64);
+	assert_int_equal(secret_taken("VIVARIUM_AGENT_SECRET_FILE",
+	    secret_file(s64, 64)), 64);
+	snprintf(v, sizeof(v), "%s%s\n", s64, s64 + 10);
+	assert_int_equal(secret_taken("VIVARIUM_AGENT_SECRET_FILE",
+	    secret_file(v, strlen(v))), 118);
+	/* Two lines, a long one, an empty file, none at all, a directory. */
+	snprintf(v, sizeof(v), "%s\n%s\n", s64, s64);
+	secret_refused("VIVARIUM_AGENT_SECRET_FILE", secret_file(v, strlen(v)),
+	    "129 characters", "0123456789");
+	snprintf(v, sizeof(v), "%s%s%s", s64, s64, s64);
+	secret_refused("VIVARIUM_AGENT_SECRET_FILE", secret_file(v, strlen(v)),
+	    "longer than 128", "0123456789");
+	path = secret_file("", 0);
+	secret_refused("VIVARIUM_AGENT_SECRET_FILE", path,
+	    "VIVARIUM_AGENT_SECRET_FILE: 0 characters", NULL);
+	unlink(path);
+	secret_refused("VIVARIUM_AGENT_SECRET_FILE", path, "No such file", NULL);
+	secret_refused("VIVARIUM_AGENT_SECRET_FILE", "/tmp",
+	    "not a regular file", NULL);
+
+	/* Both at once, or with no TCP listener to guard: refused. */
+	path = secret_file(s64, 64);
+	setenv("VIVARIUM_AGENT_SECRET_FILE", path, 1);
+	secret_refused("VIVARIUM_AGENT_SECRET", s64, "both set", "0123456789");
+	unlink(path);
+	setenv("VIVARIUM_PORT", "off", 1);
+	setenv("VIVARIUM_SOCKET", "/tmp/x.sock", 1);
+	secret_refused("VIVARIUM_AGENT_SECRET", s64, "VIVARIUM_PORT=off",
+	    "0123456789");
+	unsetenv("VIVARIUM_PORT");
+	unsetenv("VIVARIUM_SOCKET");
+	/* Empty counts as unset. */
+	assert_int_equal(secret_taken("VIVARIUM_AGENT_SECRET", ""), 0);
+}
+
 int
 main(void)
 {
@@ -348,6 +505,7 @@ main(void)
 		cmocka_unit_test_setup(test_warm, clean_env),
 		cmocka_unit_test_setup(test_sweep, clean_env),
 		cmocka_unit_test_setup(test_links, clean_env),
+		cmocka_unit_test_setup(test_secret, clean_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

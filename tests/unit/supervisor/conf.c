@@ -41,6 +41,8 @@ clear_env(void)
 	unsetenv("VIVARIUM_STATE_DIR");
 	unsetenv("VIVARIUM_PROVISIONING");
 	unsetenv("VIVARIUM_IDLE_STOP_AFTER");
+	unsetenv("VIVARIUM_KUBECONFIG");
+	unsetenv("VIVARIUM_KUBE_NAMESPACE");
 }
 
 static void
@@ -227,18 +229,117 @@ test_backend(void **state)
 	confdiag_release(&d);
 	conf_release(&c);
 	p = write_conf("token: abcdefghijklmnopqrstuvwxyz\n"
-	    "backend: kubernetes\n");
+	    "backend: docker\n");
 	confdiag_init(&d, p);
 	assert_int_equal(conf_load(&c, p, &d), -1);
 	t = buf_str(&d.text);
 	assert_non_null(strstr(t, ":2: backend"));
-	assert_non_null(strstr(t, "podman (the only backend so far)"));
+	assert_non_null(strstr(t, "podman or kubernetes"));
 	confdiag_release(&d);
 	conf_release(&c);
 	unlink(p);
 }
 
 /* Every problem in one run, each with its line. */
+/* kubernetes: its defaults, every key, and what it refuses. */
+static void
+test_kubernetes(void **state)
+{
+	static const char *const bad[][2] = {
+		{ "namespace: Sandboxes", "namespace: \"Sandboxes\"" },
+		{ "namespace: a.b", "namespace" },
+		{ "agent_port: 0", "agent_port" },
+		{ "uid_base: 0", "uid_base" },
+		{ "uid_base: 2000000000", "uid_base" },
+		{ "egress_proxy: vivarium-egress", "name:port" },
+		{ "egress_proxy: vivarium-egress:0", "name:port" },
+		{ "egress_proxy: \":3128\"", "name:port" },
+		{ "egress_selector: app in (x)", "label selector" },
+		{ "supervisor_selector: \"\"", "supervisor_selector" },
+		{ "runtime_class: gVisor", "runtime_class" },
+		{ "storage_class: a_b", "storage_class" },
+		{ "ephemeral_storage: 1k", "ephemeral_storage" },
+		{ "kubectl: /usr/bin/kubectl", "unknown key \"kubectl\"" },
+	};
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p;
+	char		 text[512];
+	size_t		 i;
+
+	clear_env();
+	p = write_conf("token: abcdefghijklmnopqrstuvwxyz\n"
+	    "backend: kubernetes\n"
+	    "kubernetes:\n  namespace: ns1\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.backend, BACKEND_KUBERNETES);
+	assert_string_equal(c.kube.namespace, "ns1");
+	assert_null(c.kube.kubeconfig);
+	assert_null(c.kube.image);
+	assert_null(c.kube.runtime_class);
+	assert_null(c.kube.storage_class);
+	assert_int_equal(c.kube.agent_port, 8700);
+	assert_int_equal(c.kube.uid_base, 100000);
+	assert_string_equal(c.kube.egress_host, "vivarium-egress");
+	assert_int_equal(c.kube.egress_port, 3128);
+	assert_string_equal(c.kube.egress_selector,
+	    "app.kubernetes.io/name=vivarium-egress");
+	assert_string_equal(c.kube.supervisor_selector,
+	    "app.kubernetes.io/name=vivarium-supervisor");
+	confdiag_release(&d);
+	conf_release(&c);
+
+	setenv("VIVARIUM_KUBE_NAMESPACE", "from-env", 1);
+	setenv("VIVARIUM_KUBECONFIG", "/etc/kube.yaml", 1);
+	p = write_conf("token: abcdefghijklmnopqrstuvwxyz\n"
+	    "backend: kubernetes\n"
+	    "kubernetes:\n"
+	    "  kubeconfig: /root/.kube/config\n"
+	    "  namespace: ns1\n"
+	    "  image: registry.example.org/sandbox:1\n"
+	    "  runtime_class: gvisor\n"
+	    "  storage_class: fast.ssd\n"
+	    "  agent_port: 9000\n"
+	    "  uid_base: 200000\n"
+	    "  ephemeral_storage: 2g\n"
+	    "  egress_proxy: \"[fd00::1]:8080\"\n"
+	    "  egress_selector: app=egress,tier=net\n"
+	    "  supervisor_selector: example.org/role=front\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_string_equal(c.kube.namespace, "from-env");
+	assert_string_equal(c.kube.kubeconfig, "/etc/kube.yaml");
+	assert_string_equal(c.kube.image, "registry.example.org/sandbox:1");
+	assert_string_equal(c.kube.runtime_class, "gvisor");
+	assert_string_equal(c.kube.storage_class, "fast.ssd");
+	assert_int_equal(c.kube.agent_port, 9000);
+	assert_int_equal(c.kube.uid_base, 200000);
+	assert_true(c.kube.ephemeral_storage == 2ULL << 30);
+	assert_string_equal(c.kube.egress_host, "fd00::1");
+	assert_int_equal(c.kube.egress_port, 8080);
+	assert_string_equal(c.kube.egress_selector, "app=egress,tier=net");
+	assert_string_equal(c.kube.supervisor_selector,
+	    "example.org/role=front");
+	confdiag_release(&d);
+	conf_release(&c);
+	clear_env();
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "token: abcdefghijklmnopqrstuvwxyz\n"
+		    "backend: kubernetes\nkubernetes:\n  %s\n", bad[i][0]);
+		p = write_conf(text);
+		confdiag_init(&d, p);
+		assert_int_equal(conf_load(&c, p, &d), -1);
+		if (strstr(buf_str(&d.text), bad[i][1]) == NULL
+		    || strstr(buf_str(&d.text), ":4: ") == NULL)
+			fail_msg("%s: %s", bad[i][0], buf_str(&d.text));
+		confdiag_release(&d);
+		conf_release(&c);
+	}
+	unlink(p);
+}
+
 static void
 test_broken_file(void **state)
 {
@@ -508,6 +609,7 @@ main(void)
 		cmocka_unit_test(test_user_limits),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_backend),
+		cmocka_unit_test(test_kubernetes),
 		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_user_ids),
 		cmocka_unit_test(test_token),

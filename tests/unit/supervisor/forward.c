@@ -1,9 +1,12 @@
 /*
  * Unit tests for supervisor/forward.c: the relay's HTTP client for the
- * agent's unix socket.  A scripted server plays the agent: SSE in chunks
- * with a pause between them (the first event must arrive before the second
- * is even sent), Content-Length bodies, bodies ending at EOF, broken
- * chunking, and a socket nobody listens on.
+ * agent's unix socket and for a TCP agent with its secret.  A scripted
+ * server plays the agent: SSE in chunks with a pause between them (the
+ * first event must arrive before the second is even sent), Content-Length
+ * bodies, bodies ending at EOF, broken chunking, a socket nobody listens
+ * on; on loopback TCP (IPv4 and IPv6) the secret on every request, a 401
+ * that is the supervisor's fault, refusals before connecting, and a
+ * connect that gets no answer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,8 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +38,7 @@ struct piece {
 static struct {
 	int			 fd;
 	char			 path[108];
+	int			 port;		/* TCP: the one bound */
 	pthread_t		 thread;
 	const struct piece	*script;
 	char			 request[8192];
@@ -677,38 +683,413 @@ test_stale_kept_connection(void **state)
 	srv_stop();
 }
 
-/*
- * A TCP address (the next backend's) is refused, saying so, before any
- * connection is made: never an agent reached without its secret.
- */
-static void
-test_tcp_not_supported(void **state)
+/* ------------------------------------------------------------ TCP */
+
+static const char secret[] = "0123456789abcdef0123456789abcdef"
+    "0123456789abcdef0123456789abcdef";
+
+/* Listens on loopback TCP (family AF_INET or AF_INET6), port 0; 0 or -1
+ * when this machine has no such loopback. */
+static int
+srv_listen_tcp(int family, int backlog, void *(*fn)(void *))
 {
-	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl;
+	int			 one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_loopback;
+		sl = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sl = sizeof(*s4);
+	}
+	srv.path[0] = '\0';
+	if ((srv.fd = socket(family, SOCK_STREAM, 0)) == -1)
+		return -1;
+	setsockopt(srv.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(srv.fd, (struct sockaddr *)&ss, sl) == -1) {
+		close(srv.fd);
+		return -1;
+	}
+	assert_int_equal(listen(srv.fd, backlog), 0);
+	sl = sizeof(ss);
+	assert_int_equal(getsockname(srv.fd, (struct sockaddr *)&ss, &sl), 0);
+	srv.port = ntohs(family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)&ss)->sin_port);
+	if (fn != NULL)
+		pthread_create(&srv.thread, NULL, fn, NULL);
+	return 0;
+}
+
+static int
+srv_start_tcp(int family, const struct piece *script)
+{
+	memset(&srv.request, 0, sizeof(srv.request));
+	srv.script = script;
+	return srv_listen_tcp(family, 4, srv_main);
+}
+
+static const struct agent_addr *
+ta(const char *host, int port, const char *sec)
+{
+	static _Thread_local struct agent_addr a;
+
+	agent_addr_tcp(&a, host, port, sec);
+	return &a;
+}
+
+/* How often needle is in hay. */
+static int
+count(const char *hay, const char *needle)
+{
+	int	 n = 0;
+
+	while ((hay = strstr(hay, needle)) != NULL) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+static void
+test_tcp_sends_secret(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+		    "Content-Length: 11\r\n\r\n{\"ok\":true}" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .content_type = "application/json", .body = "{}", .body_len = 2 };
 	struct agent_conn	 c;
-	struct agent_addr	 a;
-	char			 err[256], s[AGENT_ADDR_STRLEN];
+	char			 err[256], buf[64], want[256];
 	int			 cf;
 
 	(void)state;
-	memset(&a, 0, sizeof(a));
-	a.kind = AGENT_TCP;
-	snprintf(a.host, sizeof(a.host), "127.0.0.1");
-	a.port = 1;
-	snprintf(a.secret, sizeof(a.secret), "s3cret");
-	assert_string_equal(agent_addr_str(&a, s, sizeof(s)), "127.0.0.1:1");
-	assert_int_equal(agent_open(&c, &a, &r, -1, 1000, &cf, err,
-	    sizeof(err)), -1);
+	assert_int_equal(srv_start_tcp(AF_INET, script), 0);
+	assert_int_equal(agent_open(&c, ta("127.0.0.1", srv.port, secret), &r,
+	    -1, 5000, &cf, err, sizeof(err)), 0);
+	assert_int_equal(c.head.status, 200);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 11);
+	assert_string_equal(buf, "{\"ok\":true}");
+	agent_close(&c);
+	srv_stop();
+	snprintf(want, sizeof(want), "\r\nAuthorization: Bearer %s\r\n", secret);
+	assert_non_null(strstr(srv.request, want));
+	/* Once, and nothing else that authorizes. */
+	assert_int_equal(count(srv.request, "Authorization"), 1);
+	assert_non_null(strstr(srv.request, "\r\n\r\n{}"));
+}
+
+/* The same over IPv6, bare and in brackets; skipped without ::1. */
+static void
+test_tcp_ipv6(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	struct agent_conn	 c;
+	char			 err[256], buf[64], s[AGENT_ADDR_STRLEN];
+	const char		*hosts[] = { "::1", "[::1]" };
+	size_t			 i;
+	int			 cf;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		if (srv_start_tcp(AF_INET6, script) == -1)
+			skip();
+		snprintf(buf, sizeof(buf), "[::1]:%d", srv.port);
+		assert_string_equal(agent_addr_str(ta(hosts[i], srv.port,
+		    secret), s, sizeof(s)), buf);
+		assert_int_equal(agent_open(&c, ta(hosts[i], srv.port, secret),
+		    &r, -1, 5000, &cf, err, sizeof(err)), 0);
+		assert_int_equal(c.head.status, 200);
+		agent_close(&c);
+		srv_stop();
+		assert_non_null(strstr(srv.request, secret));
+	}
+}
+
+/* Two requests on one kept connection: the secret goes with both. */
+static struct {
+	char	 first[4096], second[4096];
+} kept;
+
+static void *
+srv_two_requests(void *arg)
+{
+	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "\r\nok";
+	char	*dst[2] = { kept.first, kept.second };
+	ssize_t	 r;
+	size_t	 n;
+	int	 c, i;
+
+	(void)arg;
+	if ((c = accept(srv.fd, NULL, NULL)) == -1)
+		return NULL;
+	for (i = 0; i < 2; i++) {
+		n = 0;
+		while (n < sizeof(kept.first) - 1 && strstr(dst[i],
+		    "\r\n\r\n") == NULL) {
+			if ((r = read(c, dst[i] + n, sizeof(kept.first) - 1 -
+			    n)) <= 0)
+				break;
+			n += (size_t)r;
+			dst[i][n] = '\0';
+		}
+		r = write(c, reply, sizeof(reply) - 1);
+		(void)r;
+	}
+	close(c);
+	return NULL;
+}
+
+static void
+test_tcp_secret_on_kept_connection(void **state)
+{
+	struct agent_req	 r = { .method = "GET", .path = "/mcp" };
+	struct agent_conn	 c;
+	char			 err[256], buf[64];
+	int			 cf, fd;
+
+	(void)state;
+	memset(&kept, 0, sizeof(kept));
+	assert_int_equal(srv_listen_tcp(AF_INET, 4, srv_two_requests), 0);
+	assert_int_equal(agent_open(&c, ta("127.0.0.1", srv.port, secret), &r,
+	    -1, 5000, &cf, err, sizeof(err)), 0);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
+	assert_true(agent_reusable(&c));
+	fd = c.fd;
+	assert_int_equal(agent_open(&c, ta("127.0.0.1", srv.port, secret), &r,
+	    fd, 5000, &cf, err, sizeof(err)), 0);
+	assert_int_equal(c.fd, fd);		/* the same connection */
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
+	agent_close(&c);
+	srv_stop();
+	assert_non_null(strstr(kept.first, secret));
+	assert_non_null(strstr(kept.second, secret));
+}
+
+/* The probe and a streamed upload carry it too. */
+static void
+test_tcp_probe_and_stream(void **state)
+{
+	static const struct piece ok[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	static const struct piece created[] = {
+		{ 0, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	static const struct piece refused[] = {
+		{ 0, "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+		    "Content-Length: 2\r\n\r\nno" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST",
+	    .path = "/_files/upload?name=a.csv", .chunked = 1 };
+	struct agent_conn	 c;
+	char			 err[256];
+
+	(void)state;
+	assert_int_equal(srv_start_tcp(AF_INET, ok), 0);
+	assert_int_equal(agent_probe(ta("127.0.0.1", srv.port, secret), 2000),
+	    0);
+	srv_stop();
+	assert_non_null(strstr(srv.request, "GET /health HTTP/1.1\r\n"));
+	assert_non_null(strstr(srv.request, secret));
+
+	/* A probe answered 401 is a failed probe. */
+	assert_int_equal(srv_start_tcp(AF_INET, refused), 0);
+	assert_int_equal(agent_probe(ta("127.0.0.1", srv.port, secret), 2000),
+	    -1);
+	srv_stop();
+
+	assert_int_equal(srv_start_tcp(AF_INET, created), 0);
+	assert_int_equal(agent_stream_open(&c, ta("127.0.0.1", srv.port,
+	    secret), &r, 5000, err, sizeof(err)), 0);
+	assert_int_equal(agent_stream_write(&c, "hello", 5), 0);
+	assert_int_equal(agent_stream_close(&c, err, sizeof(err)), 0);
+	assert_int_equal(c.head.status, 201);
+	agent_close(&c);
+	srv_stop();
+	assert_non_null(strstr(srv.request, secret));
+	assert_non_null(strstr(srv.request, "Transfer-Encoding: chunked"));
+
+	/* An upload whose answer is 401: an error here, not relayed. */
+	assert_int_equal(srv_start_tcp(AF_INET, refused), 0);
+	assert_int_equal(agent_stream_open(&c, ta("127.0.0.1", srv.port,
+	    secret), &r, 5000, err, sizeof(err)), 0);
+	assert_int_equal(agent_stream_close(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "refused the supervisor's secret"));
+	agent_close(&c);
+	srv_stop();
+}
+
+/*
+ * A 401 from a TCP agent is the supervisor's fault (a stale secret):
+ * an error, so the client gets a 502 and never LibreChat's "sign in".
+ * From a unix agent, which checks nothing, it stays what it was.
+ */
+static void
+test_tcp_401_is_ours(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+		    "Content-Length: 2\r\n\r\nno" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	char			 err[256];
+	int			 cf;
+
+	(void)state;
+	assert_int_equal(srv_start_tcp(AF_INET, script), 0);
+	assert_int_equal(agent_open(&c, ta("127.0.0.1", srv.port, secret), &r,
+	    -1, 5000, &cf, err, sizeof(err)), -1);
 	assert_int_equal(cf, 0);
-	assert_non_null(strstr(err, "127.0.0.1:1"));
-	assert_non_null(strstr(err, "not supported yet"));
-	assert_int_equal(agent_stream_open(&c, &a, &r, 1000, err,
-	    sizeof(err)), -1);
-	assert_non_null(strstr(err, "not supported yet"));
-	assert_int_equal(agent_probe(&a, 1000), -1);
-	/* And a unix address says its path. */
+	assert_non_null(strstr(err, "refused the supervisor's secret"));
+	assert_null(strstr(err, secret));
+	srv_stop();
+
+	srv_start(script);
+	assert_int_equal(agent_open(&c, ua(srv.path), &r, -1, 5000, &cf, err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.head.status, 401);
+	agent_close(&c);
+	srv_stop();
+}
+
+/* Refused before any connection: no secret, one that could break the
+ * head, a name instead of an address, a port out of range. */
+static void
+test_tcp_refused_before_connecting(void **state)
+{
+	static const struct {
+		const char	*host;
+		int		 port;
+		const char	*secret;
+		const char	*why;
+	} bad[] = {
+		{ "127.0.0.1", 8700, "", "no secret" },
+		{ "127.0.0.1", 8700, "abc\r\nX-Evil: 1", "a header may not" },
+		{ "127.0.0.1", 8700, "has space", "a header may not" },
+		{ "localhost", 8700, secret, "not an IPv4 or IPv6 address" },
+		{ "vivarium-alice.default.svc", 8700, secret, "not an IPv4" },
+		{ "127.0.0.1:8700", 8700, secret, "not an IPv4" },
+		{ "", 8700, secret, "not an IPv4" },
+		{ "127.0.0.1", 0, secret, "not a TCP port" },
+		{ "127.0.0.1", 65536, secret, "not a TCP port" },
+	};
+	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	struct agent_conn	 c;
+	char			 err[256];
+	size_t			 i;
+	int			 cf;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const struct agent_addr *a = ta(bad[i].host, bad[i].port,
+		    bad[i].secret);
+
+		cf = -1;
+		assert_int_equal(agent_open(&c, a, &r, -1, 1000, &cf, err,
+		    sizeof(err)), -1);
+		assert_int_equal(cf, 0);
+		if (strstr(err, bad[i].why) == NULL)
+			fail_msg("%s: %s", bad[i].host, err);
+		assert_int_equal(agent_stream_open(&c, a, &r, 1000, err,
+		    sizeof(err)), -1);
+		assert_int_equal(agent_probe(a, 1000), -1);
+	}
+}
+
+/* A port nobody listens on: refused, which asks the backend again. */
+static void
+test_tcp_nobody_listening(void **state)
+{
+	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	struct agent_conn	 c;
+	char			 err[256], want[64];
+	int			 cf, port;
+
+	(void)state;
+	assert_int_equal(srv_listen_tcp(AF_INET, 1, NULL), 0);
+	port = srv.port;
+	close(srv.fd);
+	assert_int_equal(agent_open(&c, ta("127.0.0.1", port, secret), &r, -1,
+	    1000, &cf, err, sizeof(err)), -1);
+	assert_int_equal(cf, 1);
+	snprintf(want, sizeof(want), "127.0.0.1:%d", port);
+	assert_non_null(strstr(err, want));
+	assert_non_null(strstr(err, "refused"));
+	assert_int_equal(agent_probe(ta("127.0.0.1", port, secret), 1000), -1);
+}
+
+/*
+ * A connect nobody answers (a Pod gone without a trace) ends at the
+ * timeout and counts as nobody listening.  A listener whose accept queue
+ * is full drops further SYNs, which is exactly that silence.
+ */
+static void
+test_tcp_connect_timeout(void **state)
+{
+	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	struct agent_conn	 c;
+	struct sockaddr_in	 sin;
+	char			 err[256];
+	int			 cf, fill[4], i, n = 0;
+	double			 t0;
+
+	(void)state;
+	assert_int_equal(srv_listen_tcp(AF_INET, 0, NULL), 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((unsigned short)srv.port);
+	for (i = 0; i < 4; i++) {
+		fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		(void)connect(fill[i], (struct sockaddr *)&sin, sizeof(sin));
+		n++;
+	}
+	msleep_(100);
+	t0 = now_ms();
+	assert_int_equal(agent_open(&c, ta("127.0.0.1", srv.port, secret), &r,
+	    -1, 400, &cf, err, sizeof(err)), -1);
+	assert_true(now_ms() - t0 >= 350);
+	assert_true(now_ms() - t0 < 3000);
+	assert_int_equal(cf, 1);
+	assert_non_null(strstr(err, "no answer to the connection"));
+	for (i = 0; i < n; i++)
+		close(fill[i]);
+	close(srv.fd);
+}
+
+/* The address as messages show it. */
+static void
+test_addr_str(void **state)
+{
+	char	 s[AGENT_ADDR_STRLEN];
+
+	(void)state;
+	assert_string_equal(agent_addr_str(ta("10.1.2.3", 8700, secret), s,
+	    sizeof(s)), "10.1.2.3:8700");
+	assert_string_equal(agent_addr_str(ta("fd00::12", 8700, secret), s,
+	    sizeof(s)), "[fd00::12]:8700");
 	assert_string_equal(agent_addr_str(ua("/x/n.sock"), s, sizeof(s)),
 	    "/x/n.sock");
+	/* Never the secret. */
+	assert_null(strstr(agent_addr_str(ta("10.1.2.3", 8700, secret), s,
+	    sizeof(s)), "0123"));
 }
 
 int
@@ -727,7 +1108,15 @@ main(void)
 		cmocka_unit_test(test_stale_kept_connection),
 		cmocka_unit_test(test_symlink_refused),
 		cmocka_unit_test(test_client_gone_closes_agent),
-		cmocka_unit_test(test_tcp_not_supported),
+		cmocka_unit_test(test_tcp_sends_secret),
+		cmocka_unit_test(test_tcp_ipv6),
+		cmocka_unit_test(test_tcp_secret_on_kept_connection),
+		cmocka_unit_test(test_tcp_probe_and_stream),
+		cmocka_unit_test(test_tcp_401_is_ours),
+		cmocka_unit_test(test_tcp_refused_before_connecting),
+		cmocka_unit_test(test_tcp_nobody_listening),
+		cmocka_unit_test(test_tcp_connect_timeout),
+		cmocka_unit_test(test_addr_str),
 	};
 
 	signal(SIGPIPE, SIG_IGN);	/* the server writes after the client left */

@@ -97,6 +97,7 @@ conf(const char *egress)
 	c.limits.pids = 128;
 	c.egress_container = S(egress);
 	c.egress_port = 3128;
+	c.tmp_size = 64ULL << 20;
 	return &c;
 }
 
@@ -142,7 +143,36 @@ test_user(void **state)
 	    "/run/vivarium:rw\n"));
 	assert_non_null(strstr(s, "--memory=2048m --cpus=1.50 "
 	    "--pids-limit=128\n"));
+	/* The spec's tmpfs size, not a number of the template's own. */
+	assert_non_null(strstr(s, "--tmpfs=/tmp:rw,nosuid,nodev,size=67108864\n"));
+	assert_non_null(strstr(s, "\n# sandbox.env: none\n"));
 	free(s);
+	/* sandbox.env: one line each, quoted as systemd unquotes, before ours. */
+	{
+		struct conf	*c = conf(NULL);
+		struct kv	 env[] = { { S("LANG"), S("C.UTF-8") },
+		    { S("MSG"), S("say \"hi\" 50% a\\b") } };
+		char		*ours, *mine;
+
+		c->env = env;
+		c->nenv = 2;
+		assert_int_equal(render_user(c, p, "alice", "templates", out),
+		    0);
+		s = slurp("vivarium-alice.container");
+		assert_non_null(mine = strstr(s, "\nEnvironment=\"LANG=C.UTF-8\"\n"
+		    "Environment=\"MSG=say \\\"hi\\\" 50%% a\\\\b\"\n"));
+		assert_non_null(ours = strstr(s, "\nEnvironment=VIVARIUM_SOCKET="));
+		assert_true(mine < ours);
+		free(s);
+		/* A newline has no way into a unit line: nothing written. */
+		env[1].value = S("two\nlines");
+		assert_int_equal(render_user(c, p, "dave", "templates", out),
+		    -1);
+		assert_int_not_equal(asprintf(&s, "%s/vivarium-dave.container",
+		    out), -1);
+		assert_int_equal(access(s, F_OK), -1);
+		free(s);
+	}
 	s = slurp("vivarium-alice.network");
 	assert_null(strstr(s, "{{"));
 	assert_non_null(strstr(s, "\nNetworkName=vivarium-alice\n"));
@@ -182,12 +212,86 @@ test_user(void **state)
 	fake_stop();
 }
 
+/*
+ * render --kubernetes: three JSON documents in one YAML stream, the same
+ * objects kspec.c builds (tests/unit/supervisor/kspec.c checks them by
+ * value), the Pod with the real derived secret; none without a key.
+ */
+static void
+test_kube(void **state)
+{
+	struct conf	*c = conf(NULL);
+	char		 path[256], secret[KSPEC_SECRET_HEX + 1], *text, *doc;
+	static const char *const kinds[] = { "PersistentVolumeClaim",
+	    "NetworkPolicy", "Pod" };
+	const json_t	*env, *e;
+	json_t		*j;
+	FILE		*f;
+	size_t		 i, k;
+	int		 found = 0;
+
+	c->kube.namespace = S("ns");
+	c->kube.agent_port = 8700;
+	c->kube.uid_base = 100000;
+	c->kube.ephemeral_storage = 1ULL << 30;
+	c->kube.egress_host = S("127.0.0.1");
+	c->kube.egress_port = 3128;
+	c->kube.egress_selector = S("app.kubernetes.io/name=vivarium-egress");
+	c->kube.supervisor_selector =
+	    S("app.kubernetes.io/name=vivarium-supervisor");
+	c->link_key_file = S("/nonexistent/link.key");
+	snprintf(path, sizeof(path), "%s/kube.yaml", out);
+	assert_non_null(f = fopen(path, "w"));
+	/* No master key: no secret, so nothing is printed. */
+	assert_int_equal(render_kube(c, "alice", 0, f), -1);
+	assert_int_equal(ftell(f), 0);
+	c->link_keys.have_master = 1;
+	memset(c->link_keys.master, 7, sizeof(c->link_keys.master));
+	assert_int_equal(render_kube(c, "alice", 0, f), 0);
+	fclose(f);
+	text = slurp("kube.yaml");
+	assert_int_equal(strncmp(text, "---\n", 4), 0);
+	assert_int_equal(kspec_secret(c, "alice", secret), 0);
+	doc = text + 4;
+	for (k = 0; k < 3; k++) {
+		char *next = strstr(doc, "\n---\n");
+
+		if (k < 2)
+			assert_non_null(next);
+		else
+			assert_null(next);
+		if (next != NULL)
+			*next = '\0';
+		assert_non_null(j = json_loads(doc, 0, NULL));
+		assert_string_equal(json_string_value(json_object_get(j, "kind")),
+		    kinds[k]);
+		if (k == 2) {
+			env = json_object_get(json_array_get(json_object_get(
+			    json_object_get(j, "spec"), "containers"), 0),
+			    "env");
+			json_array_foreach(env, i, e)
+				if (strcmp(json_string_value(json_object_get(e,
+				    "name")), "VIVARIUM_AGENT_SECRET") == 0) {
+					assert_string_equal(json_string_value(
+					    json_object_get(e, "value")), secret);
+					found = 1;
+				}
+		}
+		json_decref(j);
+		if (next != NULL)
+			doc = next + 5;
+	}
+	assert_true(found);
+	free(text);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_user),
+		cmocka_unit_test(test_kube),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
