@@ -74,16 +74,24 @@ endef
 
 # Order matters only for TEST_SUITES: cheap suites first.
 include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
-	egress-proxy/module.mk image/module.mk supervisor/module.mk \
-	deploy/module.mk)
+	egress-proxy/module.mk tests/k8s/k8s.mk image/module.mk \
+	supervisor/module.mk deploy/module.mk)
 
 .PHONY: programs
 programs: $(PROGS)
+
+# What dead test containers left on the host, and its cleaner (make test
+# runs the cleaner first).
+.PHONY: test-netclean
+TEST_SUITES += test-netclean
+test-netclean:
+	@tests/lib/netclean-test.sh
 
 # ---------------------------------------------------------------- tests
 
 .PHONY: test deps unit-tests test-unit
 test: deps
+	@tests/lib/netclean.sh
 	@scripts/run-suites $(MAKE) $(TEST_SUITES)
 
 deps:
