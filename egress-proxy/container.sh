@@ -217,6 +217,10 @@ spec_hash() {
 # once the network is removed, are deleted.  Root only.
 drop_leaked() {
 	[ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1 || return 0
+	# While the proxy exists, a namespace on the bridge with no process
+	# in it may be its own, between two restarts: deleting it would leave
+	# Podman a container it can neither start nor remove.
+	! P container exists "$NAME" || return 0
 	# "7: veth0@if2: <...> ... link-netns netns-<uuid>": the host's end,
 	# and the namespace of the other (which may have no name left).
 	ip -o link show master "$BRIDGE" 2>/dev/null |
@@ -229,13 +233,30 @@ drop_leaked() {
 		fi
 		# Deleting one end deletes the pair, whoever still holds
 		# the namespace (the Podman service may, until it exits).
-		ip link delete "$dev" 2>/dev/null &&
-		    say "deleted $dev${ns:+ and $ns}, left on $BRIDGE by Podman"
+		if ip link delete "$dev" 2>/dev/null; then
+			say "deleted $dev${ns:+ and $ns}, left on $BRIDGE by Podman"
+		fi
 	done
 	if [ "${1:-}" = bridge ] && ip link show "$BRIDGE" >/dev/null 2>&1 &&
 	    [ -z "$(ip -o link show master "$BRIDGE" 2>/dev/null)" ]; then
 		ip link delete "$BRIDGE" 2>/dev/null && say "deleted bridge $BRIDGE, left by Podman"
 	fi
+	return 0
+}
+
+# remove_proxy TIMEOUT: removes the container, again while Podman says it
+# is still there (a removal can race with a restart of its policy's);
+# fails with Podman's last words.
+remove_proxy() {
+	i=0
+	while P container exists "$NAME"; do
+		if [ $i -ge 20 ]; then
+			say "could not remove $NAME: ${rm_err:-Podman still lists it}"
+			return 1
+		fi
+		rm_err=$(P rm -f -t "$1" "$NAME" 2>&1 >/dev/null) || sleep 0.25
+		i=$((i + 1))
+	done
 	return 0
 }
 
@@ -260,7 +281,8 @@ wait_ready() {
 			P logs "$NAME" >&2 2>&1 || :
 			# Removed, so that its restart policy does not loop it
 			# (a stop can race with a restart); its log is above.
-			P rm -f -t 1 "$NAME" >/dev/null 2>&1 || :
+			remove_proxy 1 ||
+			    die "container $NAME did not start (state $st)"
 			drop_leaked
 			die "container $NAME did not start (state $st); removed it"
 		fi
@@ -318,7 +340,7 @@ cmd_ensure() {
 		# The networks the supervisor connected it to (each user's, at
 		# a fixed address), to connect the new one the same way.
 		keep=$(P inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.IPAddress}}{{println}}{{end}}' "$NAME")
-		P rm -f -t 5 "$NAME" >/dev/null
+		remove_proxy 5 || die "could not replace $NAME"
 		drop_leaked
 	fi
 	# One option a line: values may hold spaces, never newlines.
@@ -346,7 +368,7 @@ cmd_ensure() {
 
 cmd_remove() {
 	if P container exists "$NAME"; then
-		P rm -f -t 5 "$NAME" >/dev/null
+		remove_proxy 5 || exit 1
 		say "removed $NAME"
 		drop_leaked
 	fi
