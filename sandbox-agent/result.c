@@ -38,6 +38,11 @@ run_result_release(struct run_result *res)
 		free(res->images[i].png);
 	}
 	free(res->images);
+	for (i = 0; i < res->nfigures; i++) {
+		free(res->figures[i].name);
+		free(res->figures[i].by);
+	}
+	free(res->figures);
 	run_result_init(res);
 }
 
@@ -177,10 +182,34 @@ names_listed(const char *s)
 	return n;
 }
 
+/* A list of "name (size)" items (names_add in run.c), and "…" when it
+ * names fewer than count. */
+static void
+names_line(struct buf *b, const char *names, size_t count)
+{
+	if (append_name(b, names))
+		buf_appends(b, " " NAME_ESCAPED_MARK);
+	if (count > names_listed(names))
+		buf_appends(b, ", …");
+}
+
+/* What the runner saved the PNG name for ("plt.show()"), or NULL. */
+static const char *
+figure_by(const struct run_result *res, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < res->nfigures; i++)
+		if (strcmp(res->figures[i].name, name) == 0)
+			return res->figures[i].by;
+	return NULL;
+}
+
 void
 run_result_images_text(struct buf *b, const struct run_result *res,
     long max_images)
 {
+	const char *by;
 	size_t	 i, shown = 0, k = 0;
 	int	 escaped;
 
@@ -224,6 +253,10 @@ run_result_images_text(struct buf *b, const struct run_result *res,
 			buf_appendf(b, ", shown at %dx%d", im->width, im->height);
 		buf_appends(b, ", ");
 		append_size(b, im->png_len);
+		if ((by = figure_by(res, im->name)) != NULL)
+			buf_appendf(b, strcmp(by, "left open") == 0 ?
+			    "; a figure left open, saved by vivarium" :
+			    "; saved by vivarium for %.64s", by);
 		buf_appends(b, escaped ? ") " NAME_ESCAPED_MARK "\n" : ")\n");
 	}
 	if (shown > 1)
@@ -233,10 +266,14 @@ run_result_images_text(struct buf *b, const struct run_result *res,
 		buf_appendf(b, "%zu more new or changed PNG file(s) not shown "
 		    "(at most %ld images per call): ", res->images_skipped,
 		    max_images);
-		if (append_name(b, res->skipped_names))
-			buf_appends(b, " " NAME_ESCAPED_MARK);
-		if (res->images_skipped > names_listed(res->skipped_names))
-			buf_appends(b, ", …");
-		buf_appends(b, "; they are in the workspace.\n");
+		names_line(b, res->skipped_names, res->images_skipped);
+		buf_appends(b, "; they are in the workspace: show one in a "
+		    "later call, or share_file(path) gives the user a link.\n");
+	}
+	if (res->pictures > 0) {
+		buf_appendf(b, "not shown, only PNG files come back as images: ");
+		names_line(b, res->picture_names, res->pictures);
+		buf_appends(b, "; save charts as .png to see them, and "
+		    "share_file(path) gives the user a link.\n");
 	}
 }

@@ -43,6 +43,9 @@ extern char **environ;
 #define IMAGE_MIN_BUDGET	1024
 /* Decoding attempts past max_images, for PNGs that fail to load. */
 #define IMAGE_EXTRA_TRIES	8
+/* Figures read from a report, and the length of what saved one. */
+#define FIGURES_MAX		64
+#define FIGURE_BY_MAX		64
 
 /* ---------------------------------------------------------------- UTF-8 */
 
@@ -62,6 +65,9 @@ struct utf8_count {
 	/* the caller's observer, if any (run_request) */
 	const struct run_request *rq;
 	int		 stream;
+	/* the stream's first bytes (spawn keeps only the tail) */
+	unsigned char	*head;
+	size_t		 head_len, head_cap;
 };
 
 static void
@@ -73,6 +79,11 @@ utf8_count_feed(void *arg, const unsigned char *p, size_t n)
 
 	if (c->rq != NULL && c->rq->observe != NULL)
 		c->rq->observe(c->rq->observe_arg, c->stream, p, n);
+	if (c->head_len < c->head_cap) {
+		i = c->head_cap - c->head_len < n ? c->head_cap - c->head_len : n;
+		memcpy(c->head + c->head_len, p, i);
+		c->head_len += i;
+	}
 	for (i = 0; i < n; i++) {
 		/* Runs of ASCII, eight bytes at a time: output is mostly that. */
 		if (c->need == 0) {
@@ -104,10 +115,30 @@ utf8_count_feed(void *arg, const unsigned char *p, size_t n)
 }
 
 /*
+ * Appends p as valid UTF-8 (bad bytes become U+FFFD), at most max
+ * characters of it; returns the characters appended, or -1.
+ */
+static long long
+text_valid(struct buf *b, const unsigned char *p, size_t n, size_t max)
+{
+	size_t		 i, k, chars = 0;
+	int		 ok;
+
+	for (i = 0; i < n && chars < max; i += k) {
+		k = utf8_next(p + i, n - i, &ok);
+		if (ok == 1 ? buf_append(b, p + i, k) :
+		    buf_append(b, "\xef\xbf\xbd", 3))
+			return -1;
+		chars++;
+	}
+	return (long long)chars;
+}
+
+/*
  * Makes the text shown for one stream from the bytes kept of it: valid
- * UTF-8 (bad bytes become U+FFFD), at most `limit` characters, the tail.
- * `dropped`: bytes were lost before p, so p may start inside a character.
- * total_chars counts the whole stream; *cut gets what is not shown.
+ * UTF-8, at most `limit` characters, the tail.  `dropped`: bytes were
+ * lost before p, so p may start inside a character.  total_chars counts
+ * the whole stream; *cut gets what is not shown.
  */
 static int
 tail_text(const unsigned char *p, size_t n, int dropped,
@@ -115,8 +146,8 @@ tail_text(const unsigned char *p, size_t n, int dropped,
     unsigned long long *cut)
 {
 	struct buf	 b = BUF_INIT((size_t)-1 / 4);
-	size_t		 i = 0, k, chars = 0, skip, start;
-	int		 ok;
+	size_t		 i = 0, chars, skip, start;
+	long long	 got;
 
 	*out = NULL;
 	*outlen = 0;
@@ -124,13 +155,9 @@ tail_text(const unsigned char *p, size_t n, int dropped,
 	if (dropped)
 		while (i < n && i < 3 && (p[i] & 0xc0) == 0x80)
 			i++;
-	for (; i < n; i += k) {
-		k = utf8_next(p + i, n - i, &ok);
-		if (ok == 1 ? buf_append(&b, p + i, k) :
-		    buf_append(&b, "\xef\xbf\xbd", 3))
-			goto fail;
-		chars++;
-	}
+	if ((got = text_valid(&b, p + i, n - i, (size_t)-1)) == -1)
+		goto fail;
+	chars = (size_t)got;
 	start = 0;
 	if (chars > limit) {
 		/* Keep the last `limit` characters: skip to a lead byte. */
@@ -250,7 +277,8 @@ rundir_remove(const char *dir)
 static const char *const env_ours[] = {
 	"VIVARIUM_RUN_DIR", "VIVARIUM_STATE_DIR", "VIVARIUM_FRESH",
 	"VIVARIUM_PERSIST_NAMESPACE", "VIVARIUM_NAMESPACE_MAX_BYTES",
-	"VIVARIUM_STATE_SUMMARY", "MPLBACKEND", "PYTHONPATH", NULL,
+	"VIVARIUM_STATE_SUMMARY", "MPLBACKEND", "PYTHONPATH", "PYTHONUNBUFFERED",
+	NULL,
 };
 
 struct envv {
@@ -379,7 +407,10 @@ env_build(struct envv *e, const struct run_limits *lim,
 	    env_pushf(e, "VIVARIUM_NAMESPACE_MAX_BYTES=%llu",
 	    lim->namespace_max_bytes) == -1 ||
 	    env_pushf(e, "VIVARIUM_STATE_SUMMARY=%d",
-	    lim->state_summary ? 1 : 0) == -1)
+	    lim->state_summary ? 1 : 0) == -1 ||
+	    /* What a run printed is there when it is killed (the runner
+	     * makes its own streams so; this is for the Pythons it starts). */
+	    env_pushf(e, "PYTHONUNBUFFERED=1") == -1)
 		return -1;
 	return 0;
 }
@@ -428,6 +459,56 @@ report_error(json_t *e, char *error, size_t errlen)
 	for (i = 0; i < n; i++)
 		error[i] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
 	error[n] = '\0';
+}
+
+/*
+ * The report's "figures": [{"name", "by"}], the PNGs the runner saved for
+ * plt.show() and figures left open.  Entries of the wrong shape are
+ * skipped; at most FIGURES_MAX are kept (more cannot be shown anyway).
+ */
+/* "by" goes into the text as it is: short printable ASCII only. */
+static int
+by_ok(const char *s, size_t n)
+{
+	size_t	 i;
+
+	if (n == 0 || n > FIGURE_BY_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+static void
+report_figures(json_t *a, struct run_result *res)
+{
+	json_t		*f, *name, *by;
+	size_t		 i;
+	struct run_figure *fig;
+
+	if (!json_is_array(a) || json_array_size(a) == 0)
+		return;
+	if ((res->figures = calloc(FIGURES_MAX, sizeof(*res->figures))) == NULL)
+		return;
+	json_array_foreach(a, i, f) {
+		if (res->nfigures == FIGURES_MAX)
+			break;
+		name = json_object_get(f, "name");
+		by = json_object_get(f, "by");
+		if (!json_is_string(name) || !json_is_string(by) ||
+		    json_string_length(name) > PATH_MAX ||
+		    !by_ok(json_string_value(by), json_string_length(by)))
+			continue;
+		fig = &res->figures[res->nfigures];
+		if ((fig->name = strdup(json_string_value(name))) == NULL ||
+		    (fig->by = strdup(json_string_value(by))) == NULL) {
+			free(fig->name);
+			fig->name = NULL;
+			break;
+		}
+		res->nfigures++;
+	}
 }
 
 /*
@@ -517,6 +598,7 @@ report_read(const char *rundir, int exit_code, char **footer,
 	/* Optional: older runners do not write it. */
 	report_error(json_object_get(root, "error"), res->error,
 	    sizeof(res->error));
+	report_figures(json_object_get(root, "figures"), res);
 	rc = RUN_REPORT_OK;
 done:
 	json_decref(root);
@@ -527,17 +609,21 @@ done:
 
 /* ---------------------------------------------------------------- images */
 
-/* Names a PNG left out for max_images, while there is room to. */
+/*
+ * Adds "name (size)" to a ", "-separated list of names while there is
+ * room, and counts it either way.
+ */
 static void
-images_skip(struct run_result *res, const char *path)
+names_add(char *list, size_t listlen, size_t *count, const struct ws_file *f)
 {
-	size_t	 used = strlen(res->skipped_names);
+	size_t	 used = strlen(list);
+	char	 size[32];
 
-	res->images_skipped++;
-	if (used + strlen(path) + 3 < sizeof(res->skipped_names))
-		snprintf(res->skipped_names + used,
-		    sizeof(res->skipped_names) - used, "%s%s", used ? ", " : "",
-		    path);
+	(*count)++;
+	human_size((unsigned long long)f->size, size, sizeof(size));
+	if (used + strlen(f->path) + strlen(size) + 6 < listlen)
+		snprintf(list + used, listlen - used, "%s%s (%s)",
+		    used ? ", " : "", f->path, size);
 }
 
 /*
@@ -567,7 +653,7 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 {
 	const struct ws_file **ch = NULL;
 	struct img_thumb t;
-	struct run_image *im, tmp;
+	struct run_image *im;
 	char		 err[256];
 	ssize_t		 n = 0, i;
 	size_t		 tries = 0, max = (size_t)lim->max_images, used = 0;
@@ -576,18 +662,27 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 
 	if ((ch = calloc(nchanged + 1, sizeof(*ch))) == NULL)
 		return;
-	for (k = 0; k < nchanged; k++)
+	/*
+	 * Oldest first (changed is newest first), so that the images come in
+	 * the order they were written, which is the order the code printed
+	 * about them (the chart helpers' descriptions), and so that past
+	 * max_images the first ones are kept: usually the main chart.
+	 */
+	for (k = nchanged; k-- > 0;) {
 		if (ws_is_png(changed[k]->path))
 			ch[n++] = changed[k];
+		else if (ws_is_image(changed[k]->path))
+			names_add(res->picture_names, sizeof(res->picture_names),
+			    &res->pictures, changed[k]);
+	}
 	if (n == 0)
 		goto done;
 	if ((res->images = calloc(max, sizeof(*res->images))) == NULL)
 		goto done;
-	/* Newest first: when there are more than max_images, the last ones
-	 * drawn are the ones the model asked for. */
 	for (i = 0; i < n; i++) {
 		if (res->nimages >= max || tries >= max + IMAGE_EXTRA_TRIES) {
-			images_skip(res, ch[i]->path);
+			names_add(res->skipped_names, sizeof(res->skipped_names),
+			    &res->images_skipped, ch[i]);
 			continue;
 		}
 		tries++;
@@ -611,7 +706,8 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 		}
 		if ((im->name = strdup(ch[i]->path)) == NULL) {
 			img_thumb_release(&t);
-			images_skip(res, ch[i]->path);
+			names_add(res->skipped_names, sizeof(res->skipped_names),
+			    &res->images_skipped, ch[i]);
 			continue;
 		}
 		im->png = t.png;
@@ -627,13 +723,6 @@ images_collect(const struct run_limits *lim, const struct run_request *rq,
 		if (rc == 0)
 			used += t.len;
 		res->nimages++;
-	}
-	/* Attached in the order they were written, which is the order the
-	 * code printed about them (the chart helpers' descriptions). */
-	for (k = 0; k < res->nimages / 2; k++) {
-		tmp = res->images[k];
-		res->images[k] = res->images[res->nimages - 1 - k];
-		res->images[res->nimages - 1 - k] = tmp;
 	}
 done:
 	free(ch);
@@ -695,17 +784,44 @@ done:
 
 /* ---------------------------------------------------------------- the run */
 
-/* Turns a stream's kept bytes into the result's text. */
+/*
+ * Turns a stream's kept bytes into the result's text: all of it when it
+ * fits in limit characters, else its head and its tail (*head: the bytes
+ * of *out before the cut).
+ */
 static int
 stream_text(struct spawn_stream *s, const struct utf8_count *cnt,
-    size_t limit, char **out, size_t *outlen, unsigned long long *cut)
+    size_t limit, char **out, size_t *outlen, size_t *head,
+    unsigned long long *cut)
 {
+	struct buf	 b = BUF_INIT((size_t)-1 / 4);
 	const unsigned char *p;
-	size_t		 n;
+	char		*tail;
+	size_t		 n, hlimit = limit / RUN_HEAD_SHARE, tlen;
+	long long	 hchars;
 
+	*head = 0;
 	p = spawn_stream_take(s, &n);
-	return tail_text(p, n, s->total > n, cnt->chars, limit, out, outlen,
-	    cut);
+	if (cnt->chars <= limit || hlimit == 0 || cnt->head == NULL)
+		return tail_text(p, n, s->total > n, cnt->chars, limit, out,
+		    outlen, cut);
+	if ((hchars = text_valid(&b, cnt->head, cnt->head_len, hlimit)) == -1 ||
+	    tail_text(p, n, s->total > n, cnt->chars - (size_t)hchars,
+	    limit - hlimit, &tail, &tlen, cut) == -1)
+		goto fail;
+	*head = b.len;
+	if (buf_append(&b, tail, tlen) == -1) {
+		free(tail);
+		goto fail;
+	}
+	free(tail);
+	*out = buf_detach(&b, outlen);
+	return *out != NULL ? 0 : -1;
+fail:
+	buf_release(&b);
+	*out = NULL;
+	*outlen = 0;
+	return -1;
 }
 
 int
@@ -764,6 +880,13 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 	cout.rq = cerr.rq = rq;
 	cout.stream = 1;
 	cerr.stream = 2;
+	cout.head_cap = cerr.head_cap = lim->output_limit / RUN_HEAD_SHARE *
+	    4 + 4;
+	if ((cout.head = malloc(cout.head_cap)) == NULL ||
+	    (cerr.head = malloc(cerr.head_cap)) == NULL) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto done;
+	}
 	sp.stop_fd = rq->stop_fd;
 
 	warm_setup(lim, &sp, &wr);
@@ -801,18 +924,16 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		res->exit_code = sp.exit_code;
 
 	if (stream_text(&sp.out, &cout, lim->output_limit, &res->out,
-	    &res->out_len, &res->out_cut) == -1 ||
+	    &res->out_len, &res->out_head, &res->out_cut) == -1 ||
 	    stream_text(&sp.err, &cerr, lim->output_limit, &res->err,
-	    &res->err_len, &res->err_cut) == -1) {
+	    &res->err_len, &res->err_head, &res->err_cut) == -1) {
 		snprintf(errbuf, errlen, "out of memory");
 		goto done;
 	}
 
 	if (sp.timed_out || sp.stopped) {
+		/* Runs write unbuffered: what they printed is all here. */
 		res->report = RUN_REPORT_MISSING;
-		run_result_note(res, "Python buffers output written to a pipe, so "
-		    "lines printed shortly before the kill may be missing; "
-		    "print(..., flush=True) shows progress as it happens.");
 	} else if (sp.signaled) {
 		res->report = RUN_REPORT_MISSING;
 		/* Which signal it was is the error line's (tools.c). */
@@ -846,6 +967,8 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		workspace_diff(lim, rq, &before, res);
 	rc = 0;
 done:
+	free(cout.head);
+	free(cerr.head);
 	spawn_release(&sp);
 	env_free(&env);
 	ws_snap_release(&before);

@@ -12,7 +12,8 @@
 struct run_limits {
 	const char	*python;		/* VIVARIUM_PYTHON */
 	const char	*pythonpath;		/* prepended to PYTHONPATH, or NULL */
-	size_t		 output_limit;		/* characters kept per stream (tail) */
+	size_t		 output_limit;		/* characters kept per stream (the
+						 * head and the tail, RUN_HEAD_SHARE) */
 	int		 max_images;		/* VIVARIUM_MAX_IMAGES, 0 disables */
 	int		 max_image_side;	/* VIVARIUM_MAX_IMAGE_SIDE, px */
 	size_t		 max_image_bytes;	/* VIVARIUM_MAX_IMAGE_BYTES */
@@ -57,6 +58,12 @@ struct run_image {
 	size_t		 budget;		/* the bytes it was allowed */
 };
 
+/* A PNG the runner saved for a figure (report.json's "figures"). */
+struct run_figure {
+	char		*name;			/* owned; relative to the workspace */
+	char		*by;			/* owned; "plt.show()", "left open" */
+};
+
 /* What became of the runner's report.json (docs/runner-contract.md). */
 enum run_report {
 	RUN_REPORT_MISSING,	/* none: killed, timed out, os._exit(), not started */
@@ -73,15 +80,18 @@ struct run_result {
 	int		 stopped;		/* killed because stop_fd fired */
 	int		 spawn_failed;		/* the interpreter could not start */
 	double		 duration;		/* seconds, monotonic */
-	char		*out;			/* owned; tail of stdout, NUL-terminated */
+	char		*out;			/* owned; stdout, NUL-terminated */
 	size_t		 out_len;
-	unsigned long long out_cut;		/* characters dropped from the front */
+	unsigned long long out_cut;		/* characters dropped ... */
+	size_t		 out_head;		/* ... after this many bytes of out
+						 * (0: from the front) */
 						/* (out/err: valid UTF-8, bad bytes as
 						 * U+FFFD, at most output_limit code
 						 * points; may hold NUL: use the length) */
-	char		*err;			/* owned; tail of stderr */
+	char		*err;			/* owned; stderr, as out */
 	size_t		 err_len;
 	unsigned long long err_cut;
+	size_t		 err_head;
 	char		*footer;		/* owned; report.json's, and the
 						 * workspace lines; or NULL */
 	char		**files;		/* owned; workspace paths new or
@@ -92,7 +102,13 @@ struct run_result {
 						 * the order they were written */
 	size_t		 nimages;		/* omitted ones included */
 	size_t		 images_skipped;	/* changed PNGs over max_images */
-	char		 skipped_names[256];	/* the first of them, ", "-separated */
+	char		 skipped_names[300];	/* the first of them, "name (size)",
+						 * ", "-separated */
+	size_t		 pictures;		/* new or changed images that are not
+						 * PNG (JPEG, SVG...): not returned */
+	char		 picture_names[300];	/* as skipped_names */
+	struct run_figure *figures;		/* owned; the runner's figure PNGs */
+	size_t		 nfigures;
 	char		 note[512];		/* a plain-words problem to report, or "" */
 	char		 error[256];		/* report.json's "error": what the code
 						 * ended with ("KeyError: 'x'"), or "" */
@@ -130,6 +146,10 @@ void	run_result_note(struct run_result *, const char *fmt, ...)
 #define RESULT_TEXT_FIXED	(256u << 10)
 #define RESULT_FOOTER_MAX	(128u << 10)	/* as JSON */
 #define RUN_NAME_MAX		300	/* bytes of a file name in the text */
+/* A stream longer than output_limit keeps its first 1/RUN_HEAD_SHARE (a
+ * program's summary line comes first) and its tail (the last result, the
+ * traceback), with the cut said between them. */
+#define RUN_HEAD_SHARE		4
 
 struct buf;
 /* Bytes s takes as a JSON string's contents (counted high). */
@@ -143,8 +163,9 @@ size_t	run_text_fit_head(const char *s, size_t n, size_t max_json);
 /* "error: KeyError: 'x' (exit code 1)\n" for a run that exited non-zero;
  * nothing otherwise (timeouts, signals, failed starts have their own). */
 void	run_result_error_line(struct buf *, const struct run_result *);
-/* One line per image: shown (size, bytes, shrunk to fit), left out, and
- * the PNGs over max_images, by name. */
+/* One line per image: shown (size, bytes, shrunk to fit, saved for a
+ * figure), left out; the PNGs over max_images and the images that are not
+ * PNG, by name and size. */
 void	run_result_images_text(struct buf *, const struct run_result *,
 	    long max_images);
 

@@ -242,7 +242,8 @@ ws_snap_changed(const struct ws_snap *before, const struct ws_snap *after,
 #define ELLIPSIS	"\xe2\x80\xa6"	/* U+2026 */
 
 static const char *const image_exts[] = {
-	".png", ".jpg", ".jpeg", ".gif", ".webp", NULL
+	".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".tif",
+	".tiff", NULL
 };
 
 /*
@@ -323,8 +324,8 @@ list_add_file(struct list *l, const char *name, unsigned long long size)
 	return rc;
 }
 
-static int
-is_image_name(const char *name)
+int
+ws_is_image(const char *name)
 {
 	size_t	 n = strlen(name), e;
 	int	 i;
@@ -352,11 +353,11 @@ footer_wrote(struct buf *out, const struct ws_file *const *ch, size_t n)
 		if (list_add_file(&l, ch[i]->path,
 		    (unsigned long long)ch[i]->size) == -1)
 			return -1;
-		other |= !is_image_name(ch[i]->path);
+		other |= !ws_is_png(ch[i]->path);
 	}
 	if (buf_appends(out, "\n") == -1)
 		return -1;
-	/* Images reach the model anyway; other files need a link. */
+	/* PNGs reach the model anyway; other files need a link. */
 	if (other && buf_appends(out, "to give the user a file: "
 	    "share_file(path) makes a download link to put in your answer\n")
 	    == -1)

@@ -67,8 +67,10 @@ void	ws_snap_release(struct ws_snap *);
 ssize_t	ws_snap_changed(const struct ws_snap *before,
 	    const struct ws_snap *after, const struct ws_file ***out);
 
-/* Does the name end in .png (any case)? */
+/* Does the name end in .png (any case)?  In a picture format (.png, .jpg,
+ * .svg, ...)? */
 int	ws_is_png(const char *path);
+int	ws_is_image(const char *path);
 
 /*
  * The footer's workspace lines, each ending in a newline: `wrote:` (the n

@@ -17,9 +17,12 @@
 #include "../../../sandbox-agent/run.c"
 
 /* Runs bytes through a stream as spawn does, in chunks of `step` bytes. */
+/* With head_share, the head is kept too (as run_python does): *head gets
+ * the bytes of *out before the cut. */
 static void
-through_stream(const unsigned char *p, size_t n, size_t cap, size_t step,
-    size_t limit, char **out, size_t *outlen, unsigned long long *cut)
+through_stream_head(const unsigned char *p, size_t n, size_t cap,
+    size_t step, size_t limit, int keep_head, char **out, size_t *outlen,
+    size_t *head, unsigned long long *cut)
 {
 	struct spawn_stream s = SPAWN_STREAM_INIT;
 	struct utf8_count c;
@@ -29,12 +32,28 @@ through_stream(const unsigned char *p, size_t n, size_t cap, size_t step,
 	s.cap = cap;
 	s.observe = utf8_count_feed;
 	s.observe_arg = &c;
+	if (keep_head) {
+		c.head_cap = limit / RUN_HEAD_SHARE * 4 + 4;
+		assert_non_null(c.head = malloc(c.head_cap));
+	}
 	for (off = 0; off < n; off += k) {
 		k = n - off < step ? n - off : step;
 		assert_int_equal(spawn_stream_add(&s, p + off, k), 0);
 	}
-	assert_int_equal(stream_text(&s, &c, limit, out, outlen, cut), 0);
+	assert_int_equal(stream_text(&s, &c, limit, out, outlen, head, cut), 0);
+	free(c.head);
 	spawn_stream_release(&s);
+}
+
+/* The tail alone: a stream with no head kept. */
+static void
+through_stream(const unsigned char *p, size_t n, size_t cap, size_t step,
+    size_t limit, char **out, size_t *outlen, unsigned long long *cut)
+{
+	size_t	 head;
+
+	through_stream_head(p, n, cap, step, limit, 0, out, outlen, &head, cut);
+	assert_int_equal(head, 0);
 }
 
 static int
@@ -86,6 +105,52 @@ test_ascii_tail(void **state)
 	assert_non_null(out);
 	assert_string_equal(out, "");
 	assert_int_equal(cut, 0);
+	free(out);
+}
+
+/* A long stream keeps its first quarter and its tail, the cut between. */
+static void
+test_head_and_tail(void **state)
+{
+	unsigned char	 in[10000];
+	char		*out;
+	size_t		 len, head, i;
+	unsigned long long cut;
+
+	for (i = 0; i < sizeof(in); i++)
+		in[i] = (unsigned char)('a' + i % 26);
+	memcpy(in, "SUMMARY\n", 8);
+	memcpy(in + sizeof(in) - 4, "END\n", 4);
+	through_stream_head(in, sizeof(in), 100 * 4 + 4, 333, 100, 1, &out,
+	    &len, &head, &cut);
+	assert_int_equal(len, 100);
+	assert_int_equal(head, 25);
+	assert_int_equal(cut, sizeof(in) - 100);
+	assert_memory_equal(out, in, 25);
+	assert_memory_equal(out + 25, in + sizeof(in) - 75, 75);
+	assert_memory_equal(out, "SUMMARY\n", 8);
+	assert_memory_equal(out + len - 4, "END\n", 4);
+	free(out);
+
+	/* Under the limit: all of it once, no head apart. */
+	through_stream_head(in, 100, 100 * 4 + 4, 7, 100, 1, &out, &len,
+	    &head, &cut);
+	assert_int_equal(len, 100);
+	assert_int_equal(head, 0);
+	assert_int_equal(cut, 0);
+	assert_memory_equal(out, in, 100);
+	free(out);
+
+	/* Multibyte characters: the head ends on a whole character, and
+	 * both parts are counted in characters. */
+	for (i = 0; i + 2 <= sizeof(in); i += 2)
+		memcpy(in + i, "\xc3\xa9", 2);
+	through_stream_head(in, sizeof(in), 40 * 4 + 4, 5, 40, 1, &out, &len,
+	    &head, &cut);
+	assert_true(valid_utf8(out, len));
+	assert_int_equal(utf8_chars(out, head), 10);
+	assert_int_equal(utf8_chars(out, len), 40);
+	assert_int_equal(cut, sizeof(in) / 2 - 40);
 	free(out);
 }
 
@@ -234,6 +299,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ascii_tail),
+		cmocka_unit_test(test_head_and_tail),
 		cmocka_unit_test(test_multibyte_boundaries),
 		cmocka_unit_test(test_invalid_bytes_replaced),
 		cmocka_unit_test(test_random_bytes_counts_agree),
