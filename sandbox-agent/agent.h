@@ -183,8 +183,8 @@ struct agent_ctx {
 	json_t		*request_id;		/* borrowed: the tools/call's id */
 };
 
-/* New {tools: [...]}. */
-json_t	*tools_list(void);
+/* New {tools: [...]}; the schemas say cfg's limits. */
+json_t	*tools_list(const struct agent_config *cfg);
 /* New CallToolResult, or NULL with err filled (unknown tool, bad arguments). */
 json_t	*tools_call(const struct agent_ctx *, const char *name,
 	    json_t *arguments, struct rpc_error *err);
@@ -256,6 +256,9 @@ void	job_unref(struct job *);
 int	job_register(struct job *, char *err, size_t errlen);
 const char *job_id(struct job *);
 struct job *job_find(const char *workspace, const char *id);
+/* The oldest background job of the workspace not done yet (it runs, or
+ * waits for the workspace), with a reference; NULL when there is none. */
+struct job *job_busy(const char *workspace);
 void	job_forget(struct job *);
 /* Stops every background job and waits up to grace seconds for them. */
 void	jobs_shutdown(double grace);
@@ -298,8 +301,15 @@ int	sse_serve(struct MHD_Connection *, const struct agent_ctx *,
 /* ------------------------------------------------------------ http.c */
 
 /* Starts the listeners; 0, or -1 (logged). */
-/* pycheck.c: logs what the Python lacks (not in the image: VIVARIUM_SWEEP). */
+/*
+ * pycheck.c: asks the runs' Python once at start which modules it has.
+ * Off the image (no VIVARIUM_SWEEP) it logs what the runner needs and
+ * lacks; everywhere it keeps a line for the instructions saying which of
+ * the usual libraries import and which do not.
+ */
 void	pycheck(const struct agent_config *);
+/* "Installed: ...\nNot installed: ...", or "" when the check failed. */
+const char *pycheck_modules(void);
 
 int	agent_http_start(const struct agent_config *);
 /* Stops accepting, waits up to grace seconds for requests in progress, stops. */

@@ -537,6 +537,22 @@ job_find(const char *workspace, const char *id)
 	return j;
 }
 
+struct job *
+job_busy(const char *workspace)
+{
+	struct job	*j, *oldest = NULL;
+
+	pthread_mutex_lock(&table_mtx);
+	for (j = table; j != NULL; j = j->next)
+		if (strcmp(j->workspace, workspace) == 0 && !job_done(j) &&
+		    (oldest == NULL || j->created < oldest->created))
+			oldest = j;
+	if (oldest != NULL)
+		job_ref(oldest);
+	pthread_mutex_unlock(&table_mtx);
+	return oldest;
+}
+
 void
 job_forget(struct job *j)
 {

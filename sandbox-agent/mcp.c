@@ -23,34 +23,30 @@ static const char *const versions[] = {
 	"2025-11-25", "2025-06-18", "2025-03-26", NULL
 };
 
+/* The instructions; pycheck's lines about the libraries go after them. */
 static const char instructions[] =
     "This server runs Python 3 for data work, in a sandbox with a persistent "
     "workspace directory.\n"
-    "- run_python(code): runs a script in a new process with the workspace "
-    "as working directory. Variables, functions and imports carry over to "
-    "the next call; the '--- state ---' footer at the end of each result "
-    "says what is defined and imported, so do not re-import, re-download or "
-    "re-read what is already there. fresh=true starts from an empty "
-    "namespace. print() what you need to see; output is cut to its tail "
-    "when long. New or changed .png files come back as small images (each "
-    "'image:' line says its size, or that it was shrunk or left out); the "
-    "file in the workspace keeps its full size.\n"
+    "- run_python(code) works like a notebook cell run in a new process, "
+    "with the workspace as working directory: variables, functions and "
+    "imports carry over to the next call, and the '--- state ---' footer "
+    "at the end of each result says what is there, so do not re-import, "
+    "re-download or re-read it. A bare expression on the last line is "
+    "shown; plt.show() and figures left open come back as images "
+    "(figure-N.png), as do new or changed .png files (each 'image:' line "
+    "says its size, or that it was shrunk or left out; the file keeps its "
+    "full size).\n"
     "- Runs that may take more than about a minute (big downloads, long "
-    "computations): run_python(code, background=true) returns a job id at "
-    "once; then call job_status(job_id, wait_seconds=30) until its state "
-    "is done, which returns the full result. Tell the user it is running "
-    "meanwhile. Its variables reach the namespace like any run's.\n"
+    "computations): run_python(code, background=true), then "
+    "job_status(job_id, wait_seconds=30) until it is done; tell the user it "
+    "is running meanwhile. Runs in one workspace go one at a time: while a "
+    "job runs, run_python answers at once with its id.\n"
     "- list_files() and read_text_file(path) look at workspace files "
     "without running code.\n"
-    "- Files to and from the user travel by link, never inside this chat: "
-    "share_file(path) gives a download link for a workspace file (a CSV, "
-    "XLSX, PDF, ZIP you made for them), upload_link() a page where they "
-    "upload their own files into the workspace, workspace_link() a page of "
-    "all files. Put the link in your answer as it is; the user opens it in "
-    "their browser.\n"
-    "Not installed: pdfplumber (use pdfminer.high_level.extract_text or "
-    "pymupdf), simpy 4 (only SimPy 2: import SimPy), polars, duckdb; "
-    "pandas.read_parquet works only where pyarrow imports.\n"
+    "- Files reach the user only by link, never inside this chat: "
+    "share_file(path) for a file you made, upload_link() for the user's "
+    "own files, workspace_link() for a page of all files. Put the link in "
+    "your answer as it is.\n"
     "Charts: from vivarium_charts import line_chart, bar_chart, "
     "scatter_chart, clean_numeric. line_chart(df, x=\"year\", "
     "y=[\"a\", \"b\"], title=\"...\") writes a PNG, prints one line "
@@ -58,8 +54,8 @@ static const char instructions[] =
     "returns its name; "
     "x and y are optional (index and all numeric columns). "
     "df = clean_numeric(df) turns 'NA', ':' and '' into NaN before any "
-    "arithmetic. Use plain matplotlib and plt.savefig('name.png') only when "
-    "the helpers cannot draw it.";
+    "arithmetic. Use plain matplotlib only when the helpers cannot draw "
+    "it.";
 
 int
 mcp_version_supported(const char *v)
@@ -87,7 +83,9 @@ static json_t *
 method_initialize(json_t *id, json_t *params)
 {
 	json_t		*pv = json_object_get(params, "protocolVersion");
-	const char	*v;
+	const char	*v, *mods = pycheck_modules();
+	struct buf	 ins = BUF_INIT(sizeof(instructions) + 4096);
+	json_t		*res;
 
 	if (!json_is_string(pv))
 		return jsonrpc_error(id, RPC_INVALID_PARAMS, "initialize needs "
@@ -96,13 +94,19 @@ method_initialize(json_t *id, json_t *params)
 	v = json_string_value(pv);
 	if (!mcp_version_supported(v))
 		v = MCP_LATEST_VERSION;
-	return mcp_result(id, json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, "
-	    "s:s}",
+	if (buf_appends(&ins, instructions) == -1 || (mods[0] != '\0' &&
+	    buf_appendf(&ins, "\n%s", mods) == -1)) {
+		buf_release(&ins);
+		return mcp_result(id, NULL);
+	}
+	res = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
 	    "protocolVersion", v,
 	    "capabilities", "tools", "listChanged", 0,
 	    "serverInfo", "name", "vivarium-agent", "title", "vivarium",
 	    "version", VIVARIUM_VERSION,
-	    "instructions", instructions));
+	    "instructions", buf_str(&ins));
+	buf_release(&ins);
+	return mcp_result(id, res);
 }
 
 static json_t *
@@ -225,7 +229,7 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 	if (strcmp(m, "ping") == 0)
 		return mcp_result(id, json_object());
 	if (strcmp(m, "tools/list") == 0)
-		return mcp_result(id, tools_list());
+		return mcp_result(id, tools_list(ctx->cfg));
 	if (strcmp(m, "tools/call") == 0) {
 		struct agent_ctx call = *ctx;
 

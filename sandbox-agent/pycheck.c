@@ -1,5 +1,5 @@
 /*
- * pycheck.c: what the agent's Python lacks, said once at start.
+ * pycheck.c: what the agent's Python has, asked once at start.
  *
  * On a host (the single-user mode) the interpreter is whatever python3 the
  * machine has.  A new user whose python3 had no pandas saw nothing at start
@@ -9,8 +9,14 @@
  * (importlib.util.find_spec: nothing is imported, so it takes a Python
  * start-up, not the seconds pandas takes), and the log names them with the
  * line that installs them.  The agent serves either way: plain Python and
- * files still work.  In the image (VIVARIUM_SWEEP=1) everything is there by
- * construction, and the check is skipped to keep sandbox starts short.
+ * files still work.
+ *
+ * The same child also answers for the libraries a model usually reaches
+ * for, and the instructions say which of them import and which do not:
+ * a fixed list described one image, not the Python that actually runs
+ * (a host without openpyxl failed the instructions' own XLSX example).
+ * That part runs in the image too; the log lines do not (VIVARIUM_SWEEP:
+ * everything the runner needs is there by construction).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +39,54 @@ static const char *const modules[][2] = {
 };
 #define NMODULES	(sizeof(modules) / sizeof(modules[0]))
 
+/*
+ * The usual libraries: the module, how the instructions name it, and what
+ * to do instead when it is missing (NULL: nothing to say).
+ */
+static const struct {
+	const char	*module, *name, *instead;
+} usual[] = {
+	{ "pandas",	"pandas",		NULL },
+	{ "numpy",	"numpy",		NULL },
+	{ "matplotlib",	"matplotlib",		NULL },
+	{ "scipy",	"scipy",		NULL },
+	{ "statsmodels", "statsmodels",		NULL },
+	{ "seaborn",	"seaborn",		NULL },
+	{ "sklearn",	"scikit-learn",		NULL },
+	{ "sympy",	"sympy",		NULL },
+	{ "networkx",	"networkx",		NULL },
+	{ "openpyxl",	"openpyxl",		"write CSV instead of XLSX" },
+	{ "xlsxwriter",	"xlsxwriter",		NULL },
+	{ "xlrd",	"xlrd",			NULL },
+	{ "odf",	"odfpy",		NULL },
+	{ "requests",	"requests",		"use urllib.request" },
+	{ "bs4",	"beautifulsoup4 (bs4)",	NULL },
+	{ "lxml",	"lxml",			NULL },
+	{ "pypdf",	"pypdf",		NULL },
+	{ "pdfminer",	"pdfminer.six",		NULL },
+	{ "pymupdf",	"pymupdf",		NULL },
+	{ "pdfplumber",	"pdfplumber",		"use pdfminer.high_level."
+						"extract_text or pymupdf" },
+	{ "docx",	"python-docx",		NULL },
+	{ "pptx",	"python-pptx",		NULL },
+	{ "PIL",	"Pillow (PIL)",		NULL },
+	{ "SimPy",	"SimPy 2 (import SimPy)", NULL },
+	{ "simpy",	"simpy 4",		NULL },
+	{ "pyarrow",	"pyarrow",		"pandas.read_parquet fails" },
+	{ "polars",	"polars",		"use pandas" },
+	{ "duckdb",	"duckdb",		"use pandas or sqlite3" },
+};
+#define NUSUAL		(sizeof(usual) / sizeof(usual[0]))
+
+/* Written once by pycheck, before the listeners start; read after. */
+static char	 modules_line[2048];
+
+const char *
+pycheck_modules(void)
+{
+	return modules_line;
+}
+
 /* Prints the missing ones by index, then the version: "1 3 |3.11.2". */
 static const char script[] =
     "import importlib.util as u, sys\n"
@@ -44,19 +98,44 @@ static const char script[] =
     "print(' '.join(str(i) for i, m in enumerate(sys.argv[1:]) if f(m)),"
     " '|' + sys.version.split()[0])\n";
 
+/* The instructions' lines from the usual modules' missing flags. */
+static void
+modules_say(const char *missing)
+{
+	struct buf	 yes = BUF_INIT(sizeof(modules_line) / 2);
+	struct buf	 no = BUF_INIT(sizeof(modules_line) / 2);
+	size_t		 i;
+
+	for (i = 0; i < NUSUAL; i++) {
+		if (!missing[i])
+			buf_appendf(&yes, "%s%s", yes.len ? ", " : "",
+			    usual[i].name);
+		else if (usual[i].instead != NULL)
+			buf_appendf(&no, "%s%s (%s)", no.len ? ", " : "",
+			    usual[i].name, usual[i].instead);
+		else
+			buf_appendf(&no, "%s%s", no.len ? ", " : "",
+			    usual[i].name);
+	}
+	snprintf(modules_line, sizeof(modules_line), "Installed: %s.%s%s%s",
+	    yes.len ? buf_str(&yes) : "none of the usual data libraries",
+	    no.len ? "\nNot installed: " : "", buf_str(&no),
+	    no.len ? "." : "");
+	buf_release(&yes);
+	buf_release(&no);
+}
+
 void
 pycheck(const struct agent_config *cfg)
 {
 	struct spawn	 sp = SPAWN_INIT;
 	struct buf	 mods = BUF_INIT(1024), pkgs = BUF_INIT(1024);
-	char		*argv[NMODULES + 4], errbuf[256], *end, *pp = NULL;
-	char		 version[32];
+	char		*argv[NMODULES + NUSUAL + 4], errbuf[256], *end;
+	char		*pp = NULL, version[32], missing[NUSUAL];
 	const char	*out, *v;
 	size_t		 i, len;
 	int		 runner = 0;
 
-	if (cfg->sweep)
-		return;
 	/* The runs' PYTHONPATH: ours in front of the caller's. */
 	if ((v = getenv("PYTHONPATH")) != NULL && (pp = strdup(v)) == NULL)
 		return;
@@ -72,7 +151,10 @@ pycheck(const struct agent_config *cfg)
 	argv[2] = (char *)(uintptr_t)script;
 	for (i = 0; i < NMODULES; i++)
 		argv[3 + i] = (char *)(uintptr_t)modules[i][0];
-	argv[3 + NMODULES] = NULL;
+	for (i = 0; i < NUSUAL; i++)
+		argv[3 + NMODULES + i] = (char *)(uintptr_t)usual[i].module;
+	argv[3 + NMODULES + NUSUAL] = NULL;
+	memset(missing, 0, sizeof(missing));
 	sp.argv = argv;
 	sp.timeout = 20;
 	sp.out.cap = 4096;
@@ -98,8 +180,11 @@ pycheck(const struct agent_config *cfg)
 		if (end == out)
 			break;
 		out = end + strspn(end, " ");
-		if (k >= NMODULES)
+		if (k >= NMODULES) {
+			if (k < NMODULES + NUSUAL)
+				missing[k - NMODULES] = 1;
 			continue;
+		}
 		if (modules[k][1] == NULL) {
 			runner = 1;
 			continue;
@@ -107,6 +192,9 @@ pycheck(const struct agent_config *cfg)
 		buf_appendf(&mods, "%s%s", mods.len ? ", " : "", modules[k][0]);
 		buf_appendf(&pkgs, " %s", modules[k][1]);
 	}
+	modules_say(missing);
+	if (cfg->sweep)
+		goto done;	/* the image: what the runner needs is there */
 	if (runner)
 		log_warnx("the runner (python package vivarium) is not where %s "
 		    "looks: set VIVARIUM_PYTHONPATH to the python/ folder of a "

@@ -52,8 +52,7 @@ static const char run_output_schema[] =
 /* ------------------------------------------------------------ schemas */
 
 static const char lifetime_doc[] =
-    "How long the link works, in hours (default: the server's, a day for "
-    "downloads and the workspace page, an hour for uploads).";
+    "Hours the link works (default: a day; an hour for uploads).";
 
 static json_t *
 link_tool_share(void)
@@ -112,41 +111,45 @@ tool_output_schema(json_t *tool)
 }
 
 json_t *
-tools_list(void)
+tools_list(const struct agent_config *cfg)
 {
 	json_t *run, *list, *read, *job;
 
 	run = json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
-	    "s:i, s:i}, s:{s:s, s:s, s:b}, s:{s:s, s:s, s:b}}, s:[s], s:b}, "
-	    "s:{s:b, s:b, s:b, s:b}}",
+	    "s:i, s:i, s:i}, s:{s:s, s:s, s:b}, s:{s:s, s:s, s:b}}, s:[s], "
+	    "s:b}, s:{s:b, s:b, s:b, s:b}}",
 	    "name", "run_python",
 	    "title", "Run Python",
 	    "description",
 	    "Run Python 3 code in a fresh process with the working directory "
 	    "set to the workspace. Variables, functions and imports from "
 	    "earlier calls are restored automatically (see the '--- state ---' "
-	    "footer), so don't re-import or re-load what is already there. "
-	    "Returns the exit code, the tail of stdout and stderr, and any new "
-	    "or changed .png files as images (save charts with plt.savefig or "
-	    "the vivarium_charts helpers). Runs in one workspace are queued "
-	    "one after another. For work that may take longer than about a "
+	    "footer), so don't re-import or re-load what is already there. As "
+	    "in a notebook, the value of a bare expression on the last line is "
+	    "shown, and plt.show() or a figure left open comes back as an image "
+	    "(saved as figure-N.png). Returns the exit code, stdout and stderr "
+	    "(long output keeps its start and its end), and new or changed .png "
+	    "files as images. Runs in one workspace go one at a time: while a "
+	    "background job runs, run_python answers at once with the job's id "
+	    "instead of running. For work that may take more than about a "
 	    "minute, pass background=true: it returns a job id at once, and "
 	    "job_status collects the result.",
 	    "inputSchema", "type", "object", "properties",
 	    "code", "type", "string", "description",
-	    "The Python source to run, as a complete script. Use print() to "
-	    "show results; the value of the last expression is not shown.",
+	    "The Python source to run, as a complete script. print() what you "
+	    "need to see; a bare expression on the last line is shown too.",
 	    "timeout_seconds", "type", "integer", "description",
-	    "Stop the run after this many seconds (the whole process tree is "
-	    "killed). Values above the server's limit are lowered to it.",
-	    "default", 60, "minimum", 1,
+	    "Stop the run after this many seconds (its whole process tree is "
+	    "killed; what it printed until then is returned). Default: 60, or "
+	    "the maximum for a background run.",
+	    "default", 60, "minimum", 1, "maximum", (int)cfg->max_timeout,
 	    "fresh", "type", "boolean", "description",
 	    "Start from an empty namespace and discard the stored one "
 	    "(files are kept).",
 	    "default", 0,
 	    "background", "type", "boolean", "description",
 	    "Start the run as a background job and return its job id at "
-	    "once; job_status(job_id) shows its progress and returns its "
+	    "once; job_status(job_id) shows its output so far and returns its "
 	    "result. Use it for runs that may take more than about a minute.",
 	    "default", 0,
 	    "required", "code", "additionalProperties", 0,
@@ -371,20 +374,65 @@ base64(const unsigned char *in, size_t len)
 	return out;
 }
 
-/* One stream's section: header, cut marker, text. */
+/*
+ * One stream as the result shows it: a head (may be empty) and a tail, the
+ * characters cut between them, both within room bytes of JSON.
+ */
+struct stream_view {
+	const char	*head, *tail;
+	size_t		 head_len, tail_len;
+	unsigned long long cut;
+};
+
 static void
-stream_section(struct buf *b, const char *name, const char *text, size_t len,
-    unsigned long long cut)
+stream_view(struct stream_view *v, const char *text, size_t len,
+    size_t head, unsigned long long cut, size_t room)
 {
-	if (len == 0 && cut == 0)
+	size_t	 h, hroom;
+
+	v->head = text;
+	v->head_len = cut > 0 ? head : 0;
+	v->tail = text + v->head_len;
+	v->tail_len = len - v->head_len;
+	v->cut = cut;
+	if (run_text_json_len(text, len) <= room)
+		return;
+	/* Over the result's budget: both parts shrink, in their shares. */
+	hroom = v->head_len > 0 ? room / RUN_HEAD_SHARE : 0;
+	h = run_text_fit_head(v->head, v->head_len, hroom);
+	v->cut += utf8_chars(v->head + h, v->head_len - h);
+	v->head_len = h;
+	run_text_fit_tail(&v->tail, &v->tail_len, &v->cut,
+	    room - run_text_json_len(v->head, h));
+}
+
+static void
+ensure_newline(struct buf *b)
+{
+	if (b->len > 0 && b->data[b->len - 1] != '\n')
+		buf_append(b, "\n", 1);
+}
+
+/* One stream's section: header, text, and where the cut is. */
+static void
+stream_section(struct buf *b, const char *name, const struct stream_view *v)
+{
+	if (v->head_len == 0 && v->tail_len == 0 && v->cut == 0)
 		return;
 	buf_appendf(b, "--- %s ---\n", name);
-	if (cut > 0)
+	if (v->cut > 0 && v->head_len == 0)
 		buf_appendf(b, "[... %llu characters cut from the start of %s; "
-		    "the rest follows ...]\n", cut, name);
-	buf_append(b, text, len);
-	if (len > 0 && text[len - 1] != '\n')
-		buf_append(b, "\n", 1);
+		    "the rest follows ...]\n", v->cut, name);
+	if (v->cut > 0 && v->head_len > 0) {
+		buf_append(b, v->head, v->head_len);
+		ensure_newline(b);
+		buf_appendf(b, "[... %llu characters cut here, from the middle "
+		    "of %s; its start is above, its end below ...]\n", v->cut,
+		    name);
+	}
+	buf_append(b, v->tail, v->tail_len);
+	if (v->tail_len > 0)
+		ensure_newline(b);
 }
 
 /* "SIGSEGV": the one name the text gives a signal. */
@@ -468,10 +516,7 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 	json_t		*content, *item;
 	char		*b64, sname[32];
 	size_t		 i, room;
-	const char	*out = res->out ? res->out : "";
-	const char	*err = res->err ? res->err : "";
-	size_t		 out_len = res->out_len, err_len = res->err_len;
-	unsigned long long out_cut = res->out_cut, err_cut = res->err_cut;
+	struct stream_view out, err;
 
 	/* Errors first: no client shows isError to the model. */
 	run_result_error_line(&b, res);
@@ -505,10 +550,12 @@ run_result_json(const struct run_result *res, long timeout_s, long asked_s,
 		buf_appendf(&b, "note: %s\n", res->note);
 
 	room = result_stream_room(res);
-	run_text_fit_tail(&out, &out_len, &out_cut, room);
-	run_text_fit_tail(&err, &err_len, &err_cut, room);
-	stream_section(&b, "stdout", out, out_len, out_cut);
-	stream_section(&b, "stderr", err, err_len, err_cut);
+	stream_view(&out, res->out ? res->out : "", res->out_len, res->out_head,
+	    res->out_cut, room);
+	stream_view(&err, res->err ? res->err : "", res->err_len, res->err_head,
+	    res->err_cut, room);
+	stream_section(&b, "stdout", &out);
+	stream_section(&b, "stderr", &err);
 	if (!res->spawn_failed && res->out_len == 0 && res->out_cut == 0 &&
 	    res->err_len == 0 && res->err_cut == 0)
 		buf_appends(&b, "(no output)\n");
@@ -629,9 +676,47 @@ job_outcome_json(const struct agent_ctx *ctx, struct job *job,
 	    is_error, job_id);
 }
 
+/* "It printed last: ...", or that it printed nothing yet. */
+static void
+job_last_words(struct buf *b, struct job *job)
+{
+	char	 line[256];
+
+	job_last_line(job, line, sizeof(line));
+	if (line[0] != '\0')
+		buf_appendf(b, "It printed last: %s\n", line);
+	else
+		buf_appends(b, "It has printed nothing yet.\n");
+}
+
+/*
+ * A foreground call while a background job holds (or waits for) the
+ * workspace: nothing ran; the model learns which job, and how to wait for
+ * it or stop it, at once rather than through a client timeout.
+ */
+static json_t *
+busy_json(struct job *busy)
+{
+	struct buf	 b = BUF_INIT(4096);
+	json_t		*out;
+
+	buf_appendf(&b, "error: background job %s has been running for %.0f s "
+	    "in this workspace, and runs here go one at a time, so this code "
+	    "did not run.\n", job_id(busy), job_elapsed(busy));
+	job_last_words(&b, busy);
+	buf_appendf(&b, "Wait for it with job_status(job_id=\"%s\", "
+	    "wait_seconds=%d) and then run this code again, or stop it with "
+	    "job_status(job_id=\"%s\", stop=true).\n", job_id(busy),
+	    JOB_WAIT_MAX_S, job_id(busy));
+	out = tool_text(buf_str(&b), b.len, 1);
+	buf_release(&b);
+	return out;
+}
+
 /* What a background start returns: the id, in the text and the fields. */
 static json_t *
-job_started_json(struct job *job, long timeout_s, long asked_s)
+job_started_json(struct job *job, struct job *busy, long timeout_s,
+    long asked_s)
 {
 	struct buf	 b = BUF_INIT(4096);
 	json_t		*out, *sc;
@@ -644,6 +729,10 @@ job_started_json(struct job *job, long timeout_s, long asked_s)
 	    "output so far and to collect its result once it is done; an "
 	    "uncollected result is kept for an hour.\n", job_id(job),
 	    timeout_s, job_id(job));
+	if (busy != NULL)
+		buf_appendf(&b, "It starts when background job %s, running for "
+		    "%.0f s, has finished: runs in a workspace go one at a "
+		    "time.\n", job_id(busy), job_elapsed(busy));
 	out = tool_text(buf_str(&b), b.len, 0);
 	buf_release(&b);
 	sc = json_pack("{s:s, s:s, s:n, s:b, s:b, s:[], s:[], s:f}",
@@ -676,7 +765,7 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	    "fresh", "background", NULL };
 	const struct agent_config *cfg = ctx->cfg;
 	struct run_limits	 lim;
-	struct job		*job;
+	struct job		*job, *busy;
 	json_t			*code, *fresh, *bg, *out;
 	long			 asked, timeout_s;
 	char			 ebuf[512];
@@ -693,9 +782,6 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	if (memchr(json_string_value(code), '\0', json_string_length(code)))
 		return rpc_fail(err, "run_python: 'code' contains a NUL "
 		    "character"), NULL;
-	if (arg_long("run_python", args, "timeout_seconds", 60, 1, 1L << 30,
-	    &asked, err) == -1)
-		return NULL;
 	fresh = json_object_get(args, "fresh");
 	if (fresh != NULL && !json_is_null(fresh) && !json_is_boolean(fresh))
 		return rpc_fail(err, "run_python: 'fresh' must be true or "
@@ -704,6 +790,21 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	if (bg != NULL && !json_is_null(bg) && !json_is_boolean(bg))
 		return rpc_fail(err, "run_python: 'background' must be true or "
 		    "false"), NULL;
+	/* A background run is for long work: it gets the limit unless the
+	 * model asked for less. */
+	if (arg_long("run_python", args, "timeout_seconds", json_is_true(bg) ?
+	    cfg->max_timeout : 60, 1, 1L << 30, &asked, err) == -1)
+		return NULL;
+	/* Runs of a workspace go one at a time; a call must not wait
+	 * silently behind a job of minutes (and then time out in the
+	 * client): it says so at once. */
+	if (!json_is_true(bg) && (busy = job_busy(ctx->workspace)) != NULL) {
+		out = busy_json(busy);
+		job_unref(busy);
+		if (out == NULL)
+			goto oom;
+		return out;
+	}
 
 	memset(&lim, 0, sizeof(lim));
 	lim.python = cfg->python;
@@ -725,21 +826,25 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 		goto oom;
 
 	if (json_is_true(bg)) {
+		busy = job_busy(ctx->workspace);
 		if (job_register(job, ebuf, sizeof(ebuf)) == -1) {
+			job_unref(busy);
 			job_unref(job);
 			return tool_text(ebuf, strlen(ebuf), 1);
 		}
 		if (job_start(job, ebuf, sizeof(ebuf)) == -1) {
 			job_forget(job);
 			job_unref(job);
+			job_unref(busy);
 			return tool_text(ebuf, strlen(ebuf), 1);
 		}
 		log_info("run_python: %s: background job %s started, %zu "
 		    "characters of code", ctx->label, job_id(job),
 		    utf8_chars(json_string_value(code),
 		    json_string_length(code)));
-		out = job_started_json(job, timeout_s, asked);
+		out = job_started_json(job, busy, timeout_s, asked);
 		job_unref(job);
+		job_unref(busy);
 		if (out == NULL)
 			goto oom;
 		return out;
@@ -846,9 +951,7 @@ tool_job_status(const struct agent_ctx *ctx, json_t *args,
 	buf_appendf(&b, "Job %s is still running (%.0f s so far).\n",
 	    job_id(job), job_elapsed(job));
 	if (total == 0)
-		buf_appends(&b, "It has printed nothing yet (Python buffers "
-		    "output: print(..., flush=True) shows progress as it "
-		    "happens).\n");
+		buf_appends(&b, "It has printed nothing yet.\n");
 	else
 		buf_appendf(&b, "--- output so far (%s) ---\n%s%s",
 		    total > strlen(tail) ? "its tail" : "all of it", tail,

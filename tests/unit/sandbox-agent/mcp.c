@@ -17,9 +17,16 @@
 static int calls;
 
 json_t *
-tools_list(void)
+tools_list(const struct agent_config *cfg)
 {
 	return json_pack("{s:[]}", "tools");
+}
+
+/* What pycheck found, as the instructions' last lines. */
+const char *
+pycheck_modules(void)
+{
+	return "Installed: pandas.\nNot installed: polars (use pandas).";
 }
 
 json_t *
@@ -219,6 +226,12 @@ test_initialize_negotiates(void **state)
 	assert_non_null(strstr(v, "vivarium_charts"));
 	assert_non_null(strstr(v, "share_file(path)"));
 	assert_non_null(strstr(v, "upload_link()"));
+	/* The libraries line is the Python's, not fixed text. */
+	assert_non_null(strstr(v, "\nInstalled: pandas.\nNot installed: "
+	    "polars (use pandas)."));
+	assert_null(strstr(v, "pdfplumber"));
+	/* Said once: the link tools' lifetimes are theirs to say. */
+	assert_null(strstr(v, "lifetime"));
 	json_decref(r);
 
 	/* An unknown version gets our latest. */

@@ -46,6 +46,16 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 		snprintf(errbuf, errlen, "no space left for the run directory");
 		return -1;
 	}
+	if (scripted.nfigures > 0) {
+		size_t i;
+
+		res->figures = calloc(scripted.nfigures, sizeof(*res->figures));
+		assert_non_null(res->figures);
+		for (i = 0; i < scripted.nfigures; i++) {
+			res->figures[i].name = dup_str(scripted.figures[i].name);
+			res->figures[i].by = dup_str(scripted.figures[i].by);
+		}
+	}
 	res->out = dup_str(scripted.out ? scripted.out : "");
 	res->err = dup_str(scripted.err ? scripted.err : "");
 	res->footer = scripted.footer ? dup_str(scripted.footer) : NULL;
@@ -118,7 +128,7 @@ text_of(json_t *r)
 static void
 test_list_has_schemas(void **state)
 {
-	json_t	*l = tools_list(), *t;
+	json_t	*l = tools_list(&cfg), *t, *to;
 	size_t	 i;
 
 	assert_non_null(l);
@@ -149,6 +159,15 @@ test_list_has_schemas(void **state)
 
 		assert_string_equal(json_string_value(json_object_get(s, "type")),
 		    "object");
+		/* The limit is in the schema, not learnt by overshooting. */
+		if (strcmp(name, "run_python") == 0) {
+			to = json_object_get(json_object_get(s, "properties"),
+			    "timeout_seconds");
+			assert_int_equal(json_integer_value(json_object_get(to,
+			    "maximum")), cfg.max_timeout);
+			assert_int_equal(json_integer_value(json_object_get(to,
+			    "default")), 60);
+		}
 		assert_true(json_string_length(json_object_get(t,
 		    "description")) > 40);
 	}
@@ -465,11 +484,14 @@ static char lit2[] = "noise.png";
 static char lit3[] = "late.png";
 static char lit4[] = "bad\xff\x01name.png";
 static char lit5[] = "--- state ---\nnamespace: empty";
+static char figby0[] = "plt.show()";
+static char figby1[] = "left open";
 
 /* Shown, shrunk, left out, over max_images: each named, in order. */
 static void
 test_result_image_lines(void **state)
 {
+	struct run_figure	 figs[2] = { { lit0, figby0 }, { lit3, figby1 } };
 	struct run_image	 ims[4];
 	struct rpc_error	 err;
 	json_t			*r, *c;
@@ -492,10 +514,18 @@ test_result_image_lines(void **state)
 	scripted.nimages = 4;
 	scripted.images_skipped = 3;
 	snprintf(scripted.skipped_names, sizeof(scripted.skipped_names),
-	    "a.png, b.png");
+	    "a.png (1.0 KB), b.png (2.0 KB)");
+	scripted.pictures = 2;
+	snprintf(scripted.picture_names, sizeof(scripted.picture_names),
+	    "c.jpg (3.0 KB), d.svg (4.0 KB)");
+	scripted.figures = figs;
+	scripted.nfigures = 2;
 	r = call("run_python", "{\"code\": \"plot()\"}", &err);
+	scripted.figures = NULL;
+	scripted.nfigures = 0;
 	t = text_of(r);
-	assert_non_null(strstr(t, "image 1 of 2: fx.png (960x540, 14.9 KB)\n"));
+	assert_non_null(strstr(t, "image 1 of 2: fx.png (960x540, 14.9 KB; "
+	    "saved by vivarium for plt.show())\n"));
 	assert_non_null(strstr(t, "image 2 of 2: big.png (3000x1500, shrunk to "
 	    "600x300 to fit 25.0 KB, 23.5 KB)\n"));
 	assert_non_null(strstr(t, "image left out: noise.png (1280x1280): still "
@@ -506,8 +536,14 @@ test_result_image_lines(void **state)
 	assert_non_null(strstr(t, "The 2 images are attached after this text in "
 	    "that order.\n"));
 	assert_non_null(strstr(t, "3 more new or changed PNG file(s) not shown "
-	    "(at most 4 images per call): a.png, b.png, …; they are in the "
-	    "workspace.\n"));
+	    "(at most 4 images per call): a.png (1.0 KB), b.png (2.0 KB), …; "
+	    "they are in the workspace: show one in a later call, or "
+	    "share_file(path) gives the user a link.\n"));
+	assert_non_null(strstr(t, "not shown, only PNG files come back as "
+	    "images: c.jpg (3.0 KB), d.svg (4.0 KB); save charts as .png to "
+	    "see them, and share_file(path) gives the user a link.\n"));
+	/* big.png is not a figure of the report's: its line says nothing. */
+	assert_null(strstr(t, "23.5 KB; "));
 	/* Two image items only, in the order of the lines. */
 	c = json_object_get(r, "content");
 	assert_int_equal(json_array_size(c), 3);
