@@ -136,12 +136,13 @@ for (const transport of ['tcp', 'unix']) {
       try { process.kill(daemon, 'SIGKILL'); } catch { /* gone already */ }
     });
 
-    test('run_python: 50 MB of output keeps the tail and the agent small', async () => {
+    test('run_python: 50 MB of output keeps its head and tail and the agent small', async () => {
       const before = rssKb(agent.proc.pid);
-      const r = await run(client, 'import sys\nfor i in range(500):\n    sys.stdout.write("x" * 99999 + "\\n")\nprint("THE END")', { timeout_seconds: 20 });
+      const r = await run(client, 'import sys\nprint("THE START")\nfor i in range(500):\n    sys.stdout.write("x" * 99999 + "\\n")\nprint("THE END")', { timeout_seconds: 20 });
       const t = textOf(r);
       assert.equal(r.isError, false);
-      assert.match(t, /characters cut from the start of stdout/);
+      assert.match(t, /--- stdout ---\nTHE START\n/);
+      assert.match(t, /\[\.\.\. \d+ characters cut here, from the middle of stdout; its start is above, its end below \.\.\.\]\n/);
       assert.match(t, /THE END\n/);
       assert.ok(t.length < 10000, `result text is ${t.length} characters`);
       const grew = rssKb(agent.proc.pid) - before;

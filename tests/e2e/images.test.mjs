@@ -77,7 +77,7 @@ describe('what the model sees', { skip }, () => {
   });
 
   test('four 1280x1280 noise images and a gradient: each and all within budget, in the order written', async () => {
-    const r = await run(client, draw('noise1.png', 'noise2.png', 'noise3.png', 'noise4.png', 'gradient.png'));
+    const r = await run(client, draw('gradient.png', 'noise1.png', 'noise2.png', 'noise3.png', 'noise4.png'));
     assert.equal(r.isError, false, textOf(r));
     const t = textOf(r);
     const imgs = images(r);
@@ -89,14 +89,14 @@ describe('what the model sees', { skip }, () => {
       total += info.bytes;
     }
     assert.ok(total <= PER_RESULT, `${total} bytes in all`);
-    // The newest four, in the order they were drawn; the oldest named.
-    ['noise2.png', 'noise3.png', 'noise4.png', 'gradient.png'].forEach((name, i) => {
+    // The first four, in the order they were drawn; the last named.
+    ['gradient.png', 'noise1.png', 'noise2.png', 'noise3.png'].forEach((name, i) => {
       const { width, height } = infos[i];
       const line = `image ${i + 1} of 4: ${name} (${name === 'gradient.png' ? '1280x1024' : '1280x1280'}, shrunk to ${width}x${height} to fit`;
       assert.ok(t.includes(line), `no "${line}" in:\n${t}`);
     });
     assert.match(t, /The 4 images are attached after this text in that order\.\n/);
-    assert.match(t, /1 more new or changed PNG file\(s\) not shown \(at most 4 images per call\): noise1\.png; they are in the workspace\./);
+    assert.match(t, /1 more new or changed PNG file\(s\) not shown \(at most 4 images per call\): noise4\.png \([\d.]+ MB\); they are in the workspace: show one in a later call, or share_file\(path\) gives the user a link\./);
     const whole = JSON.stringify(r);
     assert.ok(whole.length < RESULT_MAX, `${whole.length} bytes`);
   });

@@ -8,4 +8,5 @@ if [ ! -d tests/e2e/node_modules/@modelcontextprotocol/sdk ]; then
 	(cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 fi
 exec node --test --test-concurrency=1 tests/supervisor/stream.test.mjs \
-    tests/supervisor/supervisor.test.mjs tests/supervisor/longrun.test.mjs
+    tests/supervisor/supervisor.test.mjs tests/supervisor/longrun.test.mjs \
+    tests/supervisor/notebook.test.mjs
