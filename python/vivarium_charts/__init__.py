@@ -42,10 +42,20 @@ _FLAGGED = re.compile(r"^([+-]?[\d.,]+)\s*[a-z]{1,3}$")
 
 # ----------------------------------------------------------- clean_numeric
 
+def _text(values):
+    """values as a new Series of str; values itself is left as it was.
+    The copy is needed: on pandas 1.5, astype(str) can write its strings
+    into the very array it converts (pandas bug 54654), and a frame
+    restored from the namespace store (or any copy of one) has such
+    arrays, so the caller's None and NaN would become 'None' and 'nan'."""
+    import pandas as pd
+    return pd.Series(values).copy().astype(str)
+
+
 def _parse(series, decimal_comma=False):
     """(numbers, parsed count, candidate count) for an object series."""
     import pandas as pd
-    t = series.astype(str).str.strip()
+    t = _text(series).str.strip()
     missing = t.str.lower().isin(_MISSING) | series.isna()
     t = t.str.replace("\u2212", "-", regex=False)
     t = t.str.replace(_FLAGGED, r"\1", regex=True)
@@ -158,7 +168,7 @@ def _as_dates(values):
         return pd.Series(pd.PeriodIndex(values).to_timestamp())
     if pt.is_numeric_dtype(values) or pt.is_bool_dtype(values):
         return None
-    s = pd.Series(values).astype(str).str.strip()
+    s = _text(values).str.strip()
     looks = s.str.match(r"^\d{4}([-/.]\d{1,2}([-/.]\d{1,2})?|-?Q[1-4]|-?M\d{2})([ T].*)?$")
     if len(s) == 0 or looks.mean() < 0.8:
         return None

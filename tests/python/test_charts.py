@@ -9,7 +9,7 @@ import sys
 import tempfile
 import unittest
 
-from runner_util import PYTHON_DIR
+from runner_util import PYTHON_DIR, Workspace
 
 sys.path.insert(0, PYTHON_DIR)
 
@@ -41,6 +41,31 @@ def dated():
         "GBP": np.linspace(1000, 250000, 36),
         "USD": ["NA" if i % 3 == 0 else "{:,}".format(1200 + i * 1000) for i in range(36)],
     })
+
+
+def with_gaps():
+    """Text columns with real missing values, as read_csv gives them."""
+    return pd.DataFrame({
+        "country": ["DE", None, "FR", np.nan],
+        "when": ["2020-01", None, "2020-03", "2020-04"],
+        "v": ["1", "NA", "3", "4"],
+    })
+
+
+def restored(df):
+    """df through protocol 5 with out-of-band buffers, as the namespace
+    store saves and restores it."""
+    import pickle
+    bufs = []
+    data = pickle.dumps(df, protocol=5, buffer_callback=bufs.append)
+    return pickle.loads(data, buffers=[bytearray(b.raw()) for b in bufs])
+
+
+def gaps(values):
+    """values with None and NaN spelled out; the strings 'None' and 'nan'
+    stay strings, so the two can't be confused."""
+    return ["<None>" if v is None else "<NaN>" if isinstance(v, float) and math.isnan(v)
+            else v for v in values]
 
 
 def junk():
@@ -138,6 +163,20 @@ class Charts(unittest.TestCase):
             f.write(b"old")
         self.assertEqual(line_chart(dated(), x="date", filename="mine.png"), "mine.png")
         self.assertChart("mine.png")
+
+    def test_data_left_alone(self):
+        # On pandas 1.5 a restored frame is where astype(str) used to write
+        # 'None' and 'nan' over the caller's missing values.
+        for df in (with_gaps(), restored(with_gaps())):
+            out = clean_numeric(df)
+            self.assertEqual(gaps(out["country"]), ["DE", "<None>", "FR", "<NaN>"])
+            self.assertEqual(gaps(out["v"]), [1.0, "<NaN>", 3.0, 4.0])
+            bar_chart(df, x="country", y="v", describe=False)
+            line_chart(df, x="when", y="v", describe=False)
+            line_chart(df, describe=False)
+            pd.testing.assert_frame_equal(df, with_gaps())
+            self.assertEqual(gaps(df["country"]), ["DE", "<None>", "FR", "<NaN>"])
+            self.assertEqual(gaps(df["when"]), ["2020-01", "<None>", "2020-03", "2020-04"])
 
     def test_pyplot_state_untouched(self):
         import matplotlib.pyplot as plt
@@ -292,6 +331,25 @@ class CleanNumeric(unittest.TestCase):
             clean_numeric([1, 2])
         with self.assertRaisesRegex(KeyError, "no column 'zz'"):
             clean_numeric(pd.DataFrame({"a": [1]}), ["zz"])
+
+
+class StoredFrame(Workspace):
+    """The same through the runner: a frame saved by one call and restored
+    by the next."""
+
+    def test_restored_frame_left_alone(self):
+        self.ok("import numpy as np, pandas as pd\n"
+                "df = pd.DataFrame({'country': ['DE', None, 'FR', np.nan],"
+                " 'v': ['1', 'NA', '3', '4']})\n")
+        r = self.ok("from vivarium_charts import bar_chart, clean_numeric\n"
+                    "out = clean_numeric(df)\n"
+                    "bar_chart(df, x='country', y='v', describe=False)\n"
+                    "print(out.country.tolist(), out.v.tolist())\n"
+                    "print(df.country.tolist(), df.v.tolist())\n")
+        self.assertEqual(r.stdout, "['DE', None, 'FR', nan] [1.0, nan, 3.0, 4.0]\n"
+                                   "['DE', None, 'FR', nan] ['1', 'NA', '3', '4']\n")
+        r = self.ok("print(df.country.tolist())")
+        self.assertEqual(r.stdout, "['DE', None, 'FR', nan]\n")
 
 
 if __name__ == "__main__":
