@@ -63,6 +63,24 @@ class State:
 _workspace = [None]     # the workspace of the current run, for _import
 
 
+class _WorkspaceOffPath:
+    """With this, sys.path holds no entry that means the workspace (or the
+    current directory): what is imported meanwhile can't be a file the
+    user saved or uploaded."""
+
+    def __enter__(self):
+        self.saved = list(sys.path)
+        try:
+            here = os.getcwd()
+        except OSError:
+            here = None
+        skip = ("", ".", here, _workspace[0])
+        sys.path[:] = [p for p in self.saved if p not in skip]
+
+    def __exit__(self, *exc):
+        sys.path[:] = self.saved
+
+
 def _import(name):
     """Imports one of the runner's own dependencies with the workspace off
     sys.path: a json.py or re.py the user saved must not stand in for the
@@ -70,18 +88,19 @@ def _import(name):
     mod = sys.modules.get(name)
     if mod is not None:
         return mod
-    saved = list(sys.path)
-    try:
-        here = os.getcwd()
-    except OSError:
-        here = None
-    skip = ("", ".", here, _workspace[0])
-    sys.path[:] = [p for p in saved if p not in skip]
-    try:
+    with _WorkspaceOffPath():
         __import__(name)
-    finally:
-        sys.path[:] = saved
     return sys.modules[name]
+
+
+def _workspace_module(name):
+    """True when the module name would be found in the workspace: a
+    helpers.py, or a folder, named like its top-level package."""
+    ws = _workspace[0]
+    if not ws or not isinstance(name, str):
+        return False
+    top = os.path.join(ws, name.split(".", 1)[0])
+    return os.path.isfile(top + ".py") or os.path.isdir(top)
 
 
 def _user_traceback(exc):
@@ -207,7 +226,11 @@ def _restore(cfg, ns, st):
     _store = _import("vivarium._store")
     before = set(ns)
     try:
-        res = _store.load(path, ns, _import)
+        # Nothing the store names may come from the workspace: an uploaded
+        # pandas.py must not run in place of pandas, and a workspace module
+        # (helpers.py) is the code's to import again.
+        with _WorkspaceOffPath():
+            res = _store.load(path, ns, _import, _workspace_module)
     except Exception as e:
         for k in list(ns):
             if k not in before:
@@ -277,8 +300,13 @@ def _save(cfg, ns, st, source):
     same = []            # (name, first name bound to the same object)
     first_of = {}
     simple = (str, int, float, bool, bytes, type(None))
+    local = _LocalModules(cfg.workspace)
     for name, value in list(ns.items()):
         if not isinstance(name, str) or not _store.is_stored_name(name):
+            continue
+        mod = local.of(value)
+        if mod is not None:
+            st.gone.append((name, _store.workspace_reason(mod)))
             continue
         if isinstance(value, types.ModuleType):
             target = None
@@ -336,6 +364,38 @@ def _save(cfg, ns, st, source):
     _store.write(cfg.state_dir, entries, imports)
     st.values = [(n, ns[n]) for n in kept]
     st.size = total
+
+
+class _LocalModules:
+    """Which values come from a module in the workspace.  The next call's
+    restore would not import it (the workspace is off sys.path then), so
+    the footer says so now instead of keeping what can't come back."""
+
+    def __init__(self, workspace):
+        self.root = os.path.join(os.path.realpath(workspace), "")
+        self.known = {}         # module name -> in the workspace
+
+    def of(self, value):
+        """The workspace module value is, or is defined in, or None."""
+        if isinstance(value, types.ModuleType):
+            name = value.__name__
+        elif isinstance(value, (types.FunctionType, type)):
+            name = getattr(value, "__module__", None)
+        else:
+            name = type(value).__module__
+        if not isinstance(name, str) or name in ("builtins", "__main__"):
+            return None
+        local = self.known.get(name)
+        if local is None:
+            local = self.known[name] = self._in_workspace(sys.modules.get(name))
+        return name if local else None
+
+    def _in_workspace(self, mod):
+        where = getattr(mod, "__file__", None)
+        if not isinstance(where, str):
+            where = next(iter(getattr(mod, "__path__", None) or []), None)
+        return isinstance(where, str) and \
+            os.path.realpath(where).startswith(self.root)
 
 
 def _stored_name(name):
@@ -455,9 +515,6 @@ def main(env=None):
         _write_report(cfg.run_dir, 2, None)
         return 2
 
-    # As `python3 script.py` would: the script's directory first on the path.
-    if not sys.path or sys.path[0] != cfg.workspace:
-        sys.path.insert(0, cfg.workspace)
     sys.argv = [CODE_FILENAME]
     main_mod = types.ModuleType("__main__")
     ns = main_mod.__dict__
@@ -469,6 +526,12 @@ def main(env=None):
         _restore(cfg, ns, st)
         ns["__builtins__"] = builtins
         ns["__name__"] = "__main__"
+    # The workspace last on sys.path, so `import helpers` finds helpers.py
+    # but an uploaded pandas.py, wave.py or vivarium_charts.py never stands
+    # in for the module of that name.  -P kept it off the path at startup,
+    # so a sitecustomize.py there never ran either.
+    if cfg.workspace not in sys.path:
+        sys.path.append(cfg.workspace)
 
     status, ran = _run(source, ns)
     _flush()

@@ -136,13 +136,22 @@ def _read_header(f):
     return header, 16 + hlen
 
 
-def load(path, ns, import_dep=None):
+def workspace_reason(module):
+    """Why a value of the workspace module `module` is not kept: the
+    restore never imports workspace files, the code imports them again."""
+    return "its module %s is a workspace file: import it again" % module
+
+
+def load(path, ns, import_dep=None, local=None):
     """Restores the store at path into the dict ns.
 
     Returns a Restore with the names restored and the names that failed,
     each with a reason.  import_dep(name) imports cloudpickle when a value
-    needs it (the runner's version keeps workspace files out of the way).  Raises StoreError (or OSError) when the file as a
-    whole can't be read; the caller moves it aside.
+    needs it (the runner's version keeps workspace files out of the way).
+    local(name) says whether a module that was not found is a workspace
+    file, which the caller keeps off sys.path meanwhile.  Raises StoreError
+    (or OSError) when the file as a whole can't be read; the caller moves
+    it aside.
     """
     res = Restore()
     _live["ns"] = ns
@@ -161,9 +170,9 @@ def load(path, ns, import_dep=None):
                 name = e["name"]
                 kind = e.get("kind")
                 if kind == "module":
-                    _restore_module(e, ns, res)
+                    _restore_module(e, ns, res, local)
                 elif kind == "value":
-                    _restore_value(f, base, e, ns, res, import_dep)
+                    _restore_value(f, base, e, ns, res, import_dep, local)
             for e in entries:
                 if e.get("kind") == "same":
                     other = e.get("as")
@@ -199,7 +208,13 @@ def _check_extents(e, base, size):
                              % e.get("name"))
 
 
-def _restore_module(e, ns, res):
+def _local_module(exc, local):
+    """The workspace module whose absence exc reports, or None."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    return name if name and local is not None and local(name) else None
+
+
+def _restore_module(e, ns, res, local):
     import importlib
     modname = e.get("module")
     try:
@@ -207,11 +222,14 @@ def _restore_module(e, ns, res):
         res.restored.append(e["name"])
         res.modules[e["name"]] = modname
     except BaseException as exc:  # a module's import can raise anything
-        res.failed.append((e["name"], "module %s: %s: %s"
-                           % (modname, type(exc).__name__, exc)))
+        if _local_module(exc, local):
+            why = workspace_reason(modname)
+        else:
+            why = "module %s: %s: %s" % (modname, type(exc).__name__, exc)
+        res.failed.append((e["name"], why))
 
 
-def _restore_value(f, base, e, ns, res, import_dep):
+def _restore_value(f, base, e, ns, res, import_dep, local):
     name = e["name"]
     off, n = e["pickle"]
     f.seek(base + off)
@@ -229,7 +247,9 @@ def _restore_value(f, base, e, ns, res, import_dep):
         ns[name] = pickle.loads(data, buffers=bufs)
         res.restored.append(name)
     except BaseException as exc:  # __setstate__ and friends run user code
-        res.failed.append((name, "%s: %s" % (type(exc).__name__, _short(exc))))
+        mod = _local_module(exc, local)
+        res.failed.append((name, workspace_reason(mod) if mod else
+                           "%s: %s" % (type(exc).__name__, _short(exc))))
 
 
 class Restore:

@@ -1,13 +1,14 @@
 """The runner's side of the contract: code runs as __main__ with the
-workspace first on sys.path, tracebacks point at the user's lines, exit
-codes, report.json, and main() callable in-process (as a fork server would)."""
+workspace last on sys.path (no workspace file stands in for a module),
+tracebacks point at the user's lines, exit codes, report.json, and main()
+callable in-process (as a fork server would)."""
 import json
 import os
 import sys
 import time
 import unittest
 
-from runner_util import PYTHON_DIR, WARM, Workspace
+from runner_util import PYTHON_DIR, WARM, Workspace, has
 
 
 class Running(Workspace):
@@ -92,13 +93,15 @@ class Running(Workspace):
                     "    print('main block')\n")
         self.assertEqual(r.stdout, "__main__ True A ['<run_python>']\nmain block\n")
 
-    def test_workspace_first_on_sys_path(self):
+    def test_workspace_last_on_sys_path(self):
         with open(os.path.join(self.ws, "helpers.py"), "w") as f:
             f.write("def hello():\n    return 'hello from the workspace'\n")
-        r = self.ok("import sys, os\n"
-                    "print(sys.path[0] == os.getcwd())\n"
+        r = self.ok("import sys, os, sysconfig\n"
+                    "print(sys.path[-1] == os.getcwd(), sys.path.count(os.getcwd()))\n"
+                    "print(sys.path.index(sysconfig.get_paths()['stdlib']) <"
+                    " sys.path.index(os.getcwd()))\n"
                     "import helpers\nprint(helpers.hello())\n")
-        self.assertEqual(r.stdout, "True\nhello from the workspace\n")
+        self.assertEqual(r.stdout, "True 1\nTrue\nhello from the workspace\n")
 
     def test_workspace_files_do_not_shadow_the_runner(self):
         for mod in ("json", "re", "ast", "traceback", "cloudpickle", "importlib"):
@@ -174,6 +177,93 @@ class Running(Workspace):
         self.assertEqual(rep["exit_code"], 4)
         self.assertIn("vars: x 42", rep["footer"])
         self.assertEqual(self.ok("print(x)").stdout, "42\n")
+
+
+class Shadowing(Workspace):
+    """Files in the workspace named like modules: uploaded, or written by
+    the model.  They must never run in place of the module, whether the
+    code imports it, a chart helper does, or the namespace restore does."""
+
+    IMPOSTORS = ("vivarium_charts", "wave", "pandas", "sitecustomize", "usercustomize")
+
+    def plant(self, names):
+        for name in names:
+            with open(os.path.join(self.ws, name + ".py"), "w") as f:
+                f.write("open(%r, 'w').close()\n" % os.path.join(self.tmp, "ran-" + name))
+
+    def ran(self):
+        return sorted(n[4:] for n in os.listdir(self.tmp) if n.startswith("ran-"))
+
+    @unittest.skipUnless(has("pandas") and has("matplotlib"), "needs pandas and matplotlib")
+    def test_impostors_never_run(self):
+        self.ok("import pandas as pd\n"
+                "import vivarium_charts as vc\n"
+                "import wave\n"
+                "from vivarium_charts import line_chart\n"
+                "df = pd.DataFrame({'a': [1, 2]})\n")
+        # Planted after the first call: the restore imports pd, vc and wave.
+        self.plant(self.IMPOSTORS)
+        r = self.ok("import sys, os\n"
+                    "line_chart(df, filename='a.png', describe=False)\n"
+                    "vc.bar_chart(df, filename='b.png', describe=False)\n"
+                    "import wave, pandas, vivarium_charts\n"
+                    "print([m.__file__.startswith(os.getcwd()) for m in (wave, pandas, vc)])\n")
+        self.assertEqual(r.stdout, "[False, False, False]\n")
+        self.assertEqual(r.line("namespace:"), "namespace: restored 5 name(s)")
+        self.assertEqual(self.ran(), [])
+        # A new interpreter started in the workspace runs neither
+        # customization file either.
+        r = self.ok("import sys, os\n"
+                    "print('sitecustomize' in sys.modules and "
+                    "sys.modules['sitecustomize'].__file__.startswith(os.getcwd()))")
+        self.assertEqual(r.stdout, "False\n")
+        self.assertEqual(self.ran(), [])
+
+    def test_the_restore_never_imports_a_workspace_module(self):
+        # A store from before this rule, holding an alias of a workspace
+        # module and a value pickled by reference to one.
+        sys.path.insert(0, PYTHON_DIR)
+        try:
+            from vivarium import _store
+        finally:
+            sys.path.remove(PYTHON_DIR)
+        import types
+        helpers = types.ModuleType("helpers")
+        exec("class Thing:\n    pass\n", helpers.__dict__)
+        sys.modules["helpers"] = helpers
+        try:
+            thing = _store.pickle_value("t", helpers.Thing(), {})
+        finally:
+            del sys.modules["helpers"]
+        os.makedirs(self.state_dir)
+        _store.write(self.state_dir, [thing, _store.pickle_value("n", 1, {}),
+                                      {"name": "h", "kind": "module", "module": "helpers"}],
+                     [])
+        self.plant(["helpers"])
+        r = self.ok("print(sorted(k for k in ('h', 't', 'n') if k in globals()))")
+        self.assertEqual(r.stdout, "['n']\n")
+        self.assertEqual(r.line("not restored:"),
+                         "not restored: h (its module helpers is a workspace file: import "
+                         "it again), t (its module helpers is a workspace file: import it "
+                         "again)")
+        self.assertEqual(self.ran(), [])
+        # The code imports it, from the workspace.
+        self.ok("import helpers")
+        self.assertEqual(self.ran(), ["helpers"])
+
+    def test_workspace_modules_are_not_kept(self):
+        with open(os.path.join(self.ws, "helpers.py"), "w") as f:
+            f.write("class Thing:\n    pass\ndef hello():\n    return 'hello'\n")
+        r = self.ok("import helpers as h\nfrom helpers import hello\n"
+                    "t = h.Thing()\nn = 1\nimport json\n")
+        why = "its module helpers is a workspace file: import it again"
+        self.assertEqual(r.line("gone next call:"),
+                         "gone next call: h (%s), hello (%s), t (%s)" % (why, why, why))
+        self.assertEqual(r.line("already imported"), "already imported (do not re-import): "
+                                                     "json=json")
+        r = self.ok("print(sorted(k for k in ('h', 'hello', 't', 'n') if k in globals()))")
+        self.assertEqual(r.stdout, "['n']\n")
+        self.assertIsNone(r.line("not restored:"))
 
 
 @unittest.skipUnless(os.geteuid() == 0, "mounts a small tmpfs as the workspace")
