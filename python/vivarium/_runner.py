@@ -498,7 +498,30 @@ def _write_report(run_dir, exit_code, footer, error=None):
 
 # --------------------------------------------------------------------- main
 
+def _unbuffered_stdio():
+    """sys.stdout and sys.stderr straight onto descriptors 1 and 2, every
+    write a write(2), as `python -u` makes them: stdout to a pipe is
+    block-buffered otherwise, and a run killed at its timeout would lose
+    what it printed last, the part that says where it got to."""
+    io = sys.modules["io"]
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        old = getattr(sys, name)
+        if old is None:
+            continue
+        try:
+            old.flush()
+            raw = io.FileIO(fd, "w", closefd=False)
+            new = io.TextIOWrapper(raw, encoding=old.encoding, errors=old.errors,
+                                   newline="\n", write_through=True)
+        except (OSError, ValueError, AttributeError):
+            continue
+        raw.name = "<%s>" % name
+        setattr(sys, name, new)
+        setattr(sys, "__%s__" % name, new)
+
+
 def main(env=None):
+    _unbuffered_stdio()
     env = os.environ if env is None else env
     cfg = Config(env)
     _workspace[0] = cfg.workspace

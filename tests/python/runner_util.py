@@ -26,7 +26,7 @@ def warm_start(cwd, env):
     if _zygote[0] is None:
         sys.path.insert(0, PYTHON_DIR)
         from vivarium._zygote import Zygote
-        base = {k: v for k, v in os.environ.items() if not k.startswith("VIVARIUM_")}
+        base = {k: v for k, v in os.environ.items() if not _agents(k)}
         base.update({"PYTHONPATH": PYTHON_DIR, "MPLBACKEND": "Agg"})
         _zygote[0] = Zygote(PYTHON, base)
     o_r, o_w = os.pipe()
@@ -38,6 +38,13 @@ def warm_start(cwd, env):
     finally:
         for fd in (dn, o_w, e_w):
             os.close(fd)
+
+
+def _agents(name):
+    """Variables the agent sets itself, kept out of the tests' environment.
+    PYTHONUNBUFFERED too: the runner must deliver output unbuffered on its
+    own (test_runner's Unbuffered)."""
+    return name.startswith("VIVARIUM_") or name == "PYTHONUNBUFFERED"
 
 
 class Result:
@@ -79,10 +86,7 @@ class Workspace(unittest.TestCase):
         return os.path.join(self.state_dir, "namespace.store")
 
     def env(self, **over):
-        env = dict(os.environ)
-        for k in list(env):
-            if k.startswith("VIVARIUM_"):
-                del env[k]
+        env = {k: v for k, v in os.environ.items() if not _agents(k)}
         env.update({
             "PYTHONPATH": PYTHON_DIR,
             "VIVARIUM_STATE_DIR": self.state_dir,

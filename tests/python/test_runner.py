@@ -1,14 +1,15 @@
 """The runner's side of the contract: code runs as __main__ with the
 workspace last on sys.path (no workspace file stands in for a module),
-tracebacks point at the user's lines, exit codes, report.json, and main()
-callable in-process (as a fork server would)."""
+tracebacks point at the user's lines, exit codes, report.json, output that
+survives a kill, and main() callable in-process (as a fork server would)."""
 import json
 import os
+import subprocess
 import sys
 import time
 import unittest
 
-from runner_util import PYTHON_DIR, WARM, Workspace, has
+from runner_util import PYTHON, PYTHON_DIR, WARM, Workspace, has
 
 
 class Running(Workspace):
@@ -264,6 +265,36 @@ class Shadowing(Workspace):
         r = self.ok("print(sorted(k for k in ('h', 'hello', 't', 'n') if k in globals()))")
         self.assertEqual(r.stdout, "['n']\n")
         self.assertIsNone(r.line("not restored:"))
+
+
+class Unbuffered(Workspace):
+
+    def test_output_survives_a_kill(self):
+        mark = os.path.join(self.tmp, "printed")
+        p, run_dir = self.start("import sys, time\n"
+                                "print('got to step 3')\n"
+                                "sys.stdout.write('no newline yet')\n"
+                                "print('a warning', file=sys.stderr)\n"
+                                "open(%r, 'w').close()\n"
+                                "time.sleep(120)\n" % mark)
+        try:
+            self.assertTrue(self.wait_for(mark), "the run never got there")
+        finally:
+            self.kill_group(p)
+        r = self.finish(p, run_dir)
+        self.assertIsNone(r.report)
+        self.assertEqual(r.stdout, "got to step 3\nno newline yet")
+        self.assertEqual(r.stderr, "a warning\n")
+
+    def test_encoding_and_errors_kept(self):
+        probe = ("import sys\n"
+                 "print(sys.stdout.encoding, sys.stdout.errors, sys.stderr.encoding,"
+                 " sys.stderr.errors)\n")
+        plain = subprocess.run([PYTHON, "-c", probe], env=self.env(), capture_output=True,
+                               text=True, check=True).stdout
+        r = self.ok(probe + "print(sys.stdout.write_through, sys.stdout is sys.__stdout__,"
+                    " sys.stdout.name, sys.stderr.name)\nprint('naïve ✓')\n")
+        self.assertEqual(r.stdout, plain + "True True <stdout> <stderr>\nnaïve ✓\n")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "mounts a small tmpfs as the workspace")
