@@ -18,6 +18,7 @@ import types
 CODE_FILENAME = "<run_python>"
 STORE_NAME = "namespace.store"   # the same as _store.STORE_NAME
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+SHOW_MAX = 5000                  # characters of the last expression's repr
 
 
 class Config:
@@ -173,24 +174,123 @@ def _exit_status(code):
 
 
 def _run(source, ns):
-    """Compiles and runs source in ns.  Returns (status, ran): ran is False
-    when the code did not even compile."""
+    """Compiles and runs source in ns, showing the value of a last
+    expression.  Returns (status, ran): ran is False when the code did not
+    even compile."""
     linecache = _import("linecache")
     lines = source.splitlines(True)
     linecache.cache[CODE_FILENAME] = (len(source), None, lines, CODE_FILENAME)
     try:
-        code = compile(source, CODE_FILENAME, "exec", dont_inherit=True)
+        code, last = _compile(source)
     except (SyntaxError, ValueError) as e:
         _print_exception(e, None)
         return 1, False
     try:
         exec(code, ns)
+        if last is not None:
+            _show(eval(last, ns))
     except SystemExit as e:
         return _exit_status(e.code), True
     except BaseException as e:
         _print_exception(e, _user_traceback(e))
         return 1, True
     return 0, True
+
+
+# ----------------------------------------------------- the last expression
+
+def _compile(source):
+    """(module code, last expression code or None).  As in a notebook, the
+    value of a last top-level expression is shown, unless a ';' ends it.
+    Both parts come from one parse of the source, so tracebacks give the
+    source's line numbers either way.  _ast, not ast: importing ast costs
+    a cold run ~8 ms."""
+    import _ast
+    tree = compile(source, CODE_FILENAME, "exec", _ast.PyCF_ONLY_AST,
+                   dont_inherit=True)
+    node = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr) \
+            and not _silenced(source, tree.body[-1]):
+        node = tree.body.pop()
+    code = compile(tree, CODE_FILENAME, "exec", dont_inherit=True)
+    if node is None:
+        return code, None
+    return code, compile(_ast.Expression(node.value), CODE_FILENAME, "eval",
+                         dont_inherit=True)
+
+
+def _silenced(source, node):
+    """Whether a ';' follows the statement (`plt.plot(x);`).  Column
+    offsets count UTF-8 bytes."""
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    try:
+        line = lines[node.end_lineno - 1].encode("utf-8", "surrogatepass")
+    except (IndexError, TypeError):
+        return False
+    return line[node.end_col_offset:].lstrip().startswith(b";")
+
+
+def _show(value):
+    """Prints the last expression's value as a notebook would, bounded."""
+    if value is None:
+        return
+    if _drawing(value):
+        return          # the figure says it; the repr would not
+    try:
+        text = repr(value)
+    except Exception as e:
+        try:
+            why = "%s: %s" % (type(e).__name__, str(e).replace("\n", " ")[:150])
+        except Exception:
+            why = type(e).__name__
+        sys.stderr.write("(the last line's value can't be shown: repr() raised %s)\n"
+                         % why)
+        return
+    if len(text) > SHOW_MAX:
+        note = ("[... the value's repr is {:,} characters; {:,} shown. "
+                "print() a slice to see more]").format(len(text), SHOW_MAX)
+        text = text[:SHOW_MAX] + "\n" + note
+    sys.stdout.write(text + "\n")
+
+
+def _drawing(value):
+    """Whether value is one of matplotlib's return values: an Axes, a list
+    of Line2D, a BarContainer, (fig, ax), plt.hist's (counts, bins,
+    patches), an array of Axes."""
+    if "matplotlib" not in sys.modules:
+        return False
+    try:
+        from matplotlib.artist import Artist
+        from matplotlib.container import Container
+        return _is_drawing(value, (Artist, Container), 0)
+    except Exception:       # an odd container; then it is shown
+        return False
+
+
+def _is_drawing(value, kinds, depth):
+    """A list, dict or object array counts when all its items are drawings;
+    a short tuple when any one is."""
+    if isinstance(value, kinds):
+        return True
+    if depth >= 2:
+        return False
+    if isinstance(value, tuple):
+        return 0 < len(value) <= 8 and \
+            any(_is_drawing(v, kinds, depth + 1) for v in value)
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, list):
+        items = value
+    elif type(value).__name__ == "ndarray" and getattr(value, "dtype", None) == object:
+        items = value.flat
+    else:
+        return False
+    seen = False
+    for v in items:
+        if not _is_drawing(v, kinds, depth + 1):
+            return False
+        seen = True
+    return seen
 
 
 def _flush():
