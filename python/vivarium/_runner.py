@@ -7,13 +7,16 @@ main() does all the work and returns the exit status without exiting, so a
 warm fork server can call it in a forked child as well as `python3 -m
 vivarium._runner` does.  Only the standard library's light modules are
 imported up front: a call that prints "hi" with nothing stored never loads
-cloudpickle or pandas.  The workspace is the agent's to walk (the footer's
+cloudpickle or pandas (nor matplotlib: _figures patches it only once the
+code imports it).  The workspace is the agent's to walk (the footer's
 workspace lines are its), so the runner does not.
 """
 import builtins
 import os
 import sys
 import types
+
+from vivarium import _figures
 
 CODE_FILENAME = "<run_python>"
 STORE_NAME = "namespace.store"   # the same as _store.STORE_NAME
@@ -235,6 +238,8 @@ def _show(value):
     if value is None:
         return
     if _drawing(value):
+        if _figures.is_figure(value):
+            _figures.show(value, "last line")
         return          # the figure says it; the repr would not
     try:
         text = repr(value)
@@ -584,10 +589,13 @@ def _json_str(s):
     return '"' + "".join(out) + '"'
 
 
-def _write_report(run_dir, exit_code, footer, error=None):
+def _write_report(run_dir, exit_code, footer, error=None, figures=()):
     extra = ""
     if error is not None:
         extra += ', "error": ' + _json_str(error)
+    if figures:
+        extra += ', "figures": [%s]' % ", ".join(
+            '{"name": %s, "by": %s}' % (_json_str(n), _json_str(b)) for n, b in figures)
     text = '{"version": 1, "exit_code": %d, "footer": %s%s}\n' % (
         exit_code, "null" if footer is None else _json_str(footer), extra)
     tmp = os.path.join(run_dir, "report.json.tmp")
@@ -645,6 +653,7 @@ def main(env=None):
     sys.modules["__main__"] = main_mod
 
     st = State()
+    _figures.start(cfg.workspace)
     if cfg.persist:
         _restore(cfg, ns, st)
         ns["__builtins__"] = builtins
@@ -657,6 +666,12 @@ def main(env=None):
         sys.path.append(cfg.workspace)
 
     status, ran = _run(source, ns)
+    try:
+        figures = _figures.finish()
+    except Exception as e:      # a figure must never cost the result
+        figures = []
+        sys.stderr.write("vivarium: open figures not saved: %s: %s\n"
+                         % (type(e).__name__, e))
     _flush()
 
     if cfg.persist and st.save_error is None and (ran or cfg.fresh):
@@ -682,7 +697,7 @@ def main(env=None):
             footer = _footer(cfg, st)
         except Exception as e:  # the footer must never cost the result
             footer = "--- state ---\n(footer failed: %s: %s)" % (type(e).__name__, e)
-    _write_report(cfg.run_dir, status, footer, _error[0] if status else None)
+    _write_report(cfg.run_dir, status, footer, _error[0] if status else None, figures)
     return status
 
 

@@ -38,6 +38,7 @@ import warnings
 DEFAULT_IMPORTS = "numpy,pandas,matplotlib,matplotlib.pyplot"
 # What the runner imports for itself (lazily, in a cold run).
 RUNNER_MODULES = ("vivarium._runner", "vivarium._store", "vivarium._footer",
+                  "vivarium._figures",
                   "ast", "linecache", "traceback", "re", "json", "pickle")
 MSG_MAX = 1 << 20
 

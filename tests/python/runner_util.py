@@ -58,6 +58,11 @@ class Result:
     def footer(self):
         return self.report["footer"] if self.report else None
 
+    @property
+    def figures(self):
+        """report.json's figures member as (name, by) pairs."""
+        return [(f["name"], f["by"]) for f in (self.report or {}).get("figures", [])]
+
     def line(self, prefix):
         """The footer line starting with prefix, or None."""
         for ln in (self.footer or "").split("\n"):
