@@ -59,7 +59,7 @@ class State:
         self.dropped = []          # (name, size)
         self.size = None           # bytes stored
         self.save_error = None
-                                   # first (None: not looked at)
+        self.columns = None        # the columns line after a failed lookup
 
 
 # ------------------------------------------------------------------ running
@@ -176,7 +176,7 @@ def _exit_status(code):
     return code & 0xFF
 
 
-def _run(source, ns):
+def _run(source, ns, st):
     """Compiles and runs source in ns, showing the value of a last
     expression.  Returns (status, ran): ran is False when the code did not
     even compile."""
@@ -196,6 +196,9 @@ def _run(source, ns):
         return _exit_status(e.code), True
     except BaseException as e:
         _print_exception(e, _user_traceback(e))
+        st.columns = _columns_line(e, ns)
+        if st.columns:
+            sys.stderr.write(st.columns + "\n")
         return 1, True
     return 0, True
 
@@ -296,6 +299,19 @@ def _is_drawing(value, kinds, depth):
             return False
         seen = True
     return seen
+
+
+# ---------------------------------------------------------- failed lookups
+
+def _columns_line(exc, ns):
+    """After a KeyError or AttributeError on a DataFrame, the line naming
+    its columns (see _columns), or None."""
+    if not isinstance(exc, (KeyError, AttributeError)) or "pandas" not in sys.modules:
+        return None
+    try:
+        return _import("vivarium._columns").line_for(exc, ns)
+    except Exception:
+        return None     # a hint must never cost the result
 
 
 def _flush():
@@ -564,6 +580,8 @@ def _footer(cfg, st):
                          + st.save_error)
         elif st.size is not None:
             lines.append("namespace size: " + F.mb(st.size))
+    if st.columns:
+        lines.append(st.columns)
     full = _full_line(cfg, st, F)
     if full:
         lines.append(full)
@@ -665,7 +683,7 @@ def main(env=None):
     if cfg.workspace not in sys.path:
         sys.path.append(cfg.workspace)
 
-    status, ran = _run(source, ns)
+    status, ran = _run(source, ns, st)
     try:
         figures = _figures.finish()
     except Exception as e:      # a figure must never cost the result

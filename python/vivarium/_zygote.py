@@ -38,8 +38,8 @@ import warnings
 DEFAULT_IMPORTS = "numpy,pandas,matplotlib,matplotlib.pyplot"
 # What the runner imports for itself (lazily, in a cold run).
 RUNNER_MODULES = ("vivarium._runner", "vivarium._store", "vivarium._footer",
-                  "vivarium._figures",
-                  "ast", "linecache", "traceback", "re", "json", "pickle")
+                  "vivarium._figures", "vivarium._columns",
+                  "ast", "linecache", "traceback", "re", "json", "pickle", "difflib")
 MSG_MAX = 1 << 20
 
 
