@@ -91,9 +91,10 @@ def show(fig, by):
 
 
 def save(fig, by):
-    """Saves fig as figure-N.png unless it was saved during this run."""
+    """Saves fig as figure-N.png unless it was saved during this run or
+    has nothing drawn on it."""
     run = _run[0]
-    if run is None or _real_savefig[0] is None or fig in run.saved:
+    if run is None or _real_savefig[0] is None or fig in run.saved or _empty(fig):
         return
     name = _reserve(run.workspace)
     if name is None:
@@ -113,6 +114,16 @@ def save(fig, by):
         return
     run.saved.add(fig)
     run.report.append((name, by))
+
+
+def _empty(fig):
+    """Nothing but the background: `plt.figure(figsize=...)` before
+    `df.plot()`, which draws on a figure of its own.  A notebook shows such
+    a figure as text (<Figure size 640x480 with 0 Axes>), not as an image."""
+    try:
+        return len(fig.get_children()) <= 1
+    except Exception:
+        return False
 
 
 def _show_open(pyplot, by):

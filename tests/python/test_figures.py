@@ -89,9 +89,12 @@ class Figures(Workspace):
                     "from vivarium_charts import line_chart\n"
                     "df = pd.DataFrame({'a': [1, 3, 2]})\n"
                     "line_chart(df, filename='helper.png', describe=False)\n"
+                    "import matplotlib.pyplot as plt\n"
+                    "plt.figure(figsize=(8, 4))\n"
                     "df.plot()\n")
         # The helper's figure is its own, saved and not open; df.plot() is
-        # pyplot's, left open.
+        # pyplot's, left open, on a figure of its own: the empty one before
+        # it is not saved.
         self.assertEqual(r.figures, [("figure-1.png", "left open")])
         self.assertEqual(self.pngs(), ["figure-1.png", "helper.png"])
 
