@@ -264,14 +264,16 @@ def _show(value):
 def _drawing(value):
     """Whether value is one of matplotlib's return values: an Axes, a list
     of Line2D, a BarContainer, (fig, ax), plt.hist's (counts, bins,
-    patches), an array of Axes."""
+    patches), an array of Axes; or an object holding a figure in its
+    `figure` attribute (seaborn's FacetGrid from sns.relplot)."""
     if "matplotlib" not in sys.modules:
         return False
     try:
         from matplotlib.artist import Artist
         from matplotlib.container import Container
-        return _is_drawing(value, (Artist, Container), 0)
-    except Exception:       # an odd container; then it is shown
+        return _is_drawing(value, (Artist, Container), 0) or \
+            _figures.is_figure(getattr(value, "figure", None))
+    except Exception:       # an odd container or attribute; then it is shown
         return False
 
 

@@ -93,6 +93,13 @@ class LastExpression(Workspace):
                      "plt.pie([1, 2])"):
             r = self.ok("import matplotlib.pyplot as plt\n" + code)
             self.assertEqual((r.stdout, r.stderr), ("", ""), code)
+        # What holds a figure, as seaborn's grids do (sns.relplot(...)).
+        r = self.ok("import matplotlib.pyplot as plt\n"
+                    "class FacetGrid:\n"
+                    "    def __init__(self):\n"
+                    "        self.figure = plt.figure()\n"
+                    "FacetGrid()\n")
+        self.assertEqual(r.stdout, "")
         # An empty list is just a list.
         self.assertEqual(self.ok("import matplotlib.pyplot as plt\n[]").stdout, "[]\n")
         if has("pandas"):
