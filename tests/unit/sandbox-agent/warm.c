@@ -429,7 +429,8 @@ test_zygote_misbehaves(void **state)
 	    "silent", "exit" };
 	struct run_limits lim;
 	char		 fake[PATH_MAX / 2], path[PATH_MAX], want[32], buf[64];
-	const char	*mods[] = { "__init__", "_runner", "_store", "_footer" };
+	const char	*mods[] = { "__init__", "_runner", "_store", "_footer",
+	    "_figures", "_columns" };
 	size_t		 i, n;
 	char		*out;
 	FILE		*f;
