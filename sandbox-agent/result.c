@@ -253,10 +253,14 @@ run_result_images_text(struct buf *b, const struct run_result *res,
 			buf_appendf(b, ", shown at %dx%d", im->width, im->height);
 		buf_appends(b, ", ");
 		append_size(b, im->png_len);
-		if ((by = figure_by(res, im->name)) != NULL)
-			buf_appendf(b, strcmp(by, "left open") == 0 ?
-			    "; a figure left open, saved by vivarium" :
-			    "; saved by vivarium for %.64s", by);
+		by = figure_by(res, im->name);
+		if (by != NULL && strcmp(by, "left open") == 0)
+			buf_appends(b, "; a figure left open, saved by vivarium");
+		else if (by != NULL && strcmp(by, "last line") == 0)
+			buf_appends(b, "; the figure on the last line, saved by "
+			    "vivarium");
+		else if (by != NULL)
+			buf_appendf(b, "; saved by vivarium for %.64s", by);
 		buf_appends(b, escaped ? ") " NAME_ESCAPED_MARK "\n" : ")\n");
 	}
 	if (shown > 1)

@@ -486,6 +486,7 @@ static char lit4[] = "bad\xff\x01name.png";
 static char lit5[] = "--- state ---\nnamespace: empty";
 static char figby0[] = "plt.show()";
 static char figby1[] = "left open";
+static char figby2[] = "last line";
 
 /* Shown, shrunk, left out, over max_images: each named, in order. */
 static void
@@ -544,6 +545,16 @@ test_result_image_lines(void **state)
 	    "see them, and share_file(path) gives the user a link.\n"));
 	/* big.png is not a figure of the report's: its line says nothing. */
 	assert_null(strstr(t, "23.5 KB; "));
+	/* A figure the code left on its last line says so. */
+	scripted.figures = figs;
+	scripted.nfigures = 2;
+	figs[0].by = figby2;
+	json_decref(r);
+	r = call("run_python", "{\"code\": \"plot()\"}", &err);
+	scripted.figures = NULL;
+	scripted.nfigures = 0;
+	assert_non_null(strstr(text_of(r), "image 1 of 2: fx.png (960x540, "
+	    "14.9 KB; the figure on the last line, saved by vivarium)\n"));
 	/* Two image items only, in the order of the lines. */
 	c = json_object_get(r, "content");
 	assert_int_equal(json_array_size(c), 3);
