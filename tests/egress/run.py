@@ -194,6 +194,9 @@ class Proxy:
             "VIVARIUM_EGRESS_PORTS": ",".join(str(p) for p in ports),
             "VIVARIUM_EGRESS_HEADER_TIMEOUT": "2",
             "VIVARIUM_EGRESS_CONNECT_TIMEOUT": "2",
+            # On the host the proxy sees the host's interfaces as its
+            # own; a test that needs the file names one.
+            "VIVARIUM_EGRESS_HOST_ADDRESSES": "none",
             "ASAN_OPTIONS": "detect_leaks=1",
         })
         if allow:
@@ -1144,7 +1147,7 @@ def t_config_check(px, **_):
     good = os.path.join(TMP, "good.yaml")
     bad = os.path.join(TMP, "bad.yaml")
     open(good, "w").write("listen: 127.0.0.1:3128\nallow_ports: [443]\n"
-                          "allow_cidrs: [127.0.0.0/8]\n")
+                          "allow_cidrs: [127.0.0.0/8]\nhost_addresses: none\n")
     open(bad, "w").write("allow_ports: [443, 99999]\ntimeouts:\n  header: x\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIVARIUM_")}
     r = subprocess.run([PROXY, "-n", "-f", good], env=env, capture_output=True,
@@ -1159,6 +1162,7 @@ def t_config_check(px, **_):
                        text=True)
     assert r.returncode == 1 and "VIVARIUM_EGRESS_IDLE_TIMEOUT" in r.stderr, r
     del env["VIVARIUM_EGRESS_IDLE_TIMEOUT"]
+    env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = "none"
     # -n checks what start-up checks: a listener must be an address and a
     # port, as the proxy binds it without a lookup.
     for listen in ("nonsense:xyz", "localhost:3128", "127.0.0.1:0", "[]:3128"):
@@ -1173,6 +1177,225 @@ def t_config_check(px, **_):
     del env["VIVARIUM_EGRESS_LISTEN"]
     r = subprocess.run([PROXY, "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "usage:" in r.stdout
+
+
+HOST_ADVICE = ("host_addresses: none", "VIVARIUM_EGRESS_HOST_ADDRESSES=none",
+               "vivarium-egress-hosts")
+
+
+def t_host_file_required(px, **_):
+    """Fail closed: without a readable list of the host's addresses the
+    proxy neither passes -n nor starts, and says how to write the list and
+    how to run without one; none, said in words, runs without it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIVARIUM_")}
+    port = free_port()
+    env["VIVARIUM_EGRESS_LISTEN"] = "127.0.0.1:%d" % port
+    empty = os.path.join(TMP, "no-host-addrs")
+    with open(empty, "w") as f:
+        f.write("# written by a tool that failed\n")
+    good = os.path.join(TMP, "good-host-addrs")
+    with open(good, "w") as f:
+        f.write("192.0.2.1\n2001:db8::/32\n")
+    cases = [(None, "host_addresses is not set"),
+             (os.path.join(TMP, "missing"), "No such file or directory"),
+             (TMP, "Is a directory"),
+             (empty, "lists no address")]
+    for hf, why in cases:
+        if hf is None:
+            env.pop("VIVARIUM_EGRESS_HOST_ADDRESSES", None)
+        else:
+            env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = hf
+        for args in (["-n"], []):
+            r = subprocess.run([PROXY] + args, env=env, capture_output=True,
+                               text=True, timeout=20)
+            assert r.returncode == 1, (hf, args, r)
+            assert why in r.stderr, (hf, args, r.stderr)
+            for advice in HOST_ADVICE:
+                assert advice in r.stderr, (hf, args, advice, r.stderr)
+            assert "listen" not in r.stdout, r.stdout
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.5).close()
+        raise AssertionError("a proxy without its host list listened")
+    except ConnectionRefusedError:
+        pass
+    env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = good
+    r = subprocess.run([PROXY, "-n"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and \
+        "host_addresses %s (2 listed)" % good in r.stdout, r
+    env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = "none"
+    r = subprocess.run([PROXY, "-n"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "host_addresses none" in r.stdout, r
+
+
+# ------------------------------------------------------------ in namespaces
+
+def ip(*args):
+    subprocess.run(["ip"] + list(args), check=True, capture_output=True)
+
+
+NS_SERVER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", 80))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    c.settimeout(5)
+    try:
+        c.recv(4096)
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(sys.argv[1]), sys.argv[1].encode()))
+    except OSError:
+        pass
+    c.close()
+"""
+
+NS_CLIENT = r"""
+import socket, sys, time
+proxy = ("127.0.0.1", int(sys.argv[1]))
+for t in sys.argv[2:]:
+    kind, target = t.split("=", 1)
+    try:
+        if kind == "direct":
+            host = target.strip("[]")
+            deadline = time.time() + 10
+            while True:
+                try:
+                    c = socket.create_connection((host, 80), 2)
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.1)
+            c.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        else:
+            c = socket.create_connection(proxy, 5)
+            c.sendall(b"GET http://%s/ HTTP/1.1\r\nHost: x\r\n"
+                      b"Connection: close\r\n\r\n" % target.encode())
+        c.settimeout(5)
+        data = b""
+        while True:
+            d = c.recv(4096)
+            if not d:
+                break
+            data += d
+        head, _, body = data.partition(b"\r\n\r\n")
+        print(kind, target, head.split(b" ")[1].decode(),
+              body.decode().strip(), flush=True)
+    except OSError as e:
+        print(kind, target, "error", e, flush=True)
+"""
+
+
+def t_networks_before_allow(px, **_):
+    """In network namespaces of its own: a proxy on two sandbox networks
+    (IPv4 and IPv6, as the supervisor connects it to users' networks) and
+    a routed link to a LAN service, with allow_cidrs 10.0.0.0/8 and
+    fd00::/8 for that service.  The service is reached; the sandboxes on
+    the proxy's networks, and the proxy's own addresses, are refused; and a
+    network the proxy is connected to while it runs is refused at once,
+    not at its next periodic reading."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        raise Skip("needs root and ip(8) for network namespaces")
+    tag = "vpeg%d" % os.getpid()
+    P, S, S2, O = (tag + x for x in ("p", "s", "t", "o"))
+    procs, made = [], []
+    try:
+        for ns in (P, S, S2, O):
+            ip("netns", "add", ns)
+            made.append(ns)
+            ip("-n", ns, "link", "set", "lo", "up")
+        # alice's network: the proxy and her sandbox
+        ip("-n", P, "link", "add", "a0", "type", "veth", "peer", "name",
+           "a1", "netns", S)
+        ip("-n", P, "addr", "add", "10.77.1.254/24", "dev", "a0")
+        ip("-n", P, "addr", "add", "fd77:1::fe/64", "dev", "a0", "nodad")
+        ip("-n", S, "addr", "add", "10.77.1.2/24", "dev", "a1")
+        ip("-n", S, "addr", "add", "fd77:1::2/64", "dev", "a1", "nodad")
+        ip("-n", P, "link", "set", "a0", "up")
+        ip("-n", S, "link", "set", "a1", "up")
+        # the LAN service, routed: not on a network of the proxy's
+        ip("-n", P, "link", "add", "b0", "type", "veth", "peer", "name",
+           "b1", "netns", O)
+        ip("-n", P, "addr", "add", "10.77.9.1/30", "dev", "b0")
+        ip("-n", P, "addr", "add", "fd77:9::1/64", "dev", "b0", "nodad")
+        ip("-n", O, "addr", "add", "10.77.9.2/30", "dev", "b1")
+        ip("-n", O, "addr", "add", "fd77:9::2/64", "dev", "b1", "nodad")
+        ip("-n", O, "addr", "add", "10.78.0.2/32", "dev", "lo")
+        ip("-n", O, "addr", "add", "fd78::2/128", "dev", "lo")
+        ip("-n", P, "link", "set", "b0", "up")
+        ip("-n", O, "link", "set", "b1", "up")
+        ip("-n", P, "route", "add", "10.78.0.0/16", "via", "10.77.9.2")
+        ip("-n", P, "-6", "route", "add", "fd78::/16", "via", "fd77:9::2")
+        ip("-n", O, "route", "add", "default", "via", "10.77.9.1")
+        ip("-n", O, "-6", "route", "add", "default", "via", "fd77:9::1")
+        for ns, name in ((S, "alice"), (S2, "bob"), (O, "lan")):
+            procs.append(subprocess.Popen(["ip", "netns", "exec", ns,
+                                           sys.executable, "-c", NS_SERVER,
+                                           name]))
+        port = 3128
+        log = open(os.path.join(TMP, "netns-proxy.log"), "w")
+        env = dict(os.environ)
+        env.update({"VIVARIUM_EGRESS_LISTEN": "127.0.0.1:%d" % port,
+                    "VIVARIUM_EGRESS_PORTS": "80",
+                    "VIVARIUM_EGRESS_ALLOW_CIDRS": "10.0.0.0/8,fd00::/8",
+                    "VIVARIUM_EGRESS_HOST_ADDRESSES": "none"})
+        proxy = subprocess.Popen(["ip", "netns", "exec", P, PROXY], env=env,
+                                 stdout=log, stderr=subprocess.STDOUT)
+        procs.append(proxy)
+
+        def client(*targets):
+            r = subprocess.run(["ip", "netns", "exec", P, sys.executable,
+                                "-c", NS_CLIENT, str(port)] + list(targets),
+                               capture_output=True, text=True, timeout=60)
+            return {tuple(l.split(" ", 2)[:2]): l.split(" ", 2)[2]
+                    for l in r.stdout.splitlines()}
+
+        deadline = time.time() + 10
+        while "ready" not in open(log.name).read():
+            assert time.time() < deadline and proxy.poll() is None, \
+                open(log.name).read()
+            time.sleep(0.05)
+        res = client("direct=10.78.0.2", "direct=10.77.1.2",
+                     "direct=[fd77:1::2]", "get=10.78.0.2", "get=[fd78::2]",
+                     "get=10.77.1.2", "get=[fd77:1::2]", "get=10.77.1.254",
+                     "get=[fd77:1::fe]", "get=10.77.9.2")
+        own = "403 vivarium-egress: %s is not allowed (a network the " \
+            "proxy is on (a sandbox's, or its own))"
+        assert res[("direct", "10.77.1.2")] == "200 alice", res
+        assert res[("direct", "[fd77:1::2]")] == "200 alice", res
+        assert res[("get", "10.78.0.2")] == "200 lan", res
+        assert res[("get", "[fd78::2]")] == "200 lan", res
+        for t, a in (("10.77.1.2", "10.77.1.2"),
+                     ("[fd77:1::2]", "fd77:1::2"),
+                     ("10.77.1.254", "10.77.1.254"),
+                     ("[fd77:1::fe]", "fd77:1::fe"),
+                     ("10.77.9.2", "10.77.9.2")):
+            assert res[("get", t)] == own % a, (t, res)
+        # bob's network, connected while the proxy runs, asked at once
+        ip("-n", P, "link", "add", "c0", "type", "veth", "peer", "name",
+           "c1", "netns", S2)
+        ip("-n", S2, "addr", "add", "10.77.2.2/24", "dev", "c1")
+        ip("-n", S2, "link", "set", "c1", "up")
+        ip("-n", P, "addr", "add", "10.77.2.254/24", "dev", "c0")
+        ip("-n", P, "link", "set", "c0", "up")
+        res = client("get=10.77.2.2", "direct=10.77.2.2")
+        assert res[("get", "10.77.2.2")] == own % "10.77.2.2", res
+        assert res[("direct", "10.77.2.2")] == "200 bob", res
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for ns in made:
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    text = open(os.path.join(TMP, "netns-proxy.log")).read()
+    assert "AddressSanitizer" not in text and "runtime error" not in text, text
 
 
 class Skip(Exception):
