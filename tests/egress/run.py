@@ -1398,6 +1398,88 @@ def t_networks_before_allow(px, **_):
     assert "AddressSanitizer" not in text and "runtime error" not in text, text
 
 
+HOSTS_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "..", "..", "egress-proxy", "hosts.sh")
+
+
+def t_hosts_script(px, **_):
+    """vivarium-egress-hosts (egress-proxy/hosts.sh), in a network
+    namespace of its own: DIR/host-addresses lists every address and the
+    extra ones, is left alone when nothing changed, is not touched when the
+    extra ones are bad; with -w an address added or removed while it runs
+    is in the file, or gone from it, within seconds."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        raise Skip("needs root and ip(8) for a network namespace")
+    ns = "vpeh%d" % os.getpid()
+    d = os.path.join(TMP, "hosts-dir", "egress")
+    f = os.path.join(d, "host-addresses")
+    watcher = None
+    ip("netns", "add", ns)
+    try:
+        ip("-n", ns, "link", "set", "lo", "up")
+        ip("-n", ns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+        ip("-n", ns, "addr", "add", "10.77.4.1/24", "dev", "v0")
+        ip("-n", ns, "addr", "add", "fd77:4::1/64", "dev", "v0", "nodad")
+
+        def run(*args, extra=None):
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith("VIVARIUM_")}
+            if extra is not None:
+                env["VIVARIUM_EGRESS_HOST_EXTRA"] = extra
+            return subprocess.run(["ip", "netns", "exec", ns, "sh", HOSTS_SH]
+                                  + list(args), env=env, capture_output=True,
+                                  text=True, timeout=30)
+
+        def lines():
+            return [l for l in open(f).read().splitlines()
+                    if not l.startswith("#")]
+
+        r = run(d, extra="203.0.113.5, 2001:db8::/32")
+        assert r.returncode == 0, r
+        assert lines() == ["127.0.0.1", "::1", "10.77.4.1", "fd77:4::1",
+                           "203.0.113.5", "2001:db8::/32"], lines()
+        assert oct(os.stat(d).st_mode & 0o777) == "0o755"
+        assert oct(os.stat(f).st_mode & 0o777) == "0o644"
+        ino = os.stat(f).st_ino
+        r = run(d, extra="203.0.113.5, 2001:db8::/32")
+        assert r.returncode == 0 and os.stat(f).st_ino == ino, "rewritten"
+        r = run(d, extra="proxy.example")
+        assert r.returncode == 1 and "proxy.example" in r.stderr, r
+        assert os.stat(f).st_ino == ino, "a refused run touched the file"
+        r = run()
+        assert r.returncode == 2 and "usage" in r.stderr, r
+        # the proxy takes what it writes
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("VIVARIUM_")}
+        env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = f
+        r = subprocess.run([PROXY, "-n"], env=env, capture_output=True,
+                           text=True)
+        assert r.returncode == 0 and "(%d listed)" % len(lines()) in r.stdout, r
+
+        watcher = subprocess.Popen(["ip", "netns", "exec", ns, "sh", HOSTS_SH,
+                                    "-w", d], start_new_session=True,
+                                   stderr=subprocess.PIPE)
+
+        def until(cond, what):
+            deadline = time.time() + 5
+            while not cond():
+                assert time.time() < deadline and watcher.poll() is None, \
+                    (what, lines())
+                time.sleep(0.1)
+
+        until(lambda: "203.0.113.5" not in lines(), "the extras dropped")
+        time.sleep(0.5)
+        ip("-n", ns, "addr", "add", "10.77.5.1/24", "dev", "v0")
+        until(lambda: "10.77.5.1" in lines(), "an added address")
+        ip("-n", ns, "addr", "del", "10.77.4.1/24", "dev", "v0")
+        until(lambda: "10.77.4.1" not in lines(), "a removed address")
+    finally:
+        if watcher is not None:
+            os.killpg(watcher.pid, 15)
+            watcher.wait(10)
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
 class Skip(Exception):
     pass
 
