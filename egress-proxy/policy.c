@@ -229,17 +229,27 @@ is_unspecified(const struct sockaddr_storage *ss)
 	return 1;
 }
 
+/* Whether ss lies in one of a list of networks kept under self_lock (the
+ * host's, the proxy's own): the list and its count by address, as a
+ * reading may replace both. */
 static int
-is_host(const struct sockaddr_storage *ss)
+in_nets(struct cidr *const *nets, const size_t *n,
+    const struct sockaddr_storage *ss)
 {
 	size_t	 i;
 	int	 found = 0;
 
 	pthread_rwlock_rdlock(&self_lock);
-	for (i = 0; i < nhostnets && !found; i++)
-		found = cidr_contains(&hostnets[i], ss);
+	for (i = 0; i < *n && !found; i++)
+		found = cidr_contains(&(*nets)[i], ss);
 	pthread_rwlock_unlock(&self_lock);
 	return found;
+}
+
+static int
+is_host(const struct sockaddr_storage *ss)
+{
+	return in_nets(&hostnets, &nhostnets, ss);
 }
 
 static int
@@ -258,14 +268,7 @@ is_self(const struct sockaddr_storage *ss)
 static int
 is_own_net(const struct sockaddr_storage *ss)
 {
-	size_t	 i;
-	int	 found = 0;
-
-	pthread_rwlock_rdlock(&self_lock);
-	for (i = 0; i < nownnets && !found; i++)
-		found = cidr_contains(&ownnets[i], ss);
-	pthread_rwlock_unlock(&self_lock);
-	return found;
+	return in_nets(&ownnets, &nownnets, ss);
 }
 
 static int

@@ -1233,6 +1233,32 @@ def ip(*args):
     subprocess.run(["ip"] + list(args), check=True, capture_output=True)
 
 
+def veth(a, b):
+    """A veth pair between two namespaces, each end given as (namespace,
+    device, addresses), with its addresses (IPv6 ones without duplicate
+    address detection, so they are usable at once), up."""
+    ip("-n", a[0], "link", "add", a[1], "type", "veth", "peer", "name",
+       b[1], "netns", b[0])
+    for ns, dev, addrs in (a, b):
+        for addr in addrs:
+            ip("-n", ns, "addr", "add", addr, "dev", dev,
+               *(["nodad"] if ":" in addr else []))
+        ip("-n", ns, "link", "set", dev, "up")
+
+
+def stop_all(procs):
+    """Terminates the processes, and kills those still there after 10 s."""
+    for p in procs:
+        p.terminate()
+    deadline = time.time() + 10
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 NS_SERVER = r"""
 import socket, sys
 s = socket.socket(socket.AF_INET6)
@@ -1308,25 +1334,13 @@ def t_networks_before_allow(px, **_):
             made.append(ns)
             ip("-n", ns, "link", "set", "lo", "up")
         # alice's network: the proxy and her sandbox
-        ip("-n", P, "link", "add", "a0", "type", "veth", "peer", "name",
-           "a1", "netns", S)
-        ip("-n", P, "addr", "add", "10.77.1.254/24", "dev", "a0")
-        ip("-n", P, "addr", "add", "fd77:1::fe/64", "dev", "a0", "nodad")
-        ip("-n", S, "addr", "add", "10.77.1.2/24", "dev", "a1")
-        ip("-n", S, "addr", "add", "fd77:1::2/64", "dev", "a1", "nodad")
-        ip("-n", P, "link", "set", "a0", "up")
-        ip("-n", S, "link", "set", "a1", "up")
+        veth((P, "a0", ["10.77.1.254/24", "fd77:1::fe/64"]),
+             (S, "a1", ["10.77.1.2/24", "fd77:1::2/64"]))
         # the LAN service, routed: not on a network of the proxy's
-        ip("-n", P, "link", "add", "b0", "type", "veth", "peer", "name",
-           "b1", "netns", O)
-        ip("-n", P, "addr", "add", "10.77.9.1/30", "dev", "b0")
-        ip("-n", P, "addr", "add", "fd77:9::1/64", "dev", "b0", "nodad")
-        ip("-n", O, "addr", "add", "10.77.9.2/30", "dev", "b1")
-        ip("-n", O, "addr", "add", "fd77:9::2/64", "dev", "b1", "nodad")
+        veth((P, "b0", ["10.77.9.1/30", "fd77:9::1/64"]),
+             (O, "b1", ["10.77.9.2/30", "fd77:9::2/64"]))
         ip("-n", O, "addr", "add", "10.78.0.2/32", "dev", "lo")
         ip("-n", O, "addr", "add", "fd78::2/128", "dev", "lo")
-        ip("-n", P, "link", "set", "b0", "up")
-        ip("-n", O, "link", "set", "b1", "up")
         ip("-n", P, "route", "add", "10.78.0.0/16", "via", "10.77.9.2")
         ip("-n", P, "-6", "route", "add", "fd78::/16", "via", "fd77:9::2")
         ip("-n", O, "route", "add", "default", "via", "10.77.9.1")
@@ -1375,23 +1389,12 @@ def t_networks_before_allow(px, **_):
                      ("10.77.9.2", "10.77.9.2")):
             assert res[("get", t)] == own % a, (t, res)
         # bob's network, connected while the proxy runs, asked at once
-        ip("-n", P, "link", "add", "c0", "type", "veth", "peer", "name",
-           "c1", "netns", S2)
-        ip("-n", S2, "addr", "add", "10.77.2.2/24", "dev", "c1")
-        ip("-n", S2, "link", "set", "c1", "up")
-        ip("-n", P, "addr", "add", "10.77.2.254/24", "dev", "c0")
-        ip("-n", P, "link", "set", "c0", "up")
+        veth((P, "c0", ["10.77.2.254/24"]), (S2, "c1", ["10.77.2.2/24"]))
         res = client("get=10.77.2.2", "direct=10.77.2.2")
         assert res[("get", "10.77.2.2")] == own % "10.77.2.2", res
         assert res[("direct", "10.77.2.2")] == "200 bob", res
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_all(procs)
         for ns in made:
             subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
     text = open(os.path.join(TMP, "netns-proxy.log")).read()

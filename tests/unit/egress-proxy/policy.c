@@ -119,19 +119,6 @@ mkaddr(const char *s, uint16_t port, struct sockaddr_storage *ss)
 	}
 }
 
-/* conf.c's add_cidr is static there: the same, for allow(). */
-static int
-add_cidr_for_test(void *arg, const char *s)
-{
-	struct egress_conf *c = arg;
-
-	if (c->nallow == EGRESS_MAX_ALLOW ||
-	    cidr_parse(s, &c->allow[c->nallow]) == -1)
-		return -1;
-	c->nallow++;
-	return 0;
-}
-
 static const char *
 classify(const struct egress_conf *conf, const char *s, uint16_t port)
 {
@@ -300,12 +287,16 @@ fake_interfaces(void)
 	assert_int_equal(self_from(l), 0);
 }
 
+/* The allow list, from a NULL-terminated list of CIDRs. */
 static void
-allow(struct egress_conf *conf, const char *list)
+allow_list(struct egress_conf *conf, const char *const *cidrs)
 {
-	conf->nallow = 0;
-	assert_int_equal(config_list_each(list, conf, add_cidr_for_test), 0);
+	for (conf->nallow = 0; cidrs[conf->nallow] != NULL; conf->nallow++)
+		assert_int_equal(cidr_parse(cidrs[conf->nallow],
+		    &conf->allow[conf->nallow]), 0);
 }
+#define allow(conf, ...) \
+	allow_list((conf), (const char *const[]){ __VA_ARGS__, NULL })
 
 /*
  * The networks the proxy is on are refused before allow_cidrs is read:
@@ -328,8 +319,8 @@ test_own_networks_before_allow(void **state)
 
 	conf_defaults(&conf);
 	fake_interfaces();
-	allow(&conf, "10.0.0.0/8, 192.168.0.0/16, fd00::/8, fe80::/10, "
-	    "0.0.0.0/0, ::/0");
+	allow(&conf, "10.0.0.0/8", "192.168.0.0/16", "fd00::/8", "fe80::/10",
+	    "0.0.0.0/0", "::/0");
 	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
 		const char *why = classify(&conf, own[i], 443);
 
@@ -381,7 +372,7 @@ test_loopback_only_by_name(void **state)
 
 	conf_defaults(&conf);
 	fake_interfaces();
-	allow(&conf, "0.0.0.0/0, ::/0, 120.0.0.0/5");
+	allow(&conf, "0.0.0.0/0", "::/0", "120.0.0.0/5");
 	assert_string_equal(classify(&conf, "127.0.0.1", 80),
 	    "loopback 127.0.0.0/8");
 	assert_string_equal(classify(&conf, "127.0.0.2", 80),
@@ -390,7 +381,7 @@ test_loopback_only_by_name(void **state)
 	assert_string_equal(classify(&conf, "::ffff:127.0.0.1", 80),
 	    "loopback 127.0.0.0/8");
 	assert_null(classify(&conf, "8.8.8.8", 80));
-	allow(&conf, "127.0.0.0/8, ::1");
+	allow(&conf, "127.0.0.0/8", "::1");
 	assert_null(classify(&conf, "127.0.0.1", 80));
 	assert_null(classify(&conf, "127.0.0.2", 80));
 	assert_null(classify(&conf, "::1", 80));
@@ -440,7 +431,7 @@ test_real_interfaces(void **state)
 	int		 seen = 0;
 
 	conf_defaults(&conf);
-	allow(&conf, "0.0.0.0/0, ::/0");
+	allow(&conf, "0.0.0.0/0", "::/0");
 	assert_int_equal(policy_refresh_self(), 0);
 	assert_int_equal(getifaddrs(&ifa), 0);
 	for (i = ifa; i != NULL; i = i->ifa_next) {
