@@ -357,6 +357,35 @@ unwrap_v4(struct sockaddr_storage *ss, struct sockaddr_storage *v4out)
 
 static void self_fresh(void);
 
+/*
+ * An address in the NAT64 well-known prefix 64:ff9b::/96 (RFC 6052)
+ * reaches, through a translator, the IPv4 address in its last 32 bits.
+ * IPv6-only networks (a cluster's) reach IPv4-only sites that way, and an
+ * operator may open the prefix in allow_cidrs for it; the IPv4 address
+ * behind it is then held to every rule as well, so that the prefix is no
+ * way around them.  NULL when ss is no such address or its IPv4 passes.
+ * (The local-use prefix 64:ff9b:1::/48 may embed the address anywhere:
+ * opening it opens what it translates to.)
+ */
+static const char *
+nat64_check(const struct egress_conf *conf, const struct sockaddr_storage *ss,
+    uint16_t port)
+{
+	static const uint8_t wkp[12] = { 0, 0x64, 0xff, 0x9b };
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_storage v4;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&v4;
+
+	if (ss->ss_family != AF_INET6 ||
+	    memcmp(s6->sin6_addr.s6_addr, wkp, sizeof(wkp)) != 0)
+		return NULL;
+	memset(&v4, 0, sizeof(v4));
+	s4->sin_family = AF_INET;
+	s4->sin_port = s6->sin6_port;
+	memcpy(&s4->sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+	return policy_classify(conf, &v4, port);
+}
+
 const char *
 policy_classify(const struct egress_conf *conf, struct sockaddr_storage *ss,
     uint16_t port)
@@ -389,7 +418,8 @@ policy_classify(const struct egress_conf *conf, struct sockaddr_storage *ss,
 	for (i = 0; i < (size_t)conf->nallow; i++)
 		if (allow_opens(&conf->allow[i], chk))
 			return kind == 2 ?
-			    "IPv4-compatible IPv6 address ::/96" : NULL;
+			    "IPv4-compatible IPv6 address ::/96" :
+			    nat64_check(conf, chk, port);
 	b = sa_bytes(chk, &n);
 	for (i = 0; i < sizeof(deny) / sizeof(deny[0]); i++)
 		if (deny[i].family == chk->ss_family &&

@@ -12,7 +12,8 @@
  * address the host file lists is refused, allow list or not; so is every
  * address on a network of this machine's interfaces (the proxy's own
  * networks: its sandbox networks when it runs in its container), and
- * loopback is opened only by an allow-list entry inside loopback.
+ * loopback is opened only by an allow-list entry inside loopback; an
+ * opened NAT64 address (64:ff9b::/96) is held to the IPv4 rules too.
  */
 #include <sys/socket.h>
 #include <arpa/inet.h>
@@ -217,6 +218,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (on_own_net(a, fam))
 		abort();
+	/* NAT64 64:ff9b::/96 opened: the IPv4 behind it holds to the rules
+	 * (the one allow entry is IPv6, so it opens nothing IPv4). */
+	if (fam == AF_INET6 && in_net(a, AF_INET6, "64:ff9b::", 96)) {
+		for (i = 0; i < (int)(sizeof(never) / sizeof(never[0])); i++)
+			if (never[i].fam == AF_INET &&
+			    in_net(a + 12, AF_INET, never[i].net, never[i].plen))
+				abort();
+		if (on_own_net(a + 12, AF_INET))
+			abort();
+	}
 	if ((fam == AF_INET ? a[0] == 127 : in_net(a, AF_INET6, "::1", 128)) &&
 	    (conf.nallow == 0 || (fam == AF_INET ? conf.allow[0].plen < 8 :
 	    conf.allow[0].plen < 128)))

@@ -391,6 +391,37 @@ test_loopback_only_by_name(void **state)
 	policy_free();
 }
 
+/*
+ * IPv6-only networks reach IPv4 sites through NAT64: an operator who opens
+ * 64:ff9b::/96 opens the public IPv4 addresses behind it, and nothing the
+ * IPv4 rules refuse.
+ */
+static void
+test_nat64_opened(void **state)
+{
+	struct egress_conf conf;
+
+	conf_defaults(&conf);
+	fake_interfaces();
+	assert_string_equal(classify(&conf, "64:ff9b::808:808", 443),
+	    "NAT64 64:ff9b::/96");
+	allow(&conf, "64:ff9b::/96");
+	assert_null(classify(&conf, "64:ff9b::808:808", 443));	/* 8.8.8.8 */
+	assert_string_equal(classify(&conf, "64:ff9b::a59:307", 443),
+	    "a network the proxy is on (a sandbox's, or its own)");
+	assert_string_equal(classify(&conf, "64:ff9b::7f00:1", 443),
+	    "loopback 127.0.0.0/8");
+	assert_string_equal(classify(&conf, "64:ff9b::a9fe:a9fe", 443),
+	    "link-local 169.254.0.0/16");
+	assert_string_equal(classify(&conf, "64:ff9b::a01:203", 443),
+	    "private 10.0.0.0/8");
+	/* the IPv4 allow list applies to what is behind it */
+	allow(&conf, "64:ff9b::/96", "10.0.0.0/8");
+	assert_null(classify(&conf, "64:ff9b::a01:203", 443));
+	assert_non_null(classify(&conf, "64:ff9b::a59:307", 443));
+	policy_free();
+}
+
 /* The proxy never dials its own listener, whatever the allow list says. */
 static void
 test_own_addresses(void **state)
@@ -691,6 +722,7 @@ main(void)
 		cmocka_unit_test(test_allow_list),
 		cmocka_unit_test(test_own_networks_before_allow),
 		cmocka_unit_test(test_loopback_only_by_name),
+		cmocka_unit_test(test_nat64_opened),
 		cmocka_unit_test(test_own_addresses),
 		cmocka_unit_test(test_real_interfaces),
 		cmocka_unit_test(test_host_addresses),
