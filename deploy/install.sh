@@ -3,7 +3,9 @@
 #
 # What goes where (root; a user's own install in parentheses):
 #   $BINDIR          /usr/local/bin (~/.local/bin): vivarium-supervisor,
-#                    vivariumctl, vivarium-agent, vivarium-egress, and
+#                    vivariumctl, vivarium-agent, vivarium-egress,
+#                    vivarium-egress-hosts (egress-proxy/hosts.sh: the host's
+#                    addresses, which the proxy refuses and needs) and
 #                    vivarium-smoke (supervisor/smoke.sh)
 #   $LIBDIR/vivarium/python   the runner and vivarium_charts, which the
 #                    installed vivarium-agent finds there on its own
@@ -11,7 +13,9 @@
 #   $DATADIR/vivarium/examples    supervisor, egress and LibreChat examples
 #   $DATADIR/vivarium/quadlet     the quadlets (deploy/quadlet/)
 #   $UNITDIR         /usr/local/lib/systemd/system (~/.config/systemd/user):
-#                    vivarium-supervisor.service, naming the paths above
+#                    vivarium-supervisor.service, naming the paths above,
+#                    and vivarium-egress-hosts.service, which keeps the egress
+#                    quadlet's list of the host's addresses current
 #   $CONFDIR         /etc/vivarium (~/.config/vivarium): supervisor.yaml and
 #                    egress.yaml from the examples, with this install's
 #                    paths, and the token (32 random bytes, mode 0600); all
@@ -83,6 +87,7 @@ do_install() {
 		install -m 0755 "$BIN/$p" "$D$BINDIR/$p"
 	done
 	install -m 0755 supervisor/smoke.sh "$D$BINDIR/vivarium-smoke"
+	install -m 0755 egress-proxy/hosts.sh "$D$BINDIR/vivarium-egress-hosts"
 	# The runner's package as the image has it, without caches.
 	rm -rf "$D$LIBDIR/vivarium/python/vivarium" "$D$LIBDIR/vivarium/python/vivarium_charts"
 	for pkg in vivarium vivarium_charts; do
@@ -96,8 +101,10 @@ do_install() {
 			paths "$f" >"$D$DATADIR/vivarium/quadlet/${f##*/}"
 		done
 	fi
-	paths deploy/vivarium-supervisor.service >"$D$UNITDIR/vivarium-supervisor.service"
-	chmod 0644 "$D$UNITDIR/vivarium-supervisor.service"
+	for u in vivarium-supervisor.service vivarium-egress-hosts.service; do
+		paths "deploy/$u" >"$D$UNITDIR/$u"
+		chmod 0644 "$D$UNITDIR/$u"
+	done
 	say "installed the programs in $BINDIR, the unit in $UNITDIR"
 
 	install -d -m 0755 "$D$CONFDIR"
@@ -119,11 +126,12 @@ do_install() {
 }
 
 do_uninstall() {
-	for p in $PROGS vivarium-smoke; do
+	for p in $PROGS vivarium-smoke vivarium-egress-hosts; do
 		rm -f "$D$BINDIR/$p"
 	done
 	rm -rf "$D$LIBDIR/vivarium" "$D$DATADIR/vivarium"
-	rm -f "$D$UNITDIR/vivarium-supervisor.service"
+	rm -f "$D$UNITDIR/vivarium-supervisor.service" \
+	    "$D$UNITDIR/vivarium-egress-hosts.service"
 	if [ "${PURGE:-0}" = 1 ]; then
 		rm -rf "$D$CONFDIR"
 		say "removed $CONFDIR"

@@ -69,16 +69,21 @@ conf_release(struct egress_conf *c)
 	c->host_addresses = NULL;
 }
 
+/* An absolute path, or "none": the proxy runs without the list only when
+ * told so in words (conf_load). */
 static int
 set_host_addresses(void *arg, const char *path)
 {
 	struct egress_conf *c = arg;
-	char		*p;
+	char		*p = NULL;
 
-	if (path[0] != '/' || (p = strdup(path)) == NULL)
+	c->host_addresses_given = 1;
+	if (strcmp(path, "none") != 0 &&
+	    (path[0] != '/' || (p = strdup(path)) == NULL))
 		return -1;
 	free(c->host_addresses);
 	c->host_addresses = p;
+	c->host_addresses_none = p == NULL;
 	return 0;
 }
 
@@ -217,7 +222,7 @@ static const struct conf_key conf_keys[] = {
 	    cidrs_reset, "an address block with no host bits (e.g. "
 	    "10.0.0.0/8 or fd00::/8; up to " STR(EGRESS_MAX_ALLOW) " of them)"),
 	CONF_PARSED("host_addresses", "VIVARIUM_EGRESS_HOST_ADDRESSES",
-	    set_host_addresses, "an absolute path"),
+	    set_host_addresses, "an absolute path or none"),
 	CONF_SECTION_OF("timeouts", 0, timeout_keys),
 	CONF_SECTION_OF("limits", 0, limit_keys),
 	V("resolver_threads", "VIVARIUM_EGRESS_RESOLVER_THREADS", CONF_LONG,
@@ -234,5 +239,14 @@ conf_load(struct egress_conf *c, const char *path, struct confdiag *d)
 		add_listen(c, "0.0.0.0:3128");
 	if (c->nports == 0)
 		confdiag_add(d, 0, "allow_ports: at least one port is needed");
+	/* Fail closed: a proxy in a container cannot see the host's
+	 * addresses, and without the list it would dial them. */
+	if (!c->host_addresses_given)
+		confdiag_add(d, 0, "host_addresses is not set: the proxy refuses "
+		    "the host's own addresses only from that list; name a file "
+		    "of them (one address or CIDR a line, written by "
+		    "vivarium-egress-hosts or egress-proxy/container.sh), or set "
+		    "host_addresses: none (VIVARIUM_EGRESS_HOST_ADDRESSES=none) "
+		    "to run without one (docs/egress.md)");
 	return d->count > 0 ? -1 : 0;
 }

@@ -19,8 +19,9 @@
 #     where the supervisor put it), at the same addresses;
 #   - writes the host's own addresses (every interface's, from `ip addr`,
 #     plus $VIVARIUM_EGRESS_HOST_EXTRA) to $VIVARIUM_EGRESS_HOST_DIR/
-#     host-addresses, which the container reads (bind-mounted read-only)
-#     and refuses as targets, re-reading it whenever it changes;
+#     host-addresses with egress-proxy/hosts.sh, which the container reads
+#     (bind-mounted read-only) and refuses as targets, re-reading it
+#     whenever it changes; the proxy does not start without it;
 #   - before it makes a container, checks the configuration with the
 #     proxy's own -n in a one-off container (no network, removed at once),
 #     so a configuration the proxy refuses fails here with its words and
@@ -292,25 +293,13 @@ wait_ready() {
 
 # The host's addresses, one a line, for the proxy to refuse: in its
 # container it sees only its own interfaces, yet the host answers on every
-# address it has (its public one included).  Written aside and renamed, so
-# the proxy never reads half a file; the directory is what is mounted, so
-# the container sees each new file.
+# address it has (its public one included).  egress-proxy/hosts.sh (the
+# installed vivarium-egress-hosts) writes it aside and renames it, so the
+# proxy never reads half a file; the directory is what is mounted, so the
+# container sees each new file.  The proxy does not start without it.
 write_host_addrs() {
-	command -v ip >/dev/null 2>&1 || die "no ip(8) on this host: cannot list its addresses"
-	mkdir -p "$HOSTDIR"
-	chmod 0755 "$HOSTDIR"
-	tmp=$HOSTDIR/.host-addresses.$$
-	{
-		echo "# the host's addresses, written by egress-proxy/container.sh"
-		ip -o addr show | awk '{ sub("/.*", "", $4); print $4 }'
-		printf '%s\n' "$HOSTEXTRA" | tr ',' '\n' | sed 's/^ *//; s/ *$//; /^$/d'
-	} >"$tmp" || { rm -f "$tmp"; die "could not write $tmp"; }
-	chmod 0644 "$tmp"
-	if cmp -s "$tmp" "$HOSTDIR/host-addresses"; then
-		rm -f "$tmp"	# unchanged: the proxy need not re-read it
-	else
-		mv -f "$tmp" "$HOSTDIR/host-addresses"
-	fi
+	VIVARIUM_EGRESS_HOST_EXTRA=$HOSTEXTRA egress-proxy/hosts.sh "$HOSTDIR" ||
+	    die "could not write the host's addresses to $HOSTDIR/host-addresses"
 }
 
 cmd_ensure() {

@@ -50,6 +50,8 @@ struct egress_conf {
 	long		 resolver_threads;
 	long		 workers;		/* event loop threads */
 	char		*host_addresses;	/* owned: file of the host's addresses */
+	int		 host_addresses_none;	/* "none": runs without that file */
+	int		 host_addresses_given;	/* even if wrongly (said once) */
 	int		 verbose;
 };
 
@@ -73,14 +75,22 @@ int	conf_parse_ports(const char *, struct egress_conf *);
  */
 const char *policy_classify(const struct egress_conf *,
 	    struct sockaddr_storage *ss, uint16_t port);
-/* Learn the proxy's own addresses (interfaces and listeners).  Call at
- * start and now and then; 0 or -1. */
+/* Learn the proxy's own addresses and networks (its interfaces); 0 or
+ * -1. */
 int	policy_refresh_self(void);
+/* Reads them, and has the classifier read them again whenever the kernel
+ * tells of an address change; 0 or -1 (errno) when it cannot listen. */
+int	policy_watch_self(void);
 void	policy_add_listener(const struct sockaddr_storage *);
-/* The file listing the host's addresses (host_addresses), or NULL; read by
- * policy_refresh_host, at start and then every few seconds if changed. */
+/* The file listing the host's addresses (host_addresses): read at start
+ * by policy_open_host, which fails (why in err) when the file is missing,
+ * unreadable or lists nothing; then by policy_refresh_host every few
+ * seconds, when it changed.  policy_set_host_file only names it (NULL:
+ * none). */
+int	policy_open_host(const char *path, char *err, size_t errsz);
 void	policy_set_host_file(const char *);
 int	policy_refresh_host(void);
+size_t	policy_host_count(void);
 void	policy_free(void);
 int	policy_port_allowed(const struct egress_conf *, uint16_t);
 /* Formats the address (no port) into out; returns out. */

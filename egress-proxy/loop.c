@@ -30,7 +30,7 @@
 #include "banned.h"
 
 #define TICK_MS		100
-#define SELF_REFRESH_MS	30000
+#define SELF_REFRESH_MS	30000	/* a backstop: address changes are followed (policy.c) */
 #define HOST_REFRESH_MS	2000	/* a stat(2) of the host address file */
 #define BACKOFF_MS	200	/* listeners rest this long when out of fds */
 #define CC_BUCKETS	1024
@@ -440,9 +440,14 @@ loop_run(const struct egress_conf *conf)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 
-	policy_refresh_self();
-	policy_set_host_file(conf->host_addresses);
-	policy_refresh_host();
+	/* The host file was read by main (policy_open_host). */
+	if (policy_watch_self() == -1) {
+		log_warn("cannot follow the proxy's own addresses (netlink)");
+		return -1;
+	}
+	if (conf->host_addresses == NULL)
+		log_warnx("host_addresses: none: the host's addresses are not "
+		    "refused, only the proxy's own and its networks'");
 	for (i = 0; i < conf->nlisten; i++)
 		if (listen_on(conf->listen[i]) == -1)
 			return -1;

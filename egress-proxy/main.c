@@ -38,8 +38,38 @@ usage(FILE *f)
 "Environment (overrides the file): VIVARIUM_EGRESS_LISTEN, _PORTS,\n"
 "_ALLOW_CIDRS (comma-separated lists), _HEADER_TIMEOUT, _CONNECT_TIMEOUT,\n"
 "_IDLE_TIMEOUT (seconds), _MAX_CONNECTIONS, _MAX_PER_CLIENT,\n"
-"_MAX_HEADER_BYTES, _RESOLVER_THREADS, _WORKERS, _VERBOSE, _HOST_ADDRESSES\n"
-"(a file of the host's addresses, always refused).  See docs/egress.md.\n");
+"_MAX_HEADER_BYTES, _RESOLVER_THREADS, _WORKERS, _VERBOSE, _HOST_ADDRESSES.\n"
+"\n"
+"host_addresses (required): a file of the host's addresses, one address or\n"
+"CIDR a line, always refused (a proxy in a container cannot see them);\n"
+"vivarium-egress-hosts DIR writes DIR/host-addresses.  Without the file\n"
+"the proxy does not start, unless host_addresses is none.  See\n"
+"docs/egress.md.\n");
+}
+
+/*
+ * Reads the host address file once, for -n and before serving: a proxy
+ * whose list is missing would dial the host, so it does not run.
+ */
+static int
+host_check(const struct egress_conf *c)
+{
+	char	 err[256];
+
+	if (c->host_addresses == NULL)
+		return 0;	/* none, said so */
+	if (policy_open_host(c->host_addresses, err, sizeof(err)) == 0)
+		return 0;
+	fprintf(stderr,
+"vivarium-egress: host_addresses %s: %s\n"
+"  The proxy refuses every address listed there (the host's own, which it\n"
+"  cannot see from a container) and does not run without the list.  Write\n"
+"  it, one address or CIDR a line (vivarium-egress-hosts DIR writes\n"
+"  DIR/host-addresses from the host's interfaces; egress-proxy/container.sh\n"
+"  does for make run), or set host_addresses: none\n"
+"  (VIVARIUM_EGRESS_HOST_ADDRESSES=none) to run without one.\n",
+	    c->host_addresses, err);
+	return -1;
 }
 
 static void
@@ -74,8 +104,12 @@ conf_print(const struct egress_conf *c)
 	    c->max_conns, c->max_per_client, c->max_header_bytes);
 	printf("resolver_threads %ld\nworkers %ld\n", c->resolver_threads,
 	    c->workers);
-	printf("host_addresses %s\n", c->host_addresses != NULL ?
-	    c->host_addresses : "-");
+	if (c->host_addresses != NULL)
+		printf("host_addresses %s (%zu listed)\n", c->host_addresses,
+		    policy_host_count());
+	else
+		printf("host_addresses none (the host's addresses are not "
+		    "refused)\n");
 }
 
 int
@@ -126,14 +160,22 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	confdiag_release(&diag);
+	if (host_check(&conf) == -1) {
+		fprintf(stderr, "vivarium-egress: 1 configuration error(s)\n");
+		policy_free();
+		conf_release(&conf);
+		return 1;
+	}
 	if (check) {
 		conf_print(&conf);
 		printf("configuration OK\n");
+		policy_free();
 		conf_release(&conf);
 		return 0;
 	}
 	log_setverbose(verbose || conf.verbose);
 	rc = loop_run(&conf);
+	policy_free();		/* again, for the ways out of loop_run */
 	conf_release(&conf);
 	return rc == 0 ? 0 : 1;
 }

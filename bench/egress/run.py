@@ -322,7 +322,14 @@ def main():
     # vivarium-egress: release build, loopback allowed for the bench only.
     # It logs its one line per connection to a file, as in production.
     vport = free_port()
+    # It needs a host address list; on the host its own addresses are the
+    # host's, so one address nothing dials does (a file, not "none",
+    # which a BASELINE from before the list was required refuses).
+    hosts = os.path.join(TMP, "host-addresses")
+    with open(hosts, "w") as f:
+        f.write("192.0.2.1\n")
     env = dict(os.environ,
+               VIVARIUM_EGRESS_HOST_ADDRESSES=hosts,
                VIVARIUM_EGRESS_LISTEN="127.0.0.1:%d" % vport,
                VIVARIUM_EGRESS_PORTS="%d,%d" % origins[1][:2],
                VIVARIUM_EGRESS_ALLOW_CIDRS="127.0.0.0/8",

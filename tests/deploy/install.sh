@@ -33,7 +33,7 @@ MAKE="$MAKE VERSION=$V"
 $MAKE --no-print-directory install DESTDIR="$S" >"$D/log" 2>&1 ||
     t_fail "make install DESTDIR=..." "$(cat "$D/log")"
 for f in bin/vivarium-supervisor bin/vivariumctl bin/vivarium-agent \
-    bin/vivarium-egress bin/vivarium-smoke; do
+    bin/vivarium-egress bin/vivarium-egress-hosts bin/vivarium-smoke; do
 	t_check "installs $f, executable" test -x "$S/usr/local/$f"
 done
 for f in lib/vivarium/python/vivarium/_runner.py \
@@ -43,7 +43,8 @@ for f in lib/vivarium/python/vivarium/_runner.py \
     share/vivarium/examples/supervisor.yaml.example \
     share/vivarium/examples/librechat.yaml.example \
     share/vivarium/examples/egress.yaml.example \
-    lib/systemd/system/vivarium-supervisor.service; do
+    lib/systemd/system/vivarium-supervisor.service \
+    lib/systemd/system/vivarium-egress-hosts.service; do
 	t_check "installs $f" test -f "$S/usr/local/$f"
 done
 unit=$S/usr/local/lib/systemd/system/vivarium-supervisor.service
@@ -57,8 +58,16 @@ t_grep "the config names this version's image" \
 t_check "the token is 64 hex digits, mode 0600" sh -c "
     test \"\$(stat -c %a '$S/etc/vivarium/token')\" = 600 &&
     grep -qx '[0-9a-f]\{64\}' '$S/etc/vivarium/token'"
-t_check "the egress config passes vivarium-egress -n" \
+# The proxy does not run without the host's addresses: the installed
+# writer makes the list, which the config names at its container path.
+t_check "the installed vivarium-egress-hosts lists the host's addresses" \
+    sh -c '"$1" "$2" && grep -qx 127.0.0.1 "$2/host-addresses"' - \
+    "$S/usr/local/bin/vivarium-egress-hosts" "$D/hosts"
+t_check "the egress config passes vivarium-egress -n with that list" \
+    env VIVARIUM_EGRESS_HOST_ADDRESSES="$D/hosts/host-addresses" \
     "$S/usr/local/bin/vivarium-egress" -n -f "$S/etc/vivarium/egress.yaml"
+t_check "... and not without it" sh -c '! "$1" -n -f "$2" 2>/dev/null' - \
+    "$S/usr/local/bin/vivarium-egress" "$S/etc/vivarium/egress.yaml"
 # The installed config, as the installed system would read it: its
 # /etc/vivarium paths point into the staging tree.
 sed "s|/etc/vivarium/|$S/etc/vivarium/|" "$S/etc/vivarium/supervisor.yaml" >"$D/chroot.yaml"

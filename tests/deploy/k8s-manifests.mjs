@@ -267,10 +267,21 @@ checks['vivarium-supervisor -n accepts the ConfigMap as the Pod runs it'] = (m) 
   return r.code === 0 && /configuration OK/.test(r.out) ? [] : [`exit ${r.code}: ${r.out}`];
 };
 
+// The proxy does not start without its host_addresses file: the
+// ConfigMap vivarium-egress-hosts, mounted where egress.yaml names it.
 checks['vivarium-egress -n accepts its ConfigMap'] = (m) => {
+  const text = need(m, 'ConfigMap', 'vivarium-egress').data['egress.yaml'];
   const f = join(TMP, 'egress.yaml');
-  writeFileSync(f, need(m, 'ConfigMap', 'vivarium-egress').data['egress.yaml']);
-  const r = run(join(BIN, 'vivarium-egress'), ['-n', '-f', f]);
+  writeFileSync(f, text);
+  const hf = YAML.parse(text).host_addresses;
+  const ps = need(m, 'Deployment', 'vivarium-egress').spec.template.spec;
+  const vol = (ps.volumes || []).find((v) => v.configMap?.name === 'vivarium-egress-hosts');
+  const mnt = vol && ps.containers[0].volumeMounts.find((x) => x.name === vol.name);
+  if (!mnt || mnt.subPath || `${mnt.mountPath}/host-addresses` !== hf)
+    return [`host_addresses ${hf} is not the ConfigMap vivarium-egress-hosts mounted (whole, no subPath)`];
+  const h = join(TMP, 'host-addresses');
+  writeFileSync(h, need(m, 'ConfigMap', 'vivarium-egress-hosts').data['host-addresses'] || '');
+  const r = run(join(BIN, 'vivarium-egress'), ['-n', '-f', f], { VIVARIUM_EGRESS_HOST_ADDRESSES: h });
   return r.code === 0 && /configuration OK/.test(r.out) ? [] : [`exit ${r.code}: ${r.out}`];
 };
 
@@ -628,6 +639,10 @@ const MUTANTS = [
     (m) => { pod(m, 'vivarium-supervisor').containers[0].env = []; }],
   ['a bad listen address for the proxy', 'vivarium-egress -n accepts its ConfigMap',
     (m) => { const cm = need(m, 'ConfigMap', 'vivarium-egress'); cm.data['egress.yaml'] = cm.data['egress.yaml'].replace('0.0.0.0:3128', 'proxy:3128'); }],
+  ['the proxy\'s host list emptied', 'vivarium-egress -n accepts its ConfigMap',
+    (m) => { need(m, 'ConfigMap', 'vivarium-egress-hosts').data['host-addresses'] = '# nothing\n'; }],
+  ['the host list mounted by subPath (never updated)', 'vivarium-egress -n accepts its ConfigMap',
+    (m) => { const c = pod(m, 'vivarium-egress').containers[0]; const v = c.volumeMounts.find((x) => x.name === 'hosts'); v.mountPath += '/host-addresses'; v.subPath = 'host-addresses'; }],
   ['a usable token as the placeholder', 'the Secret placeholders are refused by the supervisor',
     (m) => { need(m, 'Secret', 'vivarium-token').stringData.token = 'x'.repeat(32); }],
   ['watch taken from the Role', 'the Role allows exactly the backend\'s calls',

@@ -11,7 +11,9 @@
 #     internal network the proxy is connected to (as the supervisor connects
 #     it to each user's network), because the test allows the origin's
 #     subnet; the client cannot reach it directly; private addresses not
-#     allowed (the client's own, loopback) get 403.
+#     allowed (the client's own, loopback) get 403, and so does another
+#     user's sandbox on a network the proxy is on, though allow_cidrs
+#     holds the whole pool of test networks.
 # Every target is a container this test starts, or loopback.  Everything is
 # named uniquely and removed at exit.
 set -eu
@@ -50,6 +52,8 @@ EG=$VIVARIUM_EGRESS_CONTAINER
 ORIGIN=vivtest-origin-$tag
 ORIGIN_NET=vivtest-origin-$tag
 INNER_NET=vivtest-inner-$tag
+OTHER_NET=vivtest-other-$tag
+OTHER=vivtest-other-$tag
 BAD_NET=vivtest-badnet-$tag
 ALT_IMAGE=localhost/vivtest-egress-alt:$tag
 
@@ -72,6 +76,7 @@ ensure() { egress-proxy/container.sh >"$VP_SVC_DIR/ensure.log" 2>&1; }
 
 net "$ORIGIN_NET" "vto$tag" false
 net "$INNER_NET" "vti$tag" true
+net "$OTHER_NET" "vtj$tag" true
 net "$BAD_NET" "vtb$tag" true
 vp_on_exit "egress-proxy/container.sh remove"
 
@@ -145,13 +150,22 @@ vpodman run -d --name "$ORIGIN" --network "$ORIGIN_NET" --image-volume ignore \
     --cap-drop ALL --read-only --entrypoint sh "$IMAGE" -c \
     "mkdir -p /tmp/www && echo hello-$tag >/tmp/www/hello.txt &&
      exec python3 -m http.server --bind 0.0.0.0 --directory /tmp/www 8000" >/dev/null
+# Another user's sandbox, on a network the proxy will be connected to.
+vp_on_exit "vpodman rm -f -t 0 $OTHER"
+vpodman run -d --name "$OTHER" --network "$OTHER_NET" --image-volume ignore \
+    --cap-drop ALL --read-only --entrypoint sh "$IMAGE" -c \
+    "mkdir -p /tmp/www && echo other-$tag >/tmp/www/hello.txt &&
+     exec python3 -m http.server --bind 0.0.0.0 --directory /tmp/www 8000" >/dev/null
+other_ip=$(ip_on "$OTHER" "$OTHER_NET")
 origin_ip=$(ip_on "$ORIGIN" "$ORIGIN_NET")
 origin_subnet=$(vpodman network inspect --format '{{range .Subnets}}{{.Subnet}}{{end}}' "$ORIGIN_NET")
 echo "# origin $origin_ip:8000 on $origin_subnet"
 
 # ---------------------------------------------------------------- the container
 export VIVARIUM_EGRESS_PORTS=80,443,8000
-export VIVARIUM_EGRESS_ALLOW_CIDRS="$origin_subnet"
+# The origin's subnet and, as an operator who opens "the LAN" might, the
+# whole pool every test network is made from, the users' networks too.
+export VIVARIUM_EGRESS_ALLOW_CIDRS="$origin_subnet,$VP_SUBNET_POOL"
 t0=$(date +%s%N)
 if ensure; then
 	ok "container.sh made $EG in $(( ($(date +%s%N) - t0) / 1000000 )) ms (after a refused one)"
@@ -199,6 +213,7 @@ check "a stopped one is started again, not replaced" \
 
 # ---------------------------------------------------------------- through the proxy
 vpodman network connect "$INNER_NET" "$EG"
+vpodman network connect "$OTHER_NET" "$EG"
 proxy_ip=$(ip_on "$EG" "$INNER_NET")
 echo "# proxy $proxy_ip:3128 on $INNER_NET"
 client() {
@@ -213,7 +228,8 @@ res=$(client "get=get:$origin_ip:8000" "connect=connect:$origin_ip:8000" \
     "hostgw=get:$origin_gw:8000" \
     "direct=direct:$origin_ip:8000" "self=get:SELF:8000" \
     "loop=get:127.0.0.1:8000" "port=get:$origin_ip:8001" \
-    "selfconnect=connect:SELF:8000" 2>&1) || :
+    "selfconnect=connect:SELF:8000" "other=get:$other_ip:8000" \
+    "otherconnect=connect:$other_ip:8000" 2>&1) || :
 echo "$res" | sed 's/^/# /'
 line() { echo "$res" | sed -n "s/^$1 //p"; }
 check "GET through the proxy reaches the allowed origin ($(line get))" test "$(line get)" = "200 hello-$tag"
@@ -225,6 +241,12 @@ check "CONNECT to it gets 403 ($(line selfconnect))" \
     sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line selfconnect)"
 check "the host's address gets 403 even inside allow_cidrs ($(line hostgw))" \
     sh -c 'case "$1" in "403 "*"proxy'"'"'s host"*) ;; *) exit 1 ;; esac' - "$(line hostgw)"
+# allow_cidrs holds the other user's network, but the proxy is on it: a
+# sandbox network, refused before allow_cidrs is read.
+check "another user's sandbox gets 403 though allow_cidrs holds it ($(line other))" \
+    sh -c 'case "$1" in "403 "*"network the proxy is on"*) ;; *) exit 1 ;; esac' - "$(line other)"
+check "... CONNECT too ($(line otherconnect))" \
+    sh -c 'case "$1" in "403 "*"network the proxy is on"*) ;; *) exit 1 ;; esac' - "$(line otherconnect)"
 check "loopback gets 403 ($(line loop))" sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line loop)"
 check "a port not allowed gets 403 ($(line port))" sh -c 'case "$1" in "403 "*) ;; *) exit 1 ;; esac' - "$(line port)"
 # An address the host gains while the proxy runs: container.sh host-addrs

@@ -194,6 +194,9 @@ class Proxy:
             "VIVARIUM_EGRESS_PORTS": ",".join(str(p) for p in ports),
             "VIVARIUM_EGRESS_HEADER_TIMEOUT": "2",
             "VIVARIUM_EGRESS_CONNECT_TIMEOUT": "2",
+            # On the host the proxy sees the host's interfaces as its
+            # own; a test that needs the file names one.
+            "VIVARIUM_EGRESS_HOST_ADDRESSES": "none",
             "ASAN_OPTIONS": "detect_leaks=1",
         })
         if allow:
@@ -1144,7 +1147,7 @@ def t_config_check(px, **_):
     good = os.path.join(TMP, "good.yaml")
     bad = os.path.join(TMP, "bad.yaml")
     open(good, "w").write("listen: 127.0.0.1:3128\nallow_ports: [443]\n"
-                          "allow_cidrs: [127.0.0.0/8]\n")
+                          "allow_cidrs: [127.0.0.0/8]\nhost_addresses: none\n")
     open(bad, "w").write("allow_ports: [443, 99999]\ntimeouts:\n  header: x\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIVARIUM_")}
     r = subprocess.run([PROXY, "-n", "-f", good], env=env, capture_output=True,
@@ -1159,6 +1162,7 @@ def t_config_check(px, **_):
                        text=True)
     assert r.returncode == 1 and "VIVARIUM_EGRESS_IDLE_TIMEOUT" in r.stderr, r
     del env["VIVARIUM_EGRESS_IDLE_TIMEOUT"]
+    env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = "none"
     # -n checks what start-up checks: a listener must be an address and a
     # port, as the proxy binds it without a lookup.
     for listen in ("nonsense:xyz", "localhost:3128", "127.0.0.1:0", "[]:3128"):
@@ -1173,6 +1177,310 @@ def t_config_check(px, **_):
     del env["VIVARIUM_EGRESS_LISTEN"]
     r = subprocess.run([PROXY, "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "usage:" in r.stdout
+
+
+HOST_ADVICE = ("host_addresses: none", "VIVARIUM_EGRESS_HOST_ADDRESSES=none",
+               "vivarium-egress-hosts")
+
+
+def t_host_file_required(px, **_):
+    """Fail closed: without a readable list of the host's addresses the
+    proxy neither passes -n nor starts, and says how to write the list and
+    how to run without one; none, said in words, runs without it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIVARIUM_")}
+    port = free_port()
+    env["VIVARIUM_EGRESS_LISTEN"] = "127.0.0.1:%d" % port
+    empty = os.path.join(TMP, "no-host-addrs")
+    with open(empty, "w") as f:
+        f.write("# written by a tool that failed\n")
+    good = os.path.join(TMP, "good-host-addrs")
+    with open(good, "w") as f:
+        f.write("192.0.2.1\n2001:db8::/32\n")
+    cases = [(None, "host_addresses is not set"),
+             (os.path.join(TMP, "missing"), "No such file or directory"),
+             (TMP, "Is a directory"),
+             (empty, "lists no address")]
+    for hf, why in cases:
+        if hf is None:
+            env.pop("VIVARIUM_EGRESS_HOST_ADDRESSES", None)
+        else:
+            env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = hf
+        for args in (["-n"], []):
+            r = subprocess.run([PROXY] + args, env=env, capture_output=True,
+                               text=True, timeout=20)
+            assert r.returncode == 1, (hf, args, r)
+            assert why in r.stderr, (hf, args, r.stderr)
+            for advice in HOST_ADVICE:
+                assert advice in r.stderr, (hf, args, advice, r.stderr)
+            assert "listen" not in r.stdout, r.stdout
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.5).close()
+        raise AssertionError("a proxy without its host list listened")
+    except ConnectionRefusedError:
+        pass
+    env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = good
+    r = subprocess.run([PROXY, "-n"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and \
+        "host_addresses %s (2 listed)" % good in r.stdout, r
+    env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = "none"
+    r = subprocess.run([PROXY, "-n"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "host_addresses none" in r.stdout, r
+
+
+# ------------------------------------------------------------ in namespaces
+
+def ip(*args):
+    subprocess.run(["ip"] + list(args), check=True, capture_output=True)
+
+
+def veth(a, b):
+    """A veth pair between two namespaces, each end given as (namespace,
+    device, addresses), with its addresses (IPv6 ones without duplicate
+    address detection, so they are usable at once), up."""
+    ip("-n", a[0], "link", "add", a[1], "type", "veth", "peer", "name",
+       b[1], "netns", b[0])
+    for ns, dev, addrs in (a, b):
+        for addr in addrs:
+            ip("-n", ns, "addr", "add", addr, "dev", dev,
+               *(["nodad"] if ":" in addr else []))
+        ip("-n", ns, "link", "set", dev, "up")
+
+
+def stop_all(procs):
+    """Terminates the processes, and kills those still there after 10 s."""
+    for p in procs:
+        p.terminate()
+    deadline = time.time() + 10
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+NS_SERVER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", 80))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    c.settimeout(5)
+    try:
+        c.recv(4096)
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(sys.argv[1]), sys.argv[1].encode()))
+    except OSError:
+        pass
+    c.close()
+"""
+
+NS_CLIENT = r"""
+import socket, sys, time
+proxy = ("127.0.0.1", int(sys.argv[1]))
+for t in sys.argv[2:]:
+    kind, target = t.split("=", 1)
+    try:
+        if kind == "direct":
+            host = target.strip("[]")
+            deadline = time.time() + 10
+            while True:
+                try:
+                    c = socket.create_connection((host, 80), 2)
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.1)
+            c.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        else:
+            c = socket.create_connection(proxy, 5)
+            c.sendall(b"GET http://%s/ HTTP/1.1\r\nHost: x\r\n"
+                      b"Connection: close\r\n\r\n" % target.encode())
+        c.settimeout(5)
+        data = b""
+        while True:
+            d = c.recv(4096)
+            if not d:
+                break
+            data += d
+        head, _, body = data.partition(b"\r\n\r\n")
+        print(kind, target, head.split(b" ")[1].decode(),
+              body.decode().strip(), flush=True)
+    except OSError as e:
+        print(kind, target, "error", e, flush=True)
+"""
+
+
+def t_networks_before_allow(px, **_):
+    """In network namespaces of its own: a proxy on two sandbox networks
+    (IPv4 and IPv6, as the supervisor connects it to users' networks) and
+    a routed link to a LAN service, with allow_cidrs 10.0.0.0/8 and
+    fd00::/8 for that service.  The service is reached; the sandboxes on
+    the proxy's networks, and the proxy's own addresses, are refused; and a
+    network the proxy is connected to while it runs is refused at once,
+    not at its next periodic reading."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        raise Skip("needs root and ip(8) for network namespaces")
+    tag = "vpeg%d" % os.getpid()
+    P, S, S2, O = (tag + x for x in ("p", "s", "t", "o"))
+    procs, made = [], []
+    try:
+        for ns in (P, S, S2, O):
+            ip("netns", "add", ns)
+            made.append(ns)
+            ip("-n", ns, "link", "set", "lo", "up")
+        # alice's network: the proxy and her sandbox
+        veth((P, "a0", ["10.77.1.254/24", "fd77:1::fe/64"]),
+             (S, "a1", ["10.77.1.2/24", "fd77:1::2/64"]))
+        # the LAN service, routed: not on a network of the proxy's
+        veth((P, "b0", ["10.77.9.1/30", "fd77:9::1/64"]),
+             (O, "b1", ["10.77.9.2/30", "fd77:9::2/64"]))
+        ip("-n", O, "addr", "add", "10.78.0.2/32", "dev", "lo")
+        ip("-n", O, "addr", "add", "fd78::2/128", "dev", "lo")
+        ip("-n", P, "route", "add", "10.78.0.0/16", "via", "10.77.9.2")
+        ip("-n", P, "-6", "route", "add", "fd78::/16", "via", "fd77:9::2")
+        ip("-n", O, "route", "add", "default", "via", "10.77.9.1")
+        ip("-n", O, "-6", "route", "add", "default", "via", "fd77:9::1")
+        for ns, name in ((S, "alice"), (S2, "bob"), (O, "lan")):
+            procs.append(subprocess.Popen(["ip", "netns", "exec", ns,
+                                           sys.executable, "-c", NS_SERVER,
+                                           name]))
+        port = 3128
+        log = open(os.path.join(TMP, "netns-proxy.log"), "w")
+        env = dict(os.environ)
+        env.update({"VIVARIUM_EGRESS_LISTEN": "127.0.0.1:%d" % port,
+                    "VIVARIUM_EGRESS_PORTS": "80",
+                    "VIVARIUM_EGRESS_ALLOW_CIDRS": "10.0.0.0/8,fd00::/8",
+                    "VIVARIUM_EGRESS_HOST_ADDRESSES": "none"})
+        proxy = subprocess.Popen(["ip", "netns", "exec", P, PROXY], env=env,
+                                 stdout=log, stderr=subprocess.STDOUT)
+        procs.append(proxy)
+
+        def client(*targets):
+            r = subprocess.run(["ip", "netns", "exec", P, sys.executable,
+                                "-c", NS_CLIENT, str(port)] + list(targets),
+                               capture_output=True, text=True, timeout=60)
+            return {tuple(l.split(" ", 2)[:2]): l.split(" ", 2)[2]
+                    for l in r.stdout.splitlines()}
+
+        deadline = time.time() + 10
+        while "ready" not in open(log.name).read():
+            assert time.time() < deadline and proxy.poll() is None, \
+                open(log.name).read()
+            time.sleep(0.05)
+        res = client("direct=10.78.0.2", "direct=10.77.1.2",
+                     "direct=[fd77:1::2]", "get=10.78.0.2", "get=[fd78::2]",
+                     "get=10.77.1.2", "get=[fd77:1::2]", "get=10.77.1.254",
+                     "get=[fd77:1::fe]", "get=10.77.9.2")
+        own = "403 vivarium-egress: %s is not allowed (a network the " \
+            "proxy is on (a sandbox's, or its own))"
+        assert res[("direct", "10.77.1.2")] == "200 alice", res
+        assert res[("direct", "[fd77:1::2]")] == "200 alice", res
+        assert res[("get", "10.78.0.2")] == "200 lan", res
+        assert res[("get", "[fd78::2]")] == "200 lan", res
+        for t, a in (("10.77.1.2", "10.77.1.2"),
+                     ("[fd77:1::2]", "fd77:1::2"),
+                     ("10.77.1.254", "10.77.1.254"),
+                     ("[fd77:1::fe]", "fd77:1::fe"),
+                     ("10.77.9.2", "10.77.9.2")):
+            assert res[("get", t)] == own % a, (t, res)
+        # bob's network, connected while the proxy runs, asked at once
+        veth((P, "c0", ["10.77.2.254/24"]), (S2, "c1", ["10.77.2.2/24"]))
+        res = client("get=10.77.2.2", "direct=10.77.2.2")
+        assert res[("get", "10.77.2.2")] == own % "10.77.2.2", res
+        assert res[("direct", "10.77.2.2")] == "200 bob", res
+    finally:
+        stop_all(procs)
+        for ns in made:
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    text = open(os.path.join(TMP, "netns-proxy.log")).read()
+    assert "AddressSanitizer" not in text and "runtime error" not in text, text
+
+
+HOSTS_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "..", "..", "egress-proxy", "hosts.sh")
+
+
+def t_hosts_script(px, **_):
+    """vivarium-egress-hosts (egress-proxy/hosts.sh), in a network
+    namespace of its own: DIR/host-addresses lists every address and the
+    extra ones, is left alone when nothing changed, is not touched when the
+    extra ones are bad; with -w an address added or removed while it runs
+    is in the file, or gone from it, within seconds."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        raise Skip("needs root and ip(8) for a network namespace")
+    ns = "vpeh%d" % os.getpid()
+    d = os.path.join(TMP, "hosts-dir", "egress")
+    f = os.path.join(d, "host-addresses")
+    watcher = None
+    ip("netns", "add", ns)
+    try:
+        ip("-n", ns, "link", "set", "lo", "up")
+        ip("-n", ns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+        ip("-n", ns, "addr", "add", "10.77.4.1/24", "dev", "v0")
+        ip("-n", ns, "addr", "add", "fd77:4::1/64", "dev", "v0", "nodad")
+
+        def run(*args, extra=None):
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith("VIVARIUM_")}
+            if extra is not None:
+                env["VIVARIUM_EGRESS_HOST_EXTRA"] = extra
+            return subprocess.run(["ip", "netns", "exec", ns, "sh", HOSTS_SH]
+                                  + list(args), env=env, capture_output=True,
+                                  text=True, timeout=30)
+
+        def lines():
+            return [l for l in open(f).read().splitlines()
+                    if not l.startswith("#")]
+
+        r = run(d, extra="203.0.113.5, 2001:db8::/32")
+        assert r.returncode == 0, r
+        assert lines() == ["127.0.0.1", "::1", "10.77.4.1", "fd77:4::1",
+                           "203.0.113.5", "2001:db8::/32"], lines()
+        assert oct(os.stat(d).st_mode & 0o777) == "0o755"
+        assert oct(os.stat(f).st_mode & 0o777) == "0o644"
+        ino = os.stat(f).st_ino
+        r = run(d, extra="203.0.113.5, 2001:db8::/32")
+        assert r.returncode == 0 and os.stat(f).st_ino == ino, "rewritten"
+        r = run(d, extra="proxy.example")
+        assert r.returncode == 1 and "proxy.example" in r.stderr, r
+        assert os.stat(f).st_ino == ino, "a refused run touched the file"
+        r = run()
+        assert r.returncode == 2 and "usage" in r.stderr, r
+        # the proxy takes what it writes
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("VIVARIUM_")}
+        env["VIVARIUM_EGRESS_HOST_ADDRESSES"] = f
+        r = subprocess.run([PROXY, "-n"], env=env, capture_output=True,
+                           text=True)
+        assert r.returncode == 0 and "(%d listed)" % len(lines()) in r.stdout, r
+
+        watcher = subprocess.Popen(["ip", "netns", "exec", ns, "sh", HOSTS_SH,
+                                    "-w", d], start_new_session=True,
+                                   stderr=subprocess.PIPE)
+
+        def until(cond, what):
+            deadline = time.time() + 5
+            while not cond():
+                assert time.time() < deadline and watcher.poll() is None, \
+                    (what, lines())
+                time.sleep(0.1)
+
+        until(lambda: "203.0.113.5" not in lines(), "the extras dropped")
+        time.sleep(0.5)
+        ip("-n", ns, "addr", "add", "10.77.5.1/24", "dev", "v0")
+        until(lambda: "10.77.5.1" in lines(), "an added address")
+        ip("-n", ns, "addr", "del", "10.77.4.1/24", "dev", "v0")
+        until(lambda: "10.77.4.1" not in lines(), "a removed address")
+    finally:
+        if watcher is not None:
+            os.killpg(watcher.pid, 15)
+            watcher.wait(10)
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
 
 
 class Skip(Exception):

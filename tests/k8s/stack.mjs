@@ -47,7 +47,9 @@ export async function startEgress() {
   const port = await freePort();
   const proc = spawn(egressBin, [], {
     env: { PATH: process.env.PATH, VIVARIUM_EGRESS_LISTEN: `127.0.0.1:${port}`,
-      VIVARIUM_EGRESS_PORTS: String(oport), VIVARIUM_EGRESS_ALLOW_CIDRS: '127.0.0.2/32', VIVARIUM_EGRESS_VERBOSE: '1' },
+      VIVARIUM_EGRESS_PORTS: String(oport), VIVARIUM_EGRESS_ALLOW_CIDRS: '127.0.0.2/32', VIVARIUM_EGRESS_VERBOSE: '1',
+      // On the host, its own addresses are the host's: no list to read.
+      VIVARIUM_EGRESS_HOST_ADDRESSES: 'none' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';

@@ -81,8 +81,8 @@ for listen in nonsense:xyz localhost:8787 127.0.0.1:0 127.0.0.1; do
 	then ok "vivarium-supervisor -n refuses listen $listen"
 	else bad "vivarium-supervisor -n with listen $listen: exit $rc"
 	fi
-	clean VIVARIUM_EGRESS_LISTEN=$listen "$bin/vivarium-egress" -n \
-	    >"$tmp/out" 2>"$tmp/err"
+	clean VIVARIUM_EGRESS_LISTEN=$listen VIVARIUM_EGRESS_HOST_ADDRESSES=none \
+	    "$bin/vivarium-egress" -n >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ $rc = 1 ] && grep -q "VIVARIUM_EGRESS_LISTEN=\"$listen\"" "$tmp/err"
 	then ok "vivarium-egress -n refuses listen $listen"
@@ -97,7 +97,7 @@ then ok "vivarium-supervisor -n takes [::1]:8787"
 else bad "vivarium-supervisor -n with [::1]:8787: exit $rc $(cat "$tmp/err")"
 fi
 clean VIVARIUM_EGRESS_LISTEN='127.0.0.1:3128,[::1]:3128' \
-    "$bin/vivarium-egress" -n >"$tmp/out" 2>"$tmp/err"
+    VIVARIUM_EGRESS_HOST_ADDRESSES=none "$bin/vivarium-egress" -n >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ $rc = 0 ] && grep -q 'configuration OK' "$tmp/out"
 then ok "vivarium-egress -n takes 127.0.0.1:3128,[::1]:3128"

@@ -9,10 +9,15 @@
  * in the allow list); nothing allowed is in a special-purpose range the
  * list does not open; an IPv4-mapped address is checked and dialled as
  * the IPv4 address; an IPv4-compatible one is never allowed; every
- * address the host file lists is refused, allow list or not.
+ * address the host file lists is refused, allow list or not; so is every
+ * address on a network of this machine's interfaces (the proxy's own
+ * networks: its sandbox networks when it runs in its container), and
+ * loopback is opened only by an allow-list entry inside loopback; an
+ * opened NAT64 address (64:ff9b::/96) is held to the IPv4 rules too.
  */
 #include <sys/socket.h>
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 
 #include <stdint.h>
@@ -61,6 +66,65 @@ in_cidr(const uint8_t *a, int fam, const struct cidr *c)
 
 static char	 path[64];
 
+/* The networks of this machine's interfaces, found here on their own. */
+static struct { int fam; uint8_t addr[16], mask[16]; } nets[256];
+static int	 nnets = -1;
+
+static void
+read_nets(void)
+{
+	struct ifaddrs	*ifa, *i;
+	const uint8_t	*a, *m;
+	int		 len;
+
+	nnets = 0;
+	if (getifaddrs(&ifa) == -1)
+		abort();
+	for (i = ifa; i != NULL && nnets < 256; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_netmask == NULL)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			a = (const uint8_t *)&((struct sockaddr_in *)(void *)
+			    i->ifa_addr)->sin_addr;
+			m = (const uint8_t *)&((struct sockaddr_in *)(void *)
+			    i->ifa_netmask)->sin_addr;
+			len = 4;
+			if (a[0] == 127)
+				continue;
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			a = ((struct sockaddr_in6 *)(void *)i->ifa_addr)->
+			    sin6_addr.s6_addr;
+			m = ((struct sockaddr_in6 *)(void *)i->ifa_netmask)->
+			    sin6_addr.s6_addr;
+			len = 16;
+			if (in_net(a, AF_INET6, "::1", 128))
+				continue;
+		} else
+			continue;
+		nets[nnets].fam = i->ifa_addr->sa_family;
+		memcpy(nets[nnets].addr, a, (size_t)len);
+		memcpy(nets[nnets].mask, m, (size_t)len);
+		nnets++;
+	}
+	freeifaddrs(ifa);
+}
+
+static int
+on_own_net(const uint8_t *a, int fam)
+{
+	int	 i, j, n = fam == AF_INET6 ? 16 : 4, in;
+
+	for (i = 0; i < nnets; i++) {
+		if (nets[i].fam != fam)
+			continue;
+		for (in = 1, j = 0; j < n && in; j++)
+			in = ((a[j] ^ nets[i].addr[j]) & nets[i].mask[j]) == 0;
+		if (in)
+			return 1;
+	}
+	return 0;
+}
+
 static void
 unlink_path(void)
 {
@@ -100,6 +164,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		rest += nl ? (size_t)(nl - rest) + 1 : n;
 		n = size - (size_t)(rest - (const char *)data);
+	}
+	if (nnets == -1) {
+		read_nets();
+		if (policy_refresh_self() == -1)
+			abort();
 	}
 	/* The rest is the host address file. */
 	if (path[0] == '\0') {
@@ -147,6 +216,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Allowed: hold it to the rules. */
 	if (v4compat)
 		abort();
+	if (on_own_net(a, fam))
+		abort();
+	/* NAT64 64:ff9b::/96 opened: the IPv4 behind it holds to the rules
+	 * (the one allow entry is IPv6, so it opens nothing IPv4). */
+	if (fam == AF_INET6 && in_net(a, AF_INET6, "64:ff9b::", 96)) {
+		for (i = 0; i < (int)(sizeof(never) / sizeof(never[0])); i++)
+			if (never[i].fam == AF_INET &&
+			    in_net(a + 12, AF_INET, never[i].net, never[i].plen))
+				abort();
+		if (on_own_net(a + 12, AF_INET))
+			abort();
+	}
+	if ((fam == AF_INET ? a[0] == 127 : in_net(a, AF_INET6, "::1", 128)) &&
+	    (conf.nallow == 0 || (fam == AF_INET ? conf.allow[0].plen < 8 :
+	    conf.allow[0].plen < 128)))
+		abort();	/* loopback, opened by no entry inside it */
 	if (conf.nallow == 0 || !in_cidr(a, fam, &conf.allow[0])) {
 		if (fam == AF_INET6 && !in_net(a, AF_INET6, "2000::", 3))
 			abort();

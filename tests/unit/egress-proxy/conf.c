@@ -59,9 +59,12 @@ test_defaults(void **state)
 	struct confdiag	 d;
 
 	clear_env();
+	setenv("VIVARIUM_EGRESS_HOST_ADDRESSES", "none", 1);
 	conf_defaults(&c);
 	confdiag_init(&d, NULL);
 	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	assert_null(c.host_addresses);
+	assert_true(c.host_addresses_none);
 	assert_int_equal(c.nports, 2);
 	assert_int_equal(c.ports[0], 80);
 	assert_int_equal(c.ports[1], 443);
@@ -70,6 +73,62 @@ test_defaults(void **state)
 	assert_string_equal(c.listen[0], "0.0.0.0:3128");
 	confdiag_release(&d);
 	conf_release(&c);
+	clear_env();
+}
+
+/*
+ * Fail closed: without host_addresses the proxy would dial its host's
+ * addresses (it cannot see them from a container), so a configuration
+ * that does not name the file, or say none in words, is refused, with
+ * how to do either.
+ */
+static void
+test_host_addresses_required(void **state)
+{
+	struct egress_conf c;
+	struct confdiag	 d;
+	const char	*t;
+
+	clear_env();
+	conf_defaults(&c);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), -1);
+	assert_int_equal(d.count, 1);
+	t = buf_str(&d.text);
+	assert_non_null(strstr(t, "host_addresses is not set"));
+	assert_non_null(strstr(t, "vivarium-egress-hosts"));
+	assert_non_null(strstr(t, "host_addresses: none"));
+	assert_non_null(strstr(t, "VIVARIUM_EGRESS_HOST_ADDRESSES=none"));
+	confdiag_release(&d);
+	conf_release(&c);
+
+	/* none in the file; a path in the variable replaces it */
+	write_file("host_addresses: none\n");
+	conf_defaults(&c);
+	confdiag_init(&d, path);
+	assert_int_equal(conf_load(&c, path, &d), 0);
+	assert_true(c.host_addresses_none);
+	confdiag_release(&d);
+	conf_release(&c);
+	setenv("VIVARIUM_EGRESS_HOST_ADDRESSES", "/run/h", 1);
+	conf_defaults(&c);
+	confdiag_init(&d, path);
+	assert_int_equal(conf_load(&c, path, &d), 0);
+	assert_false(c.host_addresses_none);
+	assert_string_equal(c.host_addresses, "/run/h");
+	confdiag_release(&d);
+	conf_release(&c);
+
+	/* "None", "" or "no" are not the word */
+	setenv("VIVARIUM_EGRESS_HOST_ADDRESSES", "None", 1);
+	conf_defaults(&c);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), -1);
+	assert_non_null(strstr(buf_str(&d.text), "expected an absolute path "
+	    "or none"));
+	confdiag_release(&d);
+	conf_release(&c);
+	clear_env();
 }
 
 static void
@@ -132,9 +191,9 @@ test_all_errors_reported(void **state)
 	fputs(t, stderr);
 	assert_int_equal(d.count, 10);
 	assert_non_null(strstr(t, ":7: host_addresses: \"relative/file\" is not "
-	    "an absolute path"));
+	    "an absolute path or none"));
 	assert_non_null(strstr(t, "VIVARIUM_EGRESS_HOST_ADDRESSES=\"hosts.txt\": "
-	    "expected an absolute path"));
+	    "expected an absolute path or none"));
 	assert_non_null(strstr(t, ":1: allow_ports: \"-1\" is not a port"));
 	assert_non_null(strstr(t, ":1: allow_ports: \"70000\" is not a port"));
 	assert_non_null(strstr(t, ":2: allow_cidrs: \"10.1.2.3/8\" is not"));
@@ -155,6 +214,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_host_addresses_required),
 		cmocka_unit_test(test_file_and_env),
 		cmocka_unit_test(test_all_errors_reported),
 	};

@@ -227,7 +227,202 @@ test_allow_list(void **state)
 	assert_int_equal(conf.allow[0].plen, 128);
 }
 
-/* The proxy never dials itself, even where the allow list would let it. */
+/* An interface address for self_from: what getifaddrs would give. */
+struct fakeif {
+	struct ifaddrs		 ifa;
+	struct sockaddr_storage	 addr, mask, peer;
+	char			 name[16];
+};
+
+static struct ifaddrs *
+fake_if(struct fakeif *f, const char *name, const char *addr, int plen,
+    const char *peer, struct ifaddrs *next)
+{
+	uint8_t	*m;
+	size_t	 n;
+	int	 i;
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	mkaddr(addr, 0, &f->addr);
+	mkaddr(strchr(addr, ':') ? "::" : "0.0.0.0", 0, &f->mask);
+	m = (uint8_t *)(uintptr_t)sa_bytes(&f->mask, &n);
+	for (i = 0; i < plen; i++)
+		m[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+	f->ifa.ifa_next = next;
+	f->ifa.ifa_name = f->name;
+	f->ifa.ifa_flags = IFF_UP;
+	if (strcmp(name, "lo") == 0)
+		f->ifa.ifa_flags |= IFF_LOOPBACK;
+	f->ifa.ifa_addr = (struct sockaddr *)&f->addr;
+	f->ifa.ifa_netmask = (struct sockaddr *)&f->mask;
+	if (peer != NULL) {
+		mkaddr(peer, 0, &f->peer);
+		f->ifa.ifa_flags |= IFF_POINTOPOINT;
+		f->ifa.ifa_dstaddr = (struct sockaddr *)&f->peer;
+	}
+	return &f->ifa;
+}
+
+/*
+ * The interfaces of a proxy in a container that the supervisor connected
+ * to two users' networks, one of them with IPv6, and of a pod on a public
+ * IPv6 network with a point-to-point link to its node.
+ */
+static void
+fake_interfaces(void)
+{
+	static struct fakeif f[9];
+	struct ifaddrs	*l = NULL;
+
+	l = fake_if(&f[0], "lo", "127.0.0.1", 8, NULL, l);
+	l = fake_if(&f[1], "lo", "::1", 128, NULL, l);
+	l = fake_if(&f[2], "eth0", "10.89.0.2", 24, NULL, l);	/* way out */
+	l = fake_if(&f[3], "eth1", "10.89.3.254", 24, NULL, l);	/* alice */
+	l = fake_if(&f[4], "eth1", "fd00:89:3::fe", 64, NULL, l);
+	l = fake_if(&f[5], "eth1", "fe80::1", 64, NULL, l);
+	l = fake_if(&f[6], "eth2", "192.168.7.254", 24, NULL, l);	/* bob */
+	l = fake_if(&f[7], "eth3", "2a00:1450:4001::5", 64, NULL, l);
+	l = fake_if(&f[8], "tun0", "203.0.113.9", 32, "8.8.4.4", l);
+	assert_int_equal(self_from(l), 0);
+}
+
+/* The allow list, from a NULL-terminated list of CIDRs. */
+static void
+allow_list(struct egress_conf *conf, const char *const *cidrs)
+{
+	for (conf->nallow = 0; cidrs[conf->nallow] != NULL; conf->nallow++)
+		assert_int_equal(cidr_parse(cidrs[conf->nallow],
+		    &conf->allow[conf->nallow]), 0);
+}
+#define allow(conf, ...) \
+	allow_list((conf), (const char *const[]){ __VA_ARGS__, NULL })
+
+/*
+ * The networks the proxy is on are refused before allow_cidrs is read:
+ * an operator who allows 10.0.0.0/8 (or fd00::/8, or everything) for a
+ * service on the LAN does not open the other users' sandbox networks, the
+ * host behind their bridges, or the proxy's own addresses.
+ */
+static void
+test_own_networks_before_allow(void **state)
+{
+	static const char *own[] = {
+		"10.89.3.7", "10.89.3.1", "10.89.3.254", "10.89.0.1",
+		"10.89.0.2", "192.168.7.3", "::ffff:10.89.3.7",
+		"fd00:89:3::7", "fd00:89:3::fe", "fe80::99",
+		"2a00:1450:4001::77", "2a00:1450:4001::5", "203.0.113.9",
+		"8.8.4.4",
+	};
+	struct egress_conf conf;
+	size_t		 i;
+
+	conf_defaults(&conf);
+	fake_interfaces();
+	allow(&conf, "10.0.0.0/8", "192.168.0.0/16", "fd00::/8", "fe80::/10",
+	    "0.0.0.0/0", "::/0");
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		const char *why = classify(&conf, own[i], 443);
+
+		if (why == NULL || strcmp(why, "a network the proxy is on "
+		    "(a sandbox's, or its own)") != 0)
+			fail_msg("%s: expected refused as a network the proxy "
+			    "is on, got %s", own[i], why ? why : "allowed");
+	}
+	/* What the list opens beyond them stays open. */
+	assert_null(classify(&conf, "10.1.2.3", 443));
+	assert_null(classify(&conf, "10.89.4.7", 443));
+	assert_null(classify(&conf, "192.168.8.1", 443));
+	assert_null(classify(&conf, "fd00:89:4::7", 443));
+	assert_null(classify(&conf, "2a00:1450:4002::1", 443));
+	assert_null(classify(&conf, "8.8.8.8", 443));
+
+	/* Without the list: the same, and private is private. */
+	conf.nallow = 0;
+	assert_string_equal(classify(&conf, "10.89.3.7", 443),
+	    "a network the proxy is on (a sandbox's, or its own)");
+	assert_string_equal(classify(&conf, "2a00:1450:4001::77", 443),
+	    "a network the proxy is on (a sandbox's, or its own)");
+	assert_string_equal(classify(&conf, "10.1.2.3", 443),
+	    "private 10.0.0.0/8");
+	assert_null(classify(&conf, "2a00:1450:4002::1", 443));
+
+	/* A new reading replaces the old one: alice's network is gone. */
+	{
+		struct fakeif	 f;
+
+		assert_int_equal(self_from(fake_if(&f, "eth0", "10.89.0.2",
+		    24, NULL, NULL)), 0);
+	}
+	allow(&conf, "10.0.0.0/8");
+	assert_null(classify(&conf, "10.89.3.7", 443));
+	assert_non_null(classify(&conf, "10.89.0.1", 443));
+	policy_free();
+}
+
+/*
+ * Loopback is no network of the proxy's (inside its container it reaches
+ * only the proxy), but only an allow-list entry inside loopback opens it:
+ * 0.0.0.0/0 or ::/0 does not.
+ */
+static void
+test_loopback_only_by_name(void **state)
+{
+	struct egress_conf conf;
+
+	conf_defaults(&conf);
+	fake_interfaces();
+	allow(&conf, "0.0.0.0/0", "::/0", "120.0.0.0/5");
+	assert_string_equal(classify(&conf, "127.0.0.1", 80),
+	    "loopback 127.0.0.0/8");
+	assert_string_equal(classify(&conf, "127.0.0.2", 80),
+	    "loopback 127.0.0.0/8");
+	assert_string_equal(classify(&conf, "::1", 80), "loopback ::1");
+	assert_string_equal(classify(&conf, "::ffff:127.0.0.1", 80),
+	    "loopback 127.0.0.0/8");
+	assert_null(classify(&conf, "8.8.8.8", 80));
+	allow(&conf, "127.0.0.0/8", "::1");
+	assert_null(classify(&conf, "127.0.0.1", 80));
+	assert_null(classify(&conf, "127.0.0.2", 80));
+	assert_null(classify(&conf, "::1", 80));
+	allow(&conf, "127.0.0.2/32");
+	assert_null(classify(&conf, "127.0.0.2", 80));
+	assert_non_null(classify(&conf, "127.0.0.1", 80));
+	policy_free();
+}
+
+/*
+ * IPv6-only networks reach IPv4 sites through NAT64: an operator who opens
+ * 64:ff9b::/96 opens the public IPv4 addresses behind it, and nothing the
+ * IPv4 rules refuse.
+ */
+static void
+test_nat64_opened(void **state)
+{
+	struct egress_conf conf;
+
+	conf_defaults(&conf);
+	fake_interfaces();
+	assert_string_equal(classify(&conf, "64:ff9b::808:808", 443),
+	    "NAT64 64:ff9b::/96");
+	allow(&conf, "64:ff9b::/96");
+	assert_null(classify(&conf, "64:ff9b::808:808", 443));	/* 8.8.8.8 */
+	assert_string_equal(classify(&conf, "64:ff9b::a59:307", 443),
+	    "a network the proxy is on (a sandbox's, or its own)");
+	assert_string_equal(classify(&conf, "64:ff9b::7f00:1", 443),
+	    "loopback 127.0.0.0/8");
+	assert_string_equal(classify(&conf, "64:ff9b::a9fe:a9fe", 443),
+	    "link-local 169.254.0.0/16");
+	assert_string_equal(classify(&conf, "64:ff9b::a01:203", 443),
+	    "private 10.0.0.0/8");
+	/* the IPv4 allow list applies to what is behind it */
+	allow(&conf, "64:ff9b::/96", "10.0.0.0/8");
+	assert_null(classify(&conf, "64:ff9b::a01:203", 443));
+	assert_non_null(classify(&conf, "64:ff9b::a59:307", 443));
+	policy_free();
+}
+
+/* The proxy never dials its own listener, whatever the allow list says. */
 static void
 test_own_addresses(void **state)
 {
@@ -235,15 +430,12 @@ test_own_addresses(void **state)
 	struct sockaddr_storage l;
 
 	conf_defaults(&conf);
-	assert_int_equal(policy_refresh_self(), 0);
+	fake_interfaces();
 	mkaddr("0.0.0.0", 3128, &l);
 	policy_add_listener(&l);
-	/* The operator's allow list may open a range that holds our own
-	 * interface addresses (lo's 127.0.0.1), but never the listener. */
 	assert_string_equal(classify(&conf, "127.0.0.1", 80),
 	    "loopback 127.0.0.0/8");
-	assert_int_equal(cidr_parse("127.0.0.0/8", &conf.allow[0]), 0);
-	conf.nallow = 1;
+	allow(&conf, "127.0.0.0/8");
 	assert_null(classify(&conf, "127.0.0.1", 80));
 	assert_string_equal(classify(&conf, "127.0.0.1", 3128),
 	    "the proxy's own listening socket");
@@ -251,6 +443,42 @@ test_own_addresses(void **state)
 	    "the proxy's own listening socket");
 	assert_string_equal(classify(&conf, "0.0.0.0", 3128),
 	    "the proxy's own listening socket");
+	assert_string_equal(classify(&conf, "10.89.3.254", 3128),
+	    "the proxy's own listening socket");
+	nlisteners = 0;
+	policy_free();
+}
+
+/* The real interfaces, as the proxy reads them: every non-loopback
+ * address of this machine is on a network the proxy is on. */
+static void
+test_real_interfaces(void **state)
+{
+	struct egress_conf conf;
+	struct ifaddrs	*ifa, *i;
+	struct sockaddr_storage ss;
+	const uint8_t	*b;
+	size_t		 n, len;
+	int		 seen = 0;
+
+	conf_defaults(&conf);
+	allow(&conf, "0.0.0.0/0", "::/0");
+	assert_int_equal(policy_refresh_self(), 0);
+	assert_int_equal(getifaddrs(&ifa), 0);
+	for (i = ifa; i != NULL; i = i->ifa_next) {
+		if ((len = sa_len(i->ifa_addr)) == 0)
+			continue;
+		memset(&ss, 0, sizeof(ss));
+		memcpy(&ss, i->ifa_addr, len);
+		b = sa_bytes(&ss, &n);
+		if (is_loopback(ss.ss_family, b))
+			continue;
+		assert_non_null(policy_classify(&conf, &ss, 443));
+		seen++;
+	}
+	freeifaddrs(ifa);
+	print_message("%d interface addresses refused\n", seen);
+	policy_free();
 }
 
 /* The host's addresses from a file: refused even inside the allow list,
@@ -290,11 +518,58 @@ test_host_addresses(void **state)
 	assert_null(classify(&conf, "8.8.8.8", 443));
 	assert_non_null(classify(&conf, "8.8.4.4", 443));
 
+	/* A file that lists nothing (its writer failed) is not taken. */
+	assert_non_null(f = fopen(next, "w"));
+	fputs("# the host's addresses\nbogus\n", f);
+	fclose(f);
+	assert_int_equal(rename(next, path), 0);
+	assert_int_equal(policy_refresh_host(), -1);
+	assert_non_null(classify(&conf, "8.8.4.4", 443));
+	assert_int_equal(policy_host_count(), 1);
+
 	unlink(path);
 	assert_int_equal(policy_refresh_host(), -1);
 	assert_non_null(classify(&conf, "8.8.4.4", 443));
 	policy_set_host_file(NULL);
 	assert_int_equal(policy_refresh_host(), 0);
+	policy_free();
+}
+
+/* At start the file must be there, readable, and list something: the
+ * proxy does not run without it (main.c says how to write it). */
+static void
+test_host_file_at_start(void **state)
+{
+	char		 path[] = "/tmp/egress-hosts-XXXXXX", err[256];
+	FILE		*f;
+	int		 fd;
+
+	assert_int_equal(policy_open_host("/nonexistent/host-addresses", err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "No such file or directory");
+
+	assert_true((fd = mkstemp(path)) >= 0);
+	assert_non_null(f = fdopen(fd, "w"));
+	fputs("# nothing yet\n\n", f);
+	fclose(f);
+	assert_int_equal(policy_open_host(path, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "lists no address"));
+
+	if (geteuid() != 0) {	/* root reads it anyway */
+		assert_int_equal(chmod(path, 0), 0);
+		assert_int_equal(policy_open_host(path, err, sizeof(err)), -1);
+		assert_string_equal(err, "Permission denied");
+		assert_int_equal(chmod(path, 0600), 0);
+	}
+
+	assert_non_null(f = fopen(path, "w"));
+	fputs("192.0.2.1\n2001:db8::/32\n", f);
+	fclose(f);
+	assert_int_equal(policy_open_host(path, err, sizeof(err)), 0);
+	assert_int_equal(policy_host_count(), 2);
+	unlink(path);
+	policy_set_host_file(NULL);
+	policy_free();
 }
 
 /* n lines of host addresses 10.x.y.z, numbered from 1, then one more line
@@ -445,8 +720,13 @@ main(void)
 		cmocka_unit_test(test_reasons_name_the_range),
 		cmocka_unit_test(test_mapped_is_rewritten),
 		cmocka_unit_test(test_allow_list),
+		cmocka_unit_test(test_own_networks_before_allow),
+		cmocka_unit_test(test_loopback_only_by_name),
+		cmocka_unit_test(test_nat64_opened),
 		cmocka_unit_test(test_own_addresses),
+		cmocka_unit_test(test_real_interfaces),
 		cmocka_unit_test(test_host_addresses),
+		cmocka_unit_test(test_host_file_at_start),
 		cmocka_unit_test(test_many_host_addresses),
 		cmocka_unit_test(test_literal_forms),
 		cmocka_unit_test(test_ports),
