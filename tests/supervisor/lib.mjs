@@ -237,3 +237,28 @@ export function cleanup() {
 export function imagePresent() {
   return vpTry('image', 'exists', IMAGE) !== null;
 }
+
+// A test file's own private Podman and supervisor, started before its tests
+// and stopped after them, with a first call made for each of `users` so
+// that their sandboxes exist and later timings are the runs'.  Returns an
+// object whose `sv` is set once the supervisor runs.
+export function fileSupervisor({ before, after }, users) {
+  const podmanSock = `/run/vsv-${TAG}.podman.sock`;
+  const got = { sv: null, podman: null };
+  before(async () => {
+    got.podman = await startPodman(podmanSock);
+    assert.ok(imagePresent(), `${IMAGE} is not in the test storage: run make image-for-tests`);
+    got.sv = await startSupervisor({ podmanSock, state: stateDir() });
+    for (const u of users) {
+      const c = await got.sv.client(u);
+      await c.callTool({ name: 'run_python', arguments: { code: 'print(1)' } }, undefined, { timeout: 120000 });
+      await c.close();
+    }
+  });
+  after(async () => {
+    if (got.sv) await got.sv.stop();
+    cleanup();
+    if (got.podman) await got.podman.stop();
+  });
+  return got;
+}
