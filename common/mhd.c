@@ -256,11 +256,10 @@ header_walk_one(void *cls, enum MHD_ValueKind kind, const char *key,
 	return MHD_YES;
 }
 
-#if MHD_VERSION >= 0x01000000
 /*
- * libmicrohttpd 1.x lays its buffer out otherwise (the byte-gap test below
- * refused every request), but it reports each value's size: a value whose
- * strlen is shorter holds a NUL.
+ * Every field with its size as libmicrohttpd reports it: 1.x reports the
+ * bytes received, so a value whose strlen is shorter holds a NUL; 0.9
+ * reports the strlen, and then only value_cut_by_nul can tell.
  */
 static enum MHD_Result
 header_walk_n(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -273,7 +272,24 @@ header_walk_n(void *cls, enum MHD_ValueKind kind, const char *key,
 		w->nul = strlen(value) != value_size;
 	return header_walk_one(cls, kind, key, value);
 }
-#endif
+
+/*
+ * The version of the libmicrohttpd this process runs with, as 0xMMmmpp00
+ * like MHD_VERSION: decided at run time, not from the headers we were
+ * built with, since a distribution upgrade (Debian 12's 0.9.75 to 13's
+ * 1.0.1) changes the library under the same soname.
+ */
+static unsigned long
+mhd_runtime_version(void)
+{
+	unsigned int	 a = 0, b = 0, c = 0;
+	const char	*v = MHD_get_version();
+
+	if (v == NULL || sscanf(v, "%u.%u.%u", &a, &b, &c) < 2)
+		return 0;
+	return ((unsigned long)(a & 0xff) << 24) | ((b & 0xff) << 16) |
+	    ((c & 0xff) << 8);
+}
 
 /*
  * libmicrohttpd 0.9 measures a value with strlen, so "alice\0evil" reads
@@ -282,8 +298,14 @@ header_walk_n(void *cls, enum MHD_ValueKind kind, const char *key,
  * its line's end (CR LF, or a bare LF), up to the next field's name; after
  * the last field, its line end and the empty line's.  A byte that is not
  * NUL there came after a NUL inside the value.
+ *
+ * That reads bytes of the library's own buffer, so it is done only on the
+ * releases whose layout it was written and tested for (0.9.75, Debian
+ * 12's, and older 0.9); a newer 0.9 gets the sizes it reports, and a NUL
+ * there may go unseen, which is better than refusing every request.
  */
-#if MHD_VERSION < 0x01000000
+#define MHD_LAYOUT_KNOWN	0x00097500UL
+
 static int
 value_cut_by_nul(const struct header_walk *w)
 {
@@ -321,7 +343,6 @@ value_cut_by_nul(const struct header_walk *w)
 			return 1;
 	return 0;
 }
-#endif
 
 const char *
 http_header_strict(struct MHD_Connection *conn, const char *name,
@@ -332,11 +353,7 @@ http_header_strict(struct MHD_Connection *conn, const char *name,
 	memset(&w, 0, sizeof(w));
 	w.name = name;
 	*refused = 0;
-#if MHD_VERSION >= 0x01000000
 	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_walk_n, &w);
-#else
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, header_walk_one, &w);
-#endif
 	if (w.n == 0)
 		return NULL;
 	if (w.n > 1) {
@@ -351,11 +368,8 @@ http_header_strict(struct MHD_Connection *conn, const char *name,
 		*refused = 1;
 		return NULL;
 	}
-#if MHD_VERSION >= 0x01000000
-	if (w.nul) {
-#else
-	if (value_cut_by_nul(&w)) {
-#endif
+	if (w.nul || (mhd_runtime_version() <= MHD_LAYOUT_KNOWN
+	    && value_cut_by_nul(&w))) {
 		snprintf(why, whylen, "the %s header holds a NUL byte", name);
 		*refused = 1;
 		return NULL;

@@ -37,8 +37,8 @@ image-for-tests-forky:
 	@IMAGE_VERSION=$(VERSION) SUITE=forky VIVARIUM_IMAGE_STORE=test image/image.sh ensure
 
 # Both flavours: the default one with every test, then forky's container.
-test-image: image-for-tests image-for-tests-forky
-	@IMAGE_VERSION=$(VERSION) tests/image/run.sh
+test-image: image-for-tests image-for-tests-forky $(BIN)/vivarium-agent
+	@IMAGE_VERSION=$(VERSION) AGENT_BIN=$(BIN)/vivarium-agent tests/image/run.sh
 	@IMAGE_VERSION=$(VERSION) SUITE=forky tests/image/run.sh
 
 TEST_SUITES += test-image

@@ -140,6 +140,9 @@ fi
 
 tests/image/reference.sh || fails=$((fails + 1))
 tests/image/pip-offline.sh || fails=$((fails + 1))
+# The Debian 12 build on Debian 13's libraries (a distribution upgrade).
+tests/image/hostlibs.sh "${AGENT_BIN:-bin/vivarium-agent}" "$IMAGE" ||
+	fails=$((fails + 1))
 fi # trixie only
 python3 image/reference.py expect "$SUITE" >"$tmp/expect.json"
 
