@@ -462,6 +462,37 @@ podman_container_inspect(struct podman *p, const char *name, json_t **out,
 	return inspect(p, PODMAN_API "/containers/", name, out, e);
 }
 
+int
+podman_image_id(struct podman *p, const char *ref, char *id, size_t len,
+    struct perr *e)
+{
+	json_t		*ins;
+	const char	*v;
+
+	if (inspect(p, PODMAN_API "/images/", ref, &ins, e) == -1)
+		return -1;
+	if (ins == NULL) {
+		perr_set(e, 404, "no image %s in Podman's storage", ref);
+		return -1;
+	}
+	v = json_string_value(json_object_get(ins, "Id"));
+	if (v == NULL || strlen(v) >= len) {
+		json_decref(ins);
+		perr_set(e, 500, "Podman's answer for the image %s has no id",
+		    ref);
+		return -1;
+	}
+	snprintf(id, len, "%s", v);
+	json_decref(ins);
+	return 0;
+}
+
+int
+podman_image_remove(struct podman *p, const char *id, struct perr *e)
+{
+	return simple(p, "DELETE", PODMAN_API "/images/", id, "", NULL, e);
+}
+
 enum ctr_state
 podman_ctr_state(const json_t *inspect)
 {

@@ -96,6 +96,14 @@ int	podman_container_remove(struct podman *, const char *name, struct perr *);
 /* *out gets a new reference to the inspect JSON, or NULL when missing. */
 int	podman_container_inspect(struct podman *, const char *name, json_t **out,
 	    struct perr *);
+/*
+ * The image a reference names: its full id into id (64 hex digits).
+ * 0, or -1 with e (404 when no image carries that name).
+ */
+int	podman_image_id(struct podman *, const char *ref, char *id, size_t len,
+	    struct perr *);
+/* Removes an image no container uses (409 while one does: kept). */
+int	podman_image_remove(struct podman *, const char *id, struct perr *);
 /* State of a container from its inspect JSON (borrowed; NULL: missing). */
 enum ctr_state	 podman_ctr_state(const json_t *inspect);
 const char	*podman_ctr_state_name(enum ctr_state);

@@ -490,9 +490,55 @@ env_stale(const json_t *ins, json_t *want)
 }
 
 /*
+ * Why the container is not of the image the config names now (the image
+ * was rebuilt, or image: changed), or NULL; old gets the image it has.
+ * An image that cannot be looked up leaves the container as it is: it
+ * still runs, and making it again would fail.
+ */
+static const char *
+image_stale(const struct conf *c, struct podman *p, const json_t *ins,
+    char *old, size_t oldlen)
+{
+	struct perr	 e;
+	const char	*have;
+	char		 want[80];
+
+	old[0] = '\0';
+	have = json_string_value(json_object_get(ins, "Image"));
+	if (have == NULL || podman_image_id(p, c->image, want, sizeof(want),
+	    &e) == -1)
+		return NULL;
+	if (strcmp(have, want) == 0)
+		return NULL;
+	snprintf(old, oldlen, "%s", have);
+	return "the image changed";
+}
+
+/*
+ * Removes an image that nothing names any more (a rebuild took its tag)
+ * once no container uses it; one still named, or still used, is kept.
+ */
+static void
+image_drop_unnamed(struct podman *p, const char *id)
+{
+	json_t		*ins;
+	struct perr	 e;
+	char		 path[128];
+
+	snprintf(path, sizeof(path), PODMAN_API "/images/%s/json", id);
+	if (podman_call(p, "GET", path, NULL, &ins, NULL, &e) == -1)
+		return;
+	if (json_array_size(json_object_get(ins, "RepoTags")) == 0
+	    && podman_image_remove(p, id, &e) == 0)
+		log_info("removed the image %.12s: no name and no sandbox left",
+		    id);
+	json_decref(ins);
+}
+
+/*
  * A stopped container made with other settings (sandbox.env or the link
- * settings changed, or the proxy's address changed with a new network) is
- * removed, to be made again on the same volume.
+ * settings changed, the proxy's address changed with a new network, or
+ * the image was rebuilt) is removed, to be made again on the same volume.
  * 1: current, 0: removed, -1: error.
  */
 static int
@@ -501,15 +547,18 @@ ctr_current(const struct conf *c, struct podman *p, const char *user,
     struct perr *e)
 {
 	json_t		*ins, *want;
-	const char	*stale;
+	const char	*stale, *image;
+	char		 old[80];
 
 	if (podman_container_inspect(p, n->container, &ins, e) == -1)
 		return -1;
 	if (ins == NULL)
 		return 0;
 	want = sandbox_env(c, user, ip[0] != '\0' ? ip : NULL);
-	if ((stale = ids_stale(c, h, ins, 0)) == NULL)
-		stale = env_stale(ins, want);
+	image = image_stale(c, p, ins, old, sizeof(old));
+	if ((stale = ids_stale(c, h, ins, 0)) == NULL
+	    && (stale = env_stale(ins, want)) == NULL)
+		stale = image;
 	if (stale != NULL)
 		log_info("%s: made with other settings (%s); making it again "
 		    "on the same workspace volume", n->container, stale);
@@ -520,6 +569,8 @@ ctr_current(const struct conf *c, struct podman *p, const char *user,
 	if (podman_container_remove(p, n->container, e) == -1
 	    && e->status != 404)
 		return -1;
+	if (old[0] != '\0')
+		image_drop_unnamed(p, old);
 	return 0;
 }
 

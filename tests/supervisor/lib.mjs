@@ -89,7 +89,7 @@ export function freePort() {
 }
 
 // Writes a config and starts the supervisor; returns a handle.
-export async function startSupervisor({ podmanSock, state, extra = '', port = 0, env = {}, readyTimeout = '60s' }) {
+export async function startSupervisor({ podmanSock, state, extra = '', port = 0, env = {}, readyTimeout = '60s', image = IMAGE }) {
   const dir = mkdtempSync('/tmp/vsv-conf-');
   const conf = join(dir, 'supervisor.yaml');
   const p = port || await freePort();
@@ -98,7 +98,7 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
     `token: ${TOKEN}`,
     `podman:\n  socket: ${podmanSock}`,
     `state_dir: ${state}`,
-    `image: ${IMAGE}`,
+    `image: ${image}`,
     `ready_timeout: ${readyTimeout}`,
     extra,
   ].join('\n') + '\n');

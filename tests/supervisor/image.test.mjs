@@ -1,0 +1,80 @@
+// Sandboxes follow the image (make test-supervisor): when the image the
+// config names is rebuilt, a stopped sandbox is made again from the new one
+// at its next start, with its files and namespace; a running one keeps its
+// image until it stops (no call is cut); the old image, named by nothing
+// and used by no sandbox any more, is removed.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  TAG, IMAGE, user, vp, vpTry, startPodman, startSupervisor, stateDir, runPython,
+  cleanup, imagePresent, ctlBin,
+} from './lib.mjs';
+
+const uid = user('image');
+const ref = `localhost/vivarium-test-follow:${TAG}`;
+const podmanSock = `/run/vsv-${TAG}.podman.sock`;
+let podman, sv;
+const made = [];
+
+// A new image from the sandbox image: the same files, another id (a
+// label), tagged ref; returns its id.
+function rebuild(n) {
+  const dir = mkdtempSync('/tmp/vsv-img-');
+  try {
+    writeFileSync(join(dir, 'Containerfile'), `FROM ${IMAGE}\nLABEL io.vivarium.test-follow="${TAG}-${n}"\n`);
+    vp('build', '-q', '-t', ref, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const id = vp('image', 'inspect', '--format', '{{.Id}}', ref);
+  made.push(id);
+  return id;
+}
+
+const imageOf = () => vp('inspect', '--format', '{{.Image}}', `vivarium-${uid}`);
+
+before(async () => {
+  podman = await startPodman(podmanSock);
+  assert.ok(imagePresent(), `${IMAGE} is not in the test storage: run make image-for-tests`);
+});
+
+after(async () => {
+  if (sv) await sv.stop();
+  cleanup();
+  for (const id of made) vpTry('rmi', '-f', id);
+  if (podman) await podman.stop();
+});
+
+test('a rebuilt image reaches a sandbox at its next start, never in a call', async () => {
+  const first = rebuild(1);
+  sv = await startSupervisor({ podmanSock, state: stateDir(), image: ref });
+  const c = await sv.client(uid);
+  let r = await runPython(c, `x = 41\nopen('/workspace/keep.txt', 'w').write('kept')\nprint('set')`);
+  assert.match(r.text, /set/, r.text);
+  assert.equal(imageOf(), first);
+
+  // A call runs while the image is rebuilt: it finishes, on the old image.
+  const long = runPython(c, `import time\ntime.sleep(4)\nprint('done', x)`);
+  await new Promise((res) => setTimeout(res, 1000));
+  const second = rebuild(2);
+  assert.notEqual(second, first);
+  r = await long;
+  assert.match(r.text, /done 41/, `the call in flight was cut: ${r.text}`);
+  assert.equal(r.isError, undefined, r.text);
+  // Running: it keeps its image until it stops.
+  r = await runPython(c, 'print(x + 1)');
+  assert.match(r.text, /42/, r.text);
+  assert.equal(imageOf(), first, 'a running sandbox was made again');
+
+  execFileSync(ctlBin, ['-f', sv.conf, 'stop', uid], { encoding: 'utf8' });
+  r = await runPython(c, `print(x, open('/workspace/keep.txt').read())`);
+  assert.match(r.text, /41 kept/, `files or namespace lost: ${r.text}`);
+  assert.equal(imageOf(), second, 'the stopped sandbox was not made again from the new image');
+  // The first image lost its name to the rebuild and its last sandbox.
+  assert.equal(vpTry('image', 'exists', first), null, 'the unused, unnamed old image was kept');
+  assert.match(sv.stderr(), /the image changed/);
+  await c.close();
+});
