@@ -245,7 +245,7 @@ conf_load(struct egress_conf *c, const char *path, struct confdiag *d)
 		confdiag_add(d, 0, "host_addresses is not set: the proxy refuses "
 		    "the host's own addresses only from that list; name a file "
 		    "of them (one address or CIDR a line, written by "
-		    "vivarium-egress-hosts or egress-proxy/container.sh), or set "
+		    "vivarium-egress-hosts, or by the supervisor with egress: manage), or set "
 		    "host_addresses: none (VIVARIUM_EGRESS_HOST_ADDRESSES=none) "
 		    "to run without one (docs/egress.md)");
 	return d->count > 0 ? -1 : 0;

@@ -18,7 +18,8 @@
 #   -h   this text
 #
 # Installed by make install as vivarium-egress-hosts; egress-proxy/
-# container.sh runs it for make run; the quadlet runs it before the proxy.
+# the quadlet runs it before the proxy (with egress: manage the supervisor
+# writes the list itself).
 set -eu
 
 usage() {

@@ -361,7 +361,7 @@ worker_main(void *arg)
 	pthread_barrier_wait(&started);
 	if (ev_epfd == -1 || rev.fd == -1)
 		return NULL;
-	/* What container.sh waits for: every thread runs (the listening
+	/* Every thread runs (the listening
 	 * lines come before the threads, which may yet fail to start). */
 	if (wa->id == 0)
 		log_info("ready: %u workers", (unsigned)conf->workers);

@@ -65,8 +65,8 @@ host_check(const struct egress_conf *c)
 "  The proxy refuses every address listed there (the host's own, which it\n"
 "  cannot see from a container) and does not run without the list.  Write\n"
 "  it, one address or CIDR a line (vivarium-egress-hosts DIR writes\n"
-"  DIR/host-addresses from the host's interfaces; egress-proxy/container.sh\n"
-"  does for make run), or set host_addresses: none\n"
+"  DIR/host-addresses from the host's interfaces; the supervisor does with\n"
+"  egress: manage), or set host_addresses: none\n"
 "  (VIVARIUM_EGRESS_HOST_ADDRESSES=none) to run without one.\n",
 	    c->host_addresses, err);
 	return -1;

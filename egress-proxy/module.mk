@@ -42,9 +42,10 @@ test-egress:
 		build/san/t/egress_conf build/san/t/egress_relay
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
 
-# egress-proxy/container.sh (the proxy as a container) against the tests'
-# private Podman and the sandbox image, then supervisor/run.sh (`make run`)
-# on that service: a user's sandbox reaches an origin through the proxy.
+# The proxy as a container the supervisor makes and keeps (egress: manage)
+# against the tests' private Podman and the sandbox image, then
+# supervisor/run.sh (`make run`) on that service: a user's sandbox reaches
+# an origin through the proxy.
 test-egress-container: image-for-tests
 	@scripts/deps build podman
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl

@@ -128,7 +128,7 @@ static pthread_mutex_t nl_lock = PTHREAD_MUTEX_INITIALIZER;
 /*
  * The host's addresses.  In a container the proxy sees its own interfaces
  * only, yet the host behind it answers on its public address too; whoever
- * starts the proxy lists the host's addresses in a file (container.sh
+ * starts the proxy lists the host's addresses in a file (the supervisor
  * does, from the host's interfaces), which is read at start and again
  * whenever it changes, so an address the host gains later is refused as
  * well.  Kept under self_lock.  A host with many containers has as

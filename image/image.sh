@@ -168,10 +168,8 @@ inputs() {
 		find common sandbox-agent python -type f \
 		    ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path '*/tests/*' \
 		    ! -name '*.o' ! -name '*.d'
-		# The proxy is built into the same image; container.sh, which
-		# runs it, is not an input.
-		find egress-proxy -type f ! -name '*.o' ! -name '*.d' \
-		    ! -name container.sh
+		# The proxy is built into the same image.
+		find egress-proxy -type f ! -name '*.o' ! -name '*.d'
 		# And the supervisor (deploy/quadlet/vivarium-supervisor.container);
 		# its scripts are not inputs.
 		find supervisor -type f ! -name '*.o' ! -name '*.d' ! -name '*.sh'

@@ -103,6 +103,11 @@ struct backend {
 	/* The user's sandbox as it is named to people (logs), into dst. */
 	void	(*label)(struct backend *, const char *user, char *dst,
 		    size_t len);
+	/*
+	 * Upkeep at every reaper tick (30 s at most) and once after check:
+	 * Podman keeps the egress proxy it manages.  NULL: nothing to do.
+	 */
+	void	(*tick)(struct backend *);
 	/* A request for the user ended (vivariumctl's idle time). */
 	void	(*used)(struct backend *, const char *user);
 	void	(*free)(struct backend *);

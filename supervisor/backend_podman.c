@@ -45,6 +45,67 @@ fold(enum ctr_state s)
 	}
 }
 
+/*
+ * The way out: kept here when managed, else only looked at.  What would
+ * leave sandboxes without internet, and nobody told, is said loudly.
+ */
+static void
+egress_check(const struct conf *c, struct podman *p, backend_say say)
+{
+	struct perr	 e;
+	json_t		*ins;
+	int		 replaced;
+	enum ctr_state	 st;
+
+	if (c->egress_container == NULL) {
+		backend_sayf(say, 1, "WARNING: no egress proxy is configured "
+		    "(egress:), so sandboxes have no internet access; "
+		    "egress: {manage: yes} makes one (docs/egress.md)");
+		return;
+	}
+	if (c->egress_manage) {
+		if (egress_keep(c, p, &replaced, &e) == -1) {
+			backend_sayf(say, 1, "WARNING: the egress proxy is NOT "
+			    "running, so sandboxes have no internet access: %s "
+			    "(tried again every %ld s)", e.msg,
+			    reaper_tick(c));
+			return;
+		}
+		backend_sayf(say, 0, "egress proxy %s runs from %s, refusing "
+		    "this host's addresses (%s/egress/host-addresses)",
+		    c->egress_container, c->egress_image != NULL ?
+		    c->egress_image : c->image, c->state_dir);
+		if (sandbox_egress_reconnect(c, p, &e) == -1)
+			backend_sayf(say, 1, "WARNING: %s", e.msg);
+		return;
+	}
+	if (podman_container_inspect(p, c->egress_container, &ins, &e) == -1)
+		return;
+	st = podman_ctr_state(ins);
+	json_decref(ins);
+	if (st != CTR_RUNNING)
+		backend_sayf(say, 1, "WARNING: the egress proxy container %s is "
+		    "%s, so sandboxes have no internet access until it runs",
+		    c->egress_container, podman_ctr_state_name(st));
+}
+
+static void
+pm_tick(struct backend *b)
+{
+	const struct conf	*c = st(b)->conf;
+	struct perr		 e;
+	int			 replaced;
+
+	if (!c->egress_manage)
+		return;
+	if (egress_keep(c, st(b)->podman, &replaced, &e) == -1) {
+		log_warnx("the egress proxy is NOT running: %s", e.msg);
+		return;
+	}
+	if (replaced && sandbox_egress_reconnect(c, st(b)->podman, &e) == -1)
+		log_warnx("%s", e.msg);
+}
+
 static int
 pm_check(struct backend *b, backend_say say, struct perr *e)
 {
@@ -65,6 +126,7 @@ pm_check(struct backend *b, backend_say say, struct perr *e)
 		    "(%s): %s", c->sandbox_user, c->uid_base == 0
 		    ? "uid_base is 0" : "rootless Podman has no id ranges to "
 		    "give each its own");
+	egress_check(c, p, say);
 	if (!c->runsc)
 		return 0;
 	/*
@@ -252,6 +314,7 @@ static const struct backend podman_ops = {
 	.export_ws = pm_export,
 	.import_ws = pm_import,
 	.label = pm_label,
+	.tick = pm_tick,
 	.used = pm_used,
 	.free = pm_free,
 };

@@ -135,6 +135,8 @@ conf_defaults(struct conf *c)
 	c->limits.workspace = 5ULL << 30;
 	c->uid_base = DEF_UID_BASE;
 	c->egress_alias = xstrdup("egress");
+	c->egress_network = xstrdup("vivarium-egress");
+	c->egress_bridge = xstrdup("vivegress0");
 	c->egress_port = 3128;
 	c->max_connections = 1024;
 	c->max_per_address = 256;
@@ -174,6 +176,11 @@ conf_release(struct conf *c)
 	free(c->env);
 	free(c->egress_container);
 	free(c->egress_alias);
+	free(c->egress_image);
+	free(c->egress_config);
+	free(c->egress_network);
+	free(c->egress_bridge);
+	free(c->egress_host_extra);
 	free(c->public_url);
 	free(c->link_key_file);
 	free(c->kube.kubeconfig);
@@ -485,11 +492,32 @@ static const struct conf_key sandbox_keys[] = {
 	CONF_PARSED("runtime", NULL, parse_sandbox_runtime, "runc or runsc"),
 };
 
+/* egress: host_extra: what hosts.sh took, checked the same way. */
+static int
+parse_host_extra(void *base, const char *v)
+{
+	struct conf	*c = base;
+	const char	*p;
+
+	for (p = v; *p != '\0'; p++)
+		if (strchr("0123456789abcdefABCDEF.:/, ", *p) == NULL)
+			return -1;
+	set_str(&c->egress_host_extra, v);
+	return 0;
+}
+
 static const struct conf_key egress_keys[] = {
 	V("container", NULL, CONF_STR, C(egress_container), 0, 0),
 	V("port", NULL, CONF_LONG, C(egress_port), 1, 65535),
 	V("alias", NULL, CONF_STR, C(egress_alias), 0, 0),
 	CONF_NODE_FN("url", node_egress_url),
+	V("manage", NULL, CONF_BOOL, C(egress_manage), 0, 0),
+	V("image", NULL, CONF_STR, C(egress_image), 0, 0),
+	V("config", NULL, CONF_STR, C(egress_config), 0, 0),
+	V("network", NULL, CONF_STR, C(egress_network), 0, 0),
+	V("bridge", NULL, CONF_STR, C(egress_bridge), 0, 0),
+	CONF_PARSED("host_extra", NULL, parse_host_extra,
+	    "addresses or CIDRs of this host on no interface, comma-separated"),
 };
 
 static const struct conf_key links_keys[] = {
@@ -827,6 +855,21 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 		    "name:port", c->kube.egress_proxy);
 	if (c->backend == BACKEND_KUBERNETES)
 		kube_conf_check(c, d);
+	if (c->egress_manage) {
+		if (c->egress_container == NULL)
+			c->egress_container = xstrdup("vivarium-egress");
+		if (strlen(c->egress_bridge) > 15)
+			confdiag_add(d, 0, "egress: bridge \"%s\" is longer than "
+			    "15 characters (a network interface's name)",
+			    c->egress_bridge);
+		if (c->egress_config != NULL && c->egress_config[0] != '/')
+			confdiag_add(d, 0, "egress: config \"%s\" must be an "
+			    "absolute path", c->egress_config);
+		if (c->backend == BACKEND_KUBERNETES)
+			confdiag_add(d, 0, "egress: manage is for the Podman "
+			    "backend; on Kubernetes the proxy is a Deployment "
+			    "(deploy/kubernetes/)");
+	}
 	if (c->provisioning == PROV_ALLOWLIST && c->nusers == 0)
 		confdiag_add(d, 0, "provisioning is allowlist but no users are "
 		    "listed under users:");
@@ -863,6 +906,16 @@ conf_link_keys(struct conf *c, char *err, size_t errlen)
 	/* The default key lives in state_dir, which may not exist yet. */
 	(void)mkdir(c->state_dir, 0700);
 	return link_keys_load(&c->link_keys, c->link_key_file, err, errlen);
+}
+
+long
+reaper_tick(const struct conf *c)
+{
+	long	 tick = c->idle_stop_after / 10;
+
+	if (tick < 1)
+		tick = 1;
+	return tick > 30 ? 30 : tick;
 }
 
 const struct limits *

@@ -389,20 +389,48 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	    req->body.len);
 }
 
+/* ---------------------------------------------------------------- start */
+
+static int
+host_is_loopback(const char *h)
+{
+	return strncmp(h, "127.", 4) == 0 || strcmp(h, "::1") == 0
+	    || strcmp(h, "[::1]") == 0 || strcasecmp(h, "localhost") == 0;
+}
+
+/* Whether an http(s) URL names this machine's loopback. */
+static int
+url_is_loopback(const char *url)
+{
+	const char	*h = strstr(url, "://");
+	char		 host[256];
+	size_t		 n;
+
+	if (h == NULL)
+		return 0;
+	h += 3;
+	if (*h == '[')
+		n = strcspn(h, "]") + 1;
+	else
+		n = strcspn(h, ":/");
+	if (n >= sizeof(host))
+		return 0;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	return host_is_loopback(host);
+}
+
 /* ---------------------------------------------------------------- reaper */
 
-/* Stops idle sandboxes and retries adoption while Podman was down. */
+/* Stops idle sandboxes, retries adoption while Podman was down, and
+ * lets the backend keep what it keeps (the egress proxy). */
 static void *
 reaper(void *arg)
 {
 	struct timespec	 ts;
 	long		 tick;
 
-	tick = conf.idle_stop_after / 10;
-	if (tick < 1)
-		tick = 1;
-	if (tick > 30)
-		tick = 30;
+	tick = reaper_tick(&conf);
 	pthread_mutex_lock(&reaper_lock);
 	while (!quitting) {
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -414,6 +442,8 @@ reaper(void *arg)
 		if (!adopted && pool_adopt() == 0)
 			adopted = 1;
 		pool_reap();
+		if (backend->tick != NULL)
+			backend->tick(backend);
 		pthread_mutex_lock(&reaper_lock);
 	}
 	pthread_mutex_unlock(&reaper_lock);
@@ -610,6 +640,12 @@ main(int argc, char **argv)
 	    conf.idle_stop_after);
 	log_info("file links are made for %s (links: public_url)",
 	    conf.public_url);
+	if (!host_is_loopback(conf.listen_host) && url_is_loopback(conf.public_url))
+		log_warnx("WARNING: file links point at %s, this machine's "
+		    "loopback, but the supervisor listens on %s: browsers on "
+		    "other machines cannot open them; set links: public_url "
+		    "to the address people use (docs/supervisor.md)",
+		    conf.public_url, conf.listen_host);
 	if (pthread_create(&rt, NULL, reaper, NULL) != 0)
 		fatalx("cannot start the reaper thread");
 

@@ -117,22 +117,22 @@ perr_from_reply(struct perr *e, const char *method, const char *path,
 	json_decref(j);
 }
 
-int
-podman_call(struct podman *p, const char *method, const char *path,
-    json_t *body, json_t **reply, long *statusp, struct perr *e)
+/*
+ * One request; the reply's body into in (the caller's), the status into
+ * *statusp.  What podman_call says, without the JSON decoding.
+ */
+static int
+call(struct podman *p, const char *method, const char *path, json_t *body,
+    struct buf *in, long *statusp, struct perr *e)
 {
 	CURL			*c = NULL;
 	struct curl_slist	*hdrs = NULL;
-	struct buf		 in = BUF_INIT(PODMAN_REPLY_MAX);
 	char			 errbuf[CURL_ERROR_SIZE];
 	char			*payload = NULL;
 	long			 status = 0;
 	CURLcode		 rc;
-	json_error_t		 jerr;
 	int			 ret = -1;
 
-	if (reply != NULL)
-		*reply = NULL;
 	if (statusp != NULL)
 		*statusp = 0;
 	memset(e, 0, sizeof(*e));
@@ -143,7 +143,7 @@ podman_call(struct podman *p, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, p->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, podman_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &in);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, in);
 	/* Podman reads a body without this header as a form (500 ... EOF). */
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	hdrs = curl_slist_append(hdrs, "Expect:");
@@ -174,18 +174,8 @@ podman_call(struct podman *p, const char *method, const char *path,
 	if (statusp != NULL)
 		*statusp = status;
 	if (!((status >= 200 && status < 300) || status == 304)) {
-		perr_from_reply(e, method, path, status, &in);
+		perr_from_reply(e, method, path, status, in);
 		goto fail;
-	}
-	if (reply != NULL && in.len > 0) {
-		*reply = json_loadb(in.data, in.len, 0, &jerr);
-		if (*reply == NULL) {
-			e->status = status;
-			snprintf(e->msg, sizeof(e->msg),
-			    "Podman sent a reply to %s %s that is not JSON: %s",
-			    method, path, jerr.text);
-			goto fail;
-		}
 	}
 	ret = 0;
 fail:
@@ -195,10 +185,42 @@ fail:
 			p->on_error(e);
 	}
 	free(payload);
-	buf_release(&in);
 	curl_slist_free_all(hdrs);
 	if (c != NULL)
 		curl_easy_cleanup(c);
+	return ret;
+}
+
+int
+podman_call(struct podman *p, const char *method, const char *path,
+    json_t *body, json_t **reply, long *statusp, struct perr *e)
+{
+	struct buf	 in = BUF_INIT(PODMAN_REPLY_MAX);
+	json_error_t	 jerr;
+	long		 status = 0;
+	int		 ret = -1;
+
+	if (reply != NULL)
+		*reply = NULL;
+	if (call(p, method, path, body, &in, &status, e) == -1)
+		goto out;
+	if (statusp != NULL)
+		*statusp = status;
+	if (reply != NULL && in.len > 0) {
+		*reply = json_loadb(in.data, in.len, 0, &jerr);
+		if (*reply == NULL) {
+			e->status = status;
+			snprintf(e->msg, sizeof(e->msg),
+			    "Podman sent a reply to %s %s that is not JSON: %s",
+			    method, path, jerr.text);
+			if (p->on_error != NULL)
+				p->on_error(e);
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	buf_release(&in);
 	return ret;
 }
 
@@ -729,6 +751,43 @@ fail:
 	if (a.c != NULL)
 		curl_easy_cleanup(a.c);
 	return ret;
+}
+
+/*
+ * The last lines a container wrote (stdout and stderr), as text into out:
+ * Podman sends them framed, 8 bytes (stream, 0, 0, 0, big-endian size)
+ * before each piece.
+ */
+int
+podman_container_logs(struct podman *p, const char *name, int tail,
+    struct buf *out, struct perr *e)
+{
+	struct buf	 in = BUF_INIT(PODMAN_REPLY_MAX);
+	const unsigned char *d;
+	char		 path[512], post[64];
+	size_t		 at = 0, n;
+	int		 r;
+
+	snprintf(post, sizeof(post), "/logs?stdout=true&stderr=true&tail=%d",
+	    tail);
+	if (path_fmt(path, sizeof(path), PODMAN_API "/containers/", name, post,
+	    e) == -1)
+		return -1;
+	if ((r = call(p, "GET", path, NULL, &in, NULL, e)) == 0) {
+		d = (const unsigned char *)in.data;
+		while (at + 8 <= in.len) {
+			n = (size_t)d[at + 4] << 24 | (size_t)d[at + 5] << 16 |
+			    (size_t)d[at + 6] << 8 | d[at + 7];
+			at += 8;
+			if (n > in.len - at)
+				n = in.len - at;
+			if (buf_append(out, (const char *)d + at, n) == -1)
+				break;
+			at += n;
+		}
+	}
+	buf_release(&in);
+	return r;
 }
 
 int

@@ -111,6 +111,10 @@ const char	*podman_ctr_state_name(enum ctr_state);
 int	podman_container_list(struct podman *, json_t **out, struct perr *);
 int	podman_network_list(struct podman *, json_t **out, struct perr *);
 int	podman_volume_list(struct podman *, json_t **out, struct perr *);
+/* The last tail lines of a container's output, appended to out as text. */
+struct buf;
+int	podman_container_logs(struct podman *, const char *name, int tail,
+	    struct buf *out, struct perr *);
 /* Memory in use by a running container, in bytes; -1 with perr. */
 int	podman_container_memory(struct podman *, const char *name,
 	    unsigned long long *bytes, struct perr *);

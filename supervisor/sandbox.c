@@ -795,6 +795,39 @@ again:
 }
 
 int
+sandbox_egress_reconnect(const struct conf *c, struct podman *p,
+    struct perr *e)
+{
+	struct names	 n;
+	struct perr	 one;
+	json_t		*nets, *net;
+	const char	*user;
+	char		 ip[INET_ADDRSTRLEN];
+	size_t		 i;
+	int		 r = 0;
+
+	if (c->egress_container == NULL)
+		return 0;
+	if (podman_network_list(p, &nets, e) == -1)
+		return -1;
+	json_array_foreach(nets, i, net) {
+		if ((user = sandbox_label_user(net)) == NULL
+		    || sandbox_names(c, user, &n) == -1)
+			continue;
+		if (proxy_ip(c, p, &n, ip, sizeof(ip), &one) == -1
+		    || egress_connect(c, p, &n, ip, &one) == -1) {
+			log_warnx("%s: the egress proxy is not connected: %s",
+			    n.network, one.msg);
+			if (r == 0)
+				*e = one;
+			r = -1;
+		}
+	}
+	json_decref(nets);
+	return r;
+}
+
+int
 sandbox_stop(const struct conf *c, struct podman *p, const char *user,
     struct perr *e)
 {

@@ -108,6 +108,13 @@ struct conf {
 	char		*egress_container;	/* owned; NULL: no proxy */
 	long		 egress_port;		/* the proxy's port */
 	char		*egress_alias;		/* owned */
+	/* egress: manage: the supervisor makes and keeps the proxy (egress.c) */
+	int		 egress_manage;
+	char		*egress_image;		/* owned; NULL: image */
+	char		*egress_config;		/* owned; NULL: the proxy's defaults */
+	char		*egress_network;	/* owned: its way out */
+	char		*egress_bridge;		/* owned: that network's bridge */
+	char		*egress_host_extra;	/* owned: "addr,cidr,..."; NULL: none */
 	long		 max_connections;
 	long		 max_per_address;	/* connections from one address */
 	long		 auth_timeout;		/* seconds idle before the token */
@@ -132,6 +139,8 @@ void	conf_release(struct conf *);
 const char *conf_default_path(char *dst, size_t len);
 /* Loads (on first start: makes) the link key; 0, or -1 with err. */
 int	conf_link_keys(struct conf *, char *err, size_t errlen);
+/* Seconds between the reaper's looks: idle_stop_after / 10, 1 to 30. */
+long	reaper_tick(const struct conf *);
 /* The user's limits: an override from users: or the defaults. */
 const struct limits *conf_limits(const struct conf *, const char *user);
 /* Listed under users: (the allowlist). */
@@ -363,6 +372,28 @@ int	sandbox_stop(const struct conf *, struct podman *, const char *user,
 /* Removes container and network; the volume too when purge. */
 int	sandbox_remove(const struct conf *, struct podman *, const char *user,
 	    int purge, struct perr *err);
+
+/* Puts the egress proxy back on every user's network (a new proxy
+ * container is on none); 0, or -1 with err (the first failure). */
+int	sandbox_egress_reconnect(const struct conf *, struct podman *,
+	    struct perr *err);
+
+/* ---------------------------------------------------------------- egress.c */
+
+struct buf;
+/*
+ * egress: manage: makes the proxy's network, writes this host's addresses
+ * (<state_dir>/egress/host-addresses) and makes, replaces or starts its
+ * container as needed; *replaced when the container is new (on no user's
+ * network yet).  Nothing without manage.  0, or -1 with err.
+ */
+int	egress_keep(const struct conf *, struct podman *, int *replaced,
+	    struct perr *err);
+/* This host's addresses as the proxy reads them, appended to out. */
+int	egress_host_list(const struct conf *, struct buf *out, struct perr *err);
+int	egress_write_hosts(const struct conf *, struct perr *err);
+/* The proxy's container spec (new reference); rootful: its own ids. */
+json_t	*egress_container_spec(const struct conf *, int rootful);
 
 /* ---------------------------------------------------------------- idmap.c */
 

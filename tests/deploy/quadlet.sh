@@ -49,7 +49,7 @@ has() {
 $(cat "$D/exec")"; fi
 }
 
-# The egress proxy's settings, as egress-proxy/container.sh gives them.
+# The egress proxy's settings, as the supervisor gives them (supervisor/egress.c).
 EGRESS="--name vivarium-egress|--network vivarium-egress|--read-only|--cap-drop all|--security-opt=no-new-privileges|--user 1000:1000|--entrypoint=/usr/local/bin/vivarium-egress|--init|--memory=512m|--pids-limit=256|--ulimit=nofile=16384:16384|VIVARIUM_EGRESS_LISTEN=0.0.0.0:3128|io.vivarium.role=egress|--uidmap 0:1000000000:65536|--gidmap 0:1000000000:65536|--ipc=none|-v %t/vivarium/egress:/run/vivarium-host:ro|VIVARIUM_EGRESS_HOST_ADDRESSES=/run/vivarium-host/host-addresses"
 SUPERVISOR="--name vivarium-supervisor|--network vivarium-front|--read-only|--cap-drop all|--cap-add cap_chown --cap-add cap_dac_override --cap-add cap_fowner|--security-opt=no-new-privileges|--publish 127.0.0.1:8787:8787|/podman/podman.sock:/run/podman/podman.sock|--entrypoint=/usr/local/bin/vivarium-supervisor|-f %E/vivarium/supervisor.yaml"
 check_deploy() {	# NAME

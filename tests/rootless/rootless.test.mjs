@@ -2,7 +2,8 @@
 // driven by the official MCP SDK client.  Run by tests/rootless/run.sh
 // (make test-rootless) as the user it makes, with that user's Podman
 // service on VIVARIUM_PODMAN_SOCKET, the sandbox image in its storage, the
-// egress proxy container VRL_EGRESS and an origin web server at VRL_ORIGIN
+// egress proxy the supervisor makes as VRL_EGRESS (settings VRL_EGRESS_CONFIG),
+// an origin web server at VRL_ORIGIN
 // (host:port, a private address the proxy was told to allow).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,7 +34,8 @@ before(async () => {
   // The first container pays for the copy of the image's layers that
   // keep-id's uid mapping needs (about 10 s here).
   sv = await startSupervisor({ podmanSock: sock, state, readyTimeout: '120s',
-    extra: ['egress:', `  container: ${egress}`, '  port: 3128'].join('\n') });
+    extra: ['egress:', '  manage: yes', `  container: ${egress}`, '  port: 3128',
+      `  config: ${process.env.VRL_EGRESS_CONFIG}`].join('\n') });
 });
 
 after(async () => {

@@ -17,9 +17,10 @@
 #      have it 0600.  Its mode is restored at exit.
 #   4. As the user: its `podman system service` on
 #      $XDG_RUNTIME_DIR/podman/podman.sock, an origin web server (python3
-#      -m http.server in the same image) on a normal network, and the real
-#      egress proxy (egress-proxy/container.sh, allowed to reach the
-#      origin's private subnet and its port 8000).
+#      -m http.server in the same image) on a normal network, and the
+#      settings of the real egress proxy, which the supervisor makes
+#      (egress: manage; allowed to reach the origin's private subnet and
+#      its port 8000).
 #   5. As the user: tests/rootless/rootless.test.mjs, the MCP SDK client
 #      against the supervisor (tests/supervisor/lib.mjs) on that socket.
 # Everything it made (the user and its subordinate ranges, its processes,
@@ -199,17 +200,16 @@ if [ -n "$net_ip" ] && curl -s -o /dev/null --max-time 10 http://deb.debian.org/
 	internet=1
 	allow=$allow,$net_ip/32
 fi
-AS_USER_ENV="VIVARIUM_PODMAN_SOCKET=$SOCK VIVARIUM_EGRESS_IMAGE=$IMAGE
-    VIVARIUM_EGRESS_HOST_DIR=$RUNU/egress-host VIVARIUM_EGRESS_ALLOW_CIDRS=$allow
-    VIVARIUM_EGRESS_PORTS=80,443,8000"
-as_user sh -c 'cd "$1" && exec egress-proxy/container.sh ensure' - "$REPO" \
-    >"$HOMED/egress.log" 2>&1 || { cat "$HOMED/egress.log" >&2; die "the egress proxy did not start"; }
-AS_USER_ENV=""
+# The proxy's settings; the supervisor makes the proxy (egress: manage).
+printf 'allow_ports: [80, 443, 8000]\nallow_cidrs: [%s]\nverbose: yes\n' \
+    "$(echo "$allow" | sed 's/,/, /g')" >"$HOMED/egress.yaml"
+chmod 0644 "$HOMED/egress.yaml"
 
 say "ready in $(( $(date +%s) - t0 )) s; running the client as $NAME"
 AS_USER_ENV="VIVARIUM_PODMAN_SOCKET=$SOCK VIVARIUM_SANDBOX_IMAGE=$IMAGE
     VIVARIUM_SUPERVISOR_BIN=$SV_BIN VIVARIUM_CTL_BIN=$CTL_BIN
-    VRL_ORIGIN=$ORIGIN_IP:8000 VRL_EGRESS=vivarium-egress VRL_INTERNET=$internet"
+    VRL_ORIGIN=$ORIGIN_IP:8000 VRL_EGRESS=vivarium-egress VRL_INTERNET=$internet
+    VRL_EGRESS_CONFIG=$HOMED/egress.yaml"
 rc=0
 as_user node --test --test-concurrency=1 "$REPO/tests/rootless/rootless.test.mjs" || rc=$?
 AS_USER_ENV=""

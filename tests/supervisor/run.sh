@@ -9,4 +9,5 @@ if [ ! -d tests/e2e/node_modules/@modelcontextprotocol/sdk ]; then
 fi
 exec node --test --test-concurrency=1 tests/supervisor/stream.test.mjs \
     tests/supervisor/supervisor.test.mjs tests/supervisor/longrun.test.mjs \
-    tests/supervisor/notebook.test.mjs tests/supervisor/image.test.mjs
+    tests/supervisor/notebook.test.mjs tests/supervisor/image.test.mjs \
+    tests/supervisor/egress.test.mjs

@@ -573,7 +573,7 @@ test_host_file_at_start(void **state)
 }
 
 /* n lines of host addresses 10.x.y.z, numbered from 1, then one more line
- * (or none); the file is renamed into place, as container.sh does. */
+ * (or none); the file is renamed into place, as the supervisor does. */
 static void
 write_hosts(const char *path, int n, const char *last)
 {

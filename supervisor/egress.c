@@ -1,0 +1,528 @@
+/*
+ * egress.c: the egress proxy's container, made and kept by the supervisor
+ * when the config says egress: manage: yes (Podman backend), so that one
+ * service brings everything back after a reboot, on any Podman:
+ *
+ *   - the proxy's network (egress: network, a normal bridge named egress:
+ *     bridge): its way out, made when missing, refused when internal;
+ *   - the list of this host's addresses, which the proxy refuses and
+ *     without which it does not start: <state_dir>/egress/host-addresses,
+ *     every interface's addresses (getifaddrs) and egress: host_extra,
+ *     written aside and renamed when it changed, at start and at every
+ *     look; on disk, so a reboot does not empty it;
+ *   - the container, from egress: image (default: the sandbox image),
+ *     hardened as docs/egress.md says, labelled with a hash of what it is
+ *     made of (its spec, the image's id, the proxy's config file): one
+ *     made otherwise (the image was rebuilt, the config edited) is
+ *     replaced, and the new one put back on every user's network; one that
+ *     stopped is started again.
+ *
+ * The container has no restart policy: each restart of a container with a
+ * user namespace leaks a network namespace in Podman 4.3.1, so a proxy
+ * that cannot start would leak one a second.  The supervisor looks again
+ * at every reaper tick (30 s at most) instead, tries a proxy that exits at
+ * start again later and later, and says each time what the proxy said.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "log.h"
+#include "sha256.h"
+#include "supervisor.h"
+#include "banned.h"
+
+#define EGRESS_DIR		"egress"
+#define EGRESS_HOSTS		"host-addresses"
+#define EGRESS_SPEC_LABEL	"io.vivarium.egress-spec"
+#define EGRESS_MEMORY		(512LL << 20)
+#define EGRESS_PIDS		256
+#define EGRESS_PIDS_RUNSC	2048	/* gVisor's own threads count too */
+#define EGRESS_NOFILE		16384
+#define EGRESS_CONF_IN		"/etc/vivarium/egress.yaml"
+#define EGRESS_HOSTS_IN		"/run/vivarium-host"
+
+static const char *
+egress_image(const struct conf *c)
+{
+	return c->egress_image != NULL ? c->egress_image : c->image;
+}
+
+/* ------------------------------------------------------------ host list */
+
+/*
+ * The list as the proxy reads it: a comment, then one address or CIDR a
+ * line.  0, or -1 with e.
+ */
+int
+egress_host_list(const struct conf *c, struct buf *out, struct perr *e)
+{
+	struct ifaddrs	*ifs, *i;
+	const void	*a;
+	char		 s[INET6_ADDRSTRLEN], *extra, *tok, *save = NULL;
+	size_t		 n = 0;
+	int		 r = 0;
+
+	if (getifaddrs(&ifs) == -1) {
+		perr_set(e, 500, "cannot list this host's addresses: %s",
+		    strerror(errno));
+		return -1;
+	}
+	r |= buf_appends(out, "# this host's addresses, written by "
+	    "vivarium-supervisor (egress: manage)\n");
+	for (i = ifs; i != NULL; i = i->ifa_next) {
+		if (i->ifa_addr == NULL)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET)
+			a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			a = &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
+		else
+			continue;
+		if (inet_ntop(i->ifa_addr->sa_family, a, s, sizeof(s)) == NULL)
+			continue;
+		r |= buf_appendf(out, "%s\n", s);
+		n++;
+	}
+	freeifaddrs(ifs);
+	if (c->egress_host_extra != NULL) {
+		if ((extra = strdup(c->egress_host_extra)) == NULL)
+			r = -1;
+		for (tok = extra != NULL ? strtok_r(extra, ", ", &save) : NULL;
+		    tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
+			r |= buf_appendf(out, "%s\n", tok);
+			n++;
+		}
+		free(extra);
+	}
+	if (r != 0) {
+		perr_set(e, 500, "out of memory");
+		return -1;
+	}
+	/* Loopback at least: none means the listing failed. */
+	if (n == 0) {
+		perr_set(e, 500, "this host lists no address of its own");
+		return -1;
+	}
+	return 0;
+}
+
+/* <state_dir>/egress into dst. */
+static void
+hosts_dir(const struct conf *c, char *dst, size_t len)
+{
+	snprintf(dst, len, "%s/" EGRESS_DIR, c->state_dir);
+}
+
+/*
+ * Writes the list when it changed: aside, then renamed, so the proxy
+ * never reads half of it.  The directory 0755 and the file 0644: the
+ * proxy runs as another uid.  0, or -1 with e.
+ */
+int
+egress_write_hosts(const struct conf *c, struct perr *e)
+{
+	struct buf	 now = BUF_INIT(1u << 20), had = BUF_INIT(1u << 20);
+	char		 dir[STATE_DIR_MAX + 16], path[STATE_DIR_MAX + 48];
+	char		 tmp[STATE_DIR_MAX + 64], chunk[4096];
+	ssize_t		 n;
+	int		 fd, r = -1;
+
+	hosts_dir(c, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/" EGRESS_HOSTS, dir);
+	snprintf(tmp, sizeof(tmp), "%s/." EGRESS_HOSTS ".%ld", dir,
+	    (long)getpid());
+	if (egress_host_list(c, &now, e) == -1)
+		goto out;
+	(void)mkdir(c->state_dir, 0700);
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		perr_set(e, 500, "cannot create %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	(void)chmod(dir, 0755);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+			if (buf_append(&had, chunk, (size_t)n) == -1)
+				break;
+		close(fd);
+		if (had.len == now.len && memcmp(had.data, now.data,
+		    now.len) == 0) {
+			r = 0;
+			goto out;
+		}
+	}
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1) {
+		perr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (write(fd, now.data, now.len) != (ssize_t)now.len ||
+	    fchmod(fd, 0644) == -1 || close(fd) == -1) {
+		perr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
+		(void)unlink(tmp);
+		goto out;
+	}
+	if (rename(tmp, path) == -1) {
+		perr_set(e, 500, "cannot rename %s: %s", tmp, strerror(errno));
+		(void)unlink(tmp);
+		goto out;
+	}
+	log_info("%s: this host's addresses for the egress proxy, written",
+	    path);
+	r = 0;
+out:
+	buf_release(&now);
+	buf_release(&had);
+	return r;
+}
+
+/* ------------------------------------------------------------ the spec */
+
+/*
+ * What the proxy's container is to be (a new reference), for the image
+ * whose id is image_id.  rootful: with ids of its own (slot 0 of
+ * uid_base, which no sandbox gets) and no /dev/shm.
+ */
+json_t *
+egress_container_spec(const struct conf *c, int rootful)
+{
+	json_t		*spec, *env;
+	char		 dir[STATE_DIR_MAX + 16], listen[32];
+	json_int_t	 base;
+
+	hosts_dir(c, dir, sizeof(dir));
+	snprintf(listen, sizeof(listen), "0.0.0.0:%ld", c->egress_port);
+	env = json_pack("{s:s, s:s}", "VIVARIUM_EGRESS_LISTEN", listen,
+	    "VIVARIUM_EGRESS_HOST_ADDRESSES", EGRESS_HOSTS_IN "/" EGRESS_HOSTS);
+	spec = json_pack(
+	    "{s:s, s:s, s:{s:s, s:s}, s:[s], s:[], s:o, s:s, s:s, s:b, s:b,"
+	    " s:[s], s:b, s:{s:{s:I, s:I}, s:{s:I}},"
+	    " s:[{s:s, s:I, s:I}, {s:s, s:I, s:I}],"
+	    " s:{s:s}, s:{s:{s:[s]}},"
+	    " s:[{s:s, s:s, s:s, s:[s]}], s:I, s:s}",
+	    "name", c->egress_container,
+	    "image", egress_image(c),
+	    "labels", "io.vivarium.managed", "true", "io.vivarium.role",
+		"egress",
+	    "entrypoint", "/usr/local/bin/vivarium-egress",
+	    "command",
+	    "env", env,
+	    "user", "1000:1000",
+	    "work_dir", "/",
+	    "read_only_filesystem", 1,
+	    "no_new_privileges", 1,
+	    "cap_drop", "ALL",
+	    "init", 1,
+	    "resource_limits",
+		"memory", "limit", (json_int_t)EGRESS_MEMORY,
+		    "swap", (json_int_t)EGRESS_MEMORY,
+		"pids", "limit", (json_int_t)(c->runsc ? EGRESS_PIDS_RUNSC : EGRESS_PIDS),
+	    "r_limits",
+		"type", "nofile", "soft", (json_int_t)EGRESS_NOFILE,
+		    "hard", (json_int_t)EGRESS_NOFILE,
+		"type", "nproc", "soft", (json_int_t)4096,
+		    "hard", (json_int_t)4096,
+	    "netns", "nsmode", "bridge",
+	    "Networks", c->egress_network, "aliases", "egress",
+	    "mounts",
+		"destination", EGRESS_HOSTS_IN, "type", "bind",
+		"source", dir, "options", "ro",
+	    "stop_timeout", (json_int_t)5,
+	    "image_volume_mode", "ignore");
+	if (spec == NULL)
+		return NULL;
+	json_object_set_new(spec, "httpproxy", json_false());
+	if (c->egress_config != NULL) {
+		json_object_set_new(env, "VIVARIUM_EGRESS_CONFIG",
+		    json_string(EGRESS_CONF_IN));
+		json_array_append_new(json_object_get(spec, "mounts"), json_pack(
+		    "{s:s, s:s, s:s, s:[s]}", "destination", EGRESS_CONF_IN,
+		    "type", "bind", "source", c->egress_config, "options",
+		    "ro"));
+	}
+	if (rootful && c->uid_base != 0) {
+		base = (json_int_t)idmap_host_id(c, 0, 0);
+		json_object_set_new(spec, "userns", json_pack("{s:s}",
+		    "nsmode", "private"));
+		json_object_set_new(spec, "idmappings", json_pack(
+		    "{s:[{s:I, s:I, s:I}], s:[{s:I, s:I, s:I}]}",
+		    "UIDMap", "container_id", (json_int_t)0, "host_id", base,
+		    "size", (json_int_t)UID_RANGE,
+		    "GIDMap", "container_id", (json_int_t)0, "host_id", base,
+		    "size", (json_int_t)UID_RANGE));
+		json_object_set_new(spec, "ipcns", json_pack("{s:s}", "nsmode",
+		    "none"));
+	}
+	return spec;
+}
+
+/*
+ * The label that says what the container was made of: the spec, the
+ * image's id and the config file's bytes, hashed.  0, or -1 with e.
+ */
+static int
+spec_hash(const struct conf *c, const json_t *spec, const char *image_id,
+    char *dst, size_t len, struct perr *e)
+{
+	struct sha256	 h;
+	unsigned char	 md[SHA256_LEN], chunk[4096];
+	char		*s;
+	ssize_t		 n;
+	size_t		 i;
+	int		 fd;
+
+	if ((s = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS)) == NULL) {
+		perr_set(e, 500, "out of memory");
+		return -1;
+	}
+	sha256_init(&h);
+	sha256_update(&h, s, strlen(s));
+	sha256_update(&h, image_id, strlen(image_id));
+	free(s);
+	if (c->egress_config != NULL) {
+		if ((fd = open(c->egress_config, O_RDONLY | O_CLOEXEC)) == -1) {
+			perr_set(e, 500, "egress: config %s: %s",
+			    c->egress_config, strerror(errno));
+			return -1;
+		}
+		while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+			sha256_update(&h, chunk, (size_t)n);
+		close(fd);
+	}
+	sha256_final(&h, md);
+	for (i = 0; i < 16 && 2 * i + 2 < len; i++)
+		snprintf(dst + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/* ------------------------------------------------------------ keeping it */
+
+/* Its way out: a normal bridge network, made when missing. */
+static int
+network_ensure(const struct conf *c, struct podman *p, struct perr *e)
+{
+	json_t	*net, *spec;
+	int	 r;
+
+	if (podman_network_inspect(p, c->egress_network, &net, e) == -1)
+		return -1;
+	if (net != NULL) {
+		r = json_is_true(json_object_get(net, "internal"));
+		json_decref(net);
+		if (r) {
+			perr_set(e, 500, "the network %s is internal, and the "
+			    "egress proxy needs a way out: remove it (podman "
+			    "network rm %s) or name another in egress: network",
+			    c->egress_network, c->egress_network);
+			return -1;
+		}
+		return 0;
+	}
+	/* DNS off: the proxy resolves through the host's resolvers. */
+	spec = json_pack("{s:s, s:s, s:s, s:b, s:b, s:{s:s, s:s}}",
+	    "name", c->egress_network, "driver", "bridge",
+	    "network_interface", c->egress_bridge, "internal", 0,
+	    "dns_enabled", 0, "labels", "io.vivarium.managed", "true",
+	    "io.vivarium.role", "egress");
+	r = podman_network_create(p, spec, e);
+	json_decref(spec);
+	if (r == -1 && !perr_exists(e))
+		return -1;
+	if (r == 0)
+		log_info("made the network %s (bridge %s) for the egress proxy",
+		    c->egress_network, c->egress_bridge);
+	return 0;
+}
+
+/*
+ * After a start: running a second later, or an error with what it said
+ * before it exited.
+ */
+static int
+started_ok(const struct conf *c, struct podman *p, struct perr *e)
+{
+	struct buf	 logs = BUF_INIT(1u << 16);
+	struct perr	 le;
+	json_t		*ins;
+	long long	 code = 0;
+	int		 i;
+	enum ctr_state	 st = CTR_RUNNING;
+
+	for (i = 0; i < 10; i++) {
+		clock_sleep_ms(100);
+		if (podman_container_inspect(p, c->egress_container, &ins, e)
+		    == -1)
+			return -1;
+		st = podman_ctr_state(ins);
+		code = json_integer_value(json_object_get(json_object_get(ins,
+		    "State"), "ExitCode"));
+		json_decref(ins);
+		if (st != CTR_RUNNING)
+			break;
+	}
+	if (st == CTR_RUNNING)
+		return 0;
+	(void)podman_container_logs(p, c->egress_container, 5, &logs, &le);
+	while (logs.len > 0 && logs.data[logs.len - 1] == '\n')
+		logs.len--;
+	perr_set(e, 500, "the egress proxy %s exited at start (code %lld): "
+	    "%.*s", c->egress_container, code, (int)(logs.len > 400 ? 400 :
+	    logs.len), logs.len > 400 ? logs.data + logs.len - 400 :
+	    logs.len > 0 ? logs.data : "(no output; podman logs has more)");
+	buf_release(&logs);
+	return -1;
+}
+
+static int
+create_start(const struct conf *c, struct podman *p, json_t *spec,
+    struct perr *e)
+{
+	if (podman_container_create(p, spec, e) == -1) {
+		if (e->status == 500 && (strstr(e->msg, "image not known")
+		    || strstr(e->msg, "no such image")))
+			perr_set(e, 500, "the egress proxy's image %s is not in "
+			    "Podman's storage: build it (make image) or set "
+			    "egress: image", egress_image(c));
+		return -1;
+	}
+	if (podman_container_start(p, c->egress_container, e) == -1)
+		return -1;
+	return started_ok(c, p, e);
+}
+
+/*
+ * A proxy that exits at start is not started again at every look: the
+ * same spec is tried again after 30 s, then 60 s, ... up to 30 minutes
+ * (each start of a container with a user namespace may leak a network
+ * namespace in Podman 4.3.1), and at once when the spec changes (the
+ * config was fixed, the image rebuilt).  Only the reaper's thread calls
+ * egress_keep once the supervisor runs (check runs before it starts).
+ */
+static struct {
+	char		 hash[40];	/* the spec that failed; "": none */
+	struct perr	 why;
+	double		 retry_at;
+	double		 backoff;
+} failed;
+
+static void
+fail_note(const char *hash, const struct perr *e)
+{
+	if (strcmp(failed.hash, hash) == 0)
+		failed.backoff = failed.backoff * 2 > 1800 ? 1800 :
+		    failed.backoff * 2;
+	else
+		failed.backoff = 30;
+	snprintf(failed.hash, sizeof(failed.hash), "%s", hash);
+	failed.why = *e;
+	failed.retry_at = clock_mono() + failed.backoff;
+}
+
+/* Still waiting to try that spec again: 1 with e saying so. */
+static int
+fail_wait(const char *hash, struct perr *e)
+{
+	double	 left = failed.retry_at - clock_mono();
+
+	if (strcmp(failed.hash, hash) != 0 || left <= 0)
+		return 0;
+	*e = failed.why;
+	snprintf(e->msg + strlen(e->msg), sizeof(e->msg) - strlen(e->msg),
+	    " (tried again in %.0f s, or at once when the config or the image "
+	    "changes)", left);
+	return 1;
+}
+
+int
+egress_keep(const struct conf *c, struct podman *p, int *replaced,
+    struct perr *e)
+{
+	json_t		*spec = NULL, *ins = NULL;
+	const char	*have;
+	char		 image_id[80], hash[40];
+	enum ctr_state	 st;
+	int		 rootful, r = -1;
+
+	*replaced = 0;
+	if (!c->egress_manage)
+		return 0;
+	if (egress_write_hosts(c, e) == -1)
+		return -1;
+	if ((rootful = podman_rootless(p, e)) == -1)
+		return -1;
+	rootful = !rootful;
+	if (podman_image_id(p, egress_image(c), image_id, sizeof(image_id), e)
+	    == -1) {
+		if (e->status == 404)
+			perr_set(e, 404, "the egress proxy's image %s is not in "
+			    "Podman's storage: build it (make image) or set "
+			    "egress: image", egress_image(c));
+		return -1;
+	}
+	if (network_ensure(c, p, e) == -1)
+		return -1;
+	if ((spec = egress_container_spec(c, rootful)) == NULL) {
+		perr_set(e, 500, "out of memory");
+		return -1;
+	}
+	if (spec_hash(c, spec, image_id, hash, sizeof(hash), e) == -1)
+		goto out;
+	json_object_set_new(json_object_get(spec, "labels"), EGRESS_SPEC_LABEL,
+	    json_string(hash));
+	if (podman_container_inspect(p, c->egress_container, &ins, e) == -1)
+		goto out;
+	st = podman_ctr_state(ins);
+	have = json_string_value(json_object_get(json_object_get(
+	    json_object_get(ins, "Config"), "Labels"), EGRESS_SPEC_LABEL));
+	if (st != CTR_MISSING && (have == NULL || strcmp(have, hash) != 0)) {
+		log_info("%s: made from another image or with other settings; "
+		    "making it again", c->egress_container);
+		if (podman_container_remove(p, c->egress_container, e) == -1
+		    && e->status != 404)
+			goto out;
+		st = CTR_MISSING;
+		*replaced = 1;
+	}
+	if (st != CTR_RUNNING && st != CTR_TRANSIENT && fail_wait(hash, e))
+		goto out;
+	switch (st) {
+	case CTR_MISSING:
+		if (create_start(c, p, spec, e) == -1) {
+			fail_note(hash, e);
+			goto out;
+		}
+		log_info("%s: the egress proxy runs (image %s)",
+		    c->egress_container, egress_image(c));
+		*replaced = 1;
+		break;
+	case CTR_RUNNING:
+	case CTR_TRANSIENT:
+		break;
+	default:
+		log_warnx("%s: the egress proxy was %s; starting it again",
+		    c->egress_container, podman_ctr_state_name(st));
+		if (podman_container_start(p, c->egress_container, e) == -1
+		    || started_ok(c, p, e) == -1) {
+			fail_note(hash, e);
+			goto out;
+		}
+		break;
+	}
+	failed.hash[0] = '\0';
+	r = 0;
+out:
+	json_decref(ins);
+	json_decref(spec);
+	return r;
+}
