@@ -18,8 +18,9 @@
 #                    quadlet's list of the host's addresses current
 #   $CONFDIR         /etc/vivarium (~/.config/vivarium): supervisor.yaml and
 #                    egress.yaml from the examples, with this install's
-#                    paths, and the token (32 random bytes, mode 0600); all
-#                    three only when absent, so a reinstall keeps them.
+#                    paths, and the token (32 random bytes, mode 0600; the
+#                    one make run made, when it did, moved from $STATEDIR);
+#                    all three only when absent, so a reinstall keeps them.
 #                    MAKE_TOKEN=0 makes no token (for packages).
 #   $STATEDIR        /var/lib/vivarium (~/.local/state/vivarium)
 # Every path is prefixed with $DESTDIR.  uninstall removes what install put
@@ -111,6 +112,13 @@ do_install() {
 	install -d -m 0700 "$D$STATEDIR"
 	config deploy/supervisor.yaml.example "$CONFDIR/supervisor.yaml" 0644
 	config deploy/egress.yaml.example "$CONFDIR/egress.yaml" 0644
+	# The token an older make run kept in the state directory: moved, so
+	# the copy LibreChat holds stays good (make run now uses this one).
+	if [ ! -s "$D$CONFDIR/token" ] && [ -s "$D$STATEDIR/token" ]; then
+		mv "$D$STATEDIR/token" "$D$CONFDIR/token"
+		chmod 0600 "$D$CONFDIR/token"
+		say "moved the token make run made from $STATEDIR/token to $CONFDIR/token"
+	fi
 	if [ "${MAKE_TOKEN:-1}" = 1 ] && [ ! -s "$D$CONFDIR/token" ]; then
 		(umask 077; od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$D$CONFDIR/token.tmp")
 		mv "$D$CONFDIR/token.tmp" "$D$CONFDIR/token"

@@ -15,38 +15,41 @@
 #      sandbox.runtime: runsc and uid_base: 0 (docs/supervisor.md, gVisor),
 #      the egress proxy no user namespace and 2048 pids; a service that
 #      already answers must run gVisor already (the supervisor checks).
-#   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else $VIVARIUM_TOKEN_FILE
-#      (/var/lib/vivarium/token; made once with 32 random bytes, mode 0600).
-#   3. Egress, unless VIVARIUM_EGRESS=0: egress-proxy/container.sh makes
-#      sure the proxy container ($VIVARIUM_EGRESS_CONTAINER, vivarium-egress,
-#      from the sandbox image) runs on that service, configured by
+#   2. Token: $VIVARIUM_SUPERVISOR_TOKEN, else $VIVARIUM_TOKEN_FILE, the
+#      one `make install` uses too: /etc/vivarium/token (not root:
+#      ~/.config/vivarium/token); made once with 32 random bytes, mode
+#      0600.  A token an older make run left in /var/lib/vivarium/token is
+#      moved there, so LibreChat's copy stays good.
+#   3. Config: $VIVARIUM_SUPERVISOR_CONFIG, else /etc/vivarium/supervisor.yaml
+#      when present (what make install writes: the same service), else
+#      built-in defaults (127.0.0.1:8787, auto provisioning) plus, unless
+#      VIVARIUM_EGRESS=0, an egress section with manage: yes (written to
+#      $RUNDIR/supervisor.yaml): the supervisor makes and keeps the egress
+#      proxy container (docs/egress.md), configured by
 #      $VIVARIUM_EGRESS_CONFIG, else /etc/vivarium/egress.yaml when present,
-#      and the VIVARIUM_EGRESS_* variables (docs/egress.md).  It is left
-#      running on exit: sandboxes that outlive this run keep their way out.
-#      While this runs, the host's addresses the proxy refuses are written
-#      again every 30 s (container.sh host-addrs).
-#   4. Config: $VIVARIUM_SUPERVISOR_CONFIG, else /etc/vivarium/supervisor.yaml
-#      when present, else built-in defaults (127.0.0.1:8787, auto
-#      provisioning) plus an egress section naming the proxy (written to
-#      $RUNDIR/supervisor.yaml).  A config file of yours needs its own
-#      egress section (a warning says so when it has none).
-#   5. Runs bin/vivarium-supervisor until Ctrl-C / SIGTERM; once it answers
+#      named $VIVARIUM_EGRESS_CONTAINER, _NETWORK, _BRIDGE when set.
+#      A config file of yours needs its own egress section (the supervisor
+#      warns when it has none).
+#   4. Runs bin/vivarium-supervisor until Ctrl-C / SIGTERM; once it answers
 #      /health, prints what to paste into LibreChat (supervisor/paste.sh)
-#      for the address it listens on.
+#      for the address it listens on.  The egress proxy is left running:
+#      sandboxes that outlive this run keep their way out.
 # The image is built by the Makefile before this runs (make image).
 set -eu
 BIN=${BIN:-bin}
 RUNDIR=${VIVARIUM_RUN_DIR:-/run/vivarium}
-TOKEN_FILE=${VIVARIUM_TOKEN_FILE:-/var/lib/vivarium/token}
-mkdir -p "$RUNDIR" "$(dirname "$TOKEN_FILE")"
+if [ "$(id -u)" = 0 ]; then
+	CONFDIR=/etc/vivarium
+else
+	CONFDIR=${XDG_CONFIG_HOME:-$HOME/.config}/vivarium
+fi
+TOKEN_FILE=${VIVARIUM_TOKEN_FILE:-$CONFDIR/token}
+mkdir -p "$RUNDIR"
+(umask 022; mkdir -p "$(dirname "$TOKEN_FILE")")
 case "${VIVARIUM_RUNTIME:=runc}" in
 runc) runtime=runc ;;
 runsc)
 	runtime=$(cd "$(dirname "$0")/.." && pwd)/deploy/vivarium-runsc
-	# The proxy runs on the same service: no user namespace (runsc
-	# cannot start in one), and room for gVisor's own threads.
-	export VIVARIUM_EGRESS_UID_BASE=0
-	export VIVARIUM_EGRESS_PIDS="${VIVARIUM_EGRESS_PIDS:-2048}"
 	;;
 *) echo "run: VIVARIUM_RUNTIME=\"$VIVARIUM_RUNTIME\": expected runc or runsc" >&2; exit 2 ;;
 esac
@@ -56,9 +59,7 @@ ping_sock() {
 }
 
 svc_pid=""
-hosts_pid=""
 cleanup() {
-	[ -z "$hosts_pid" ] || kill -TERM "$hosts_pid" 2>/dev/null || :
 	if [ -n "$svc_pid" ]; then
 		kill -TERM "$svc_pid" 2>/dev/null || :
 		wait "$svc_pid" 2>/dev/null || :
@@ -107,6 +108,13 @@ vols=$(CONTAINER_HOST="unix://$sock" podman --remote info \
 
 if [ -z "${VIVARIUM_SUPERVISOR_TOKEN:-}" ]; then
 	tok=$TOKEN_FILE
+	# Where make run kept it before: moved, so LibreChat's copy stays good.
+	old=/var/lib/vivarium/token
+	if [ ! -s "$tok" ] && [ -z "${VIVARIUM_TOKEN_FILE:-}" ] &&
+	    [ "$(id -u)" = 0 ] && [ -s "$old" ]; then
+		mv "$old" "$tok"
+		echo "run: moved the token from $old to $tok (make install uses it too)" >&2
+	fi
 	if [ ! -s "$tok" ]; then
 		(umask 077; od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$tok")
 		echo "run: made a new token in $tok" >&2
@@ -121,52 +129,41 @@ case "$egress" in
 0|1) ;;
 *) echo "run: VIVARIUM_EGRESS=\"$egress\": expected 0 or 1" >&2; exit 2 ;;
 esac
-if [ "$egress" = 1 ]; then
-	VIVARIUM_EGRESS_CONTAINER=${VIVARIUM_EGRESS_CONTAINER:-vivarium-egress}
-	VIVARIUM_EGRESS_PORT=${VIVARIUM_EGRESS_PORT:-3128}
-	export VIVARIUM_EGRESS_CONTAINER VIVARIUM_EGRESS_PORT
-	if [ -z "${VIVARIUM_EGRESS_CONFIG:-}" ] && [ -f /etc/vivarium/egress.yaml ]; then
-		export VIVARIUM_EGRESS_CONFIG=/etc/vivarium/egress.yaml
-	fi
-	"$(dirname "$0")/../egress-proxy/container.sh" ensure
-	# The host's addresses may change (DHCP, a new interface): the proxy
-	# re-reads the file container.sh writes whenever it changes.
-	(
-		trap 'kill "$s" 2>/dev/null; exit 0' TERM
-		while :; do
-			sleep 30 & s=$!
-			wait "$s"
-			"$(dirname "$0")/../egress-proxy/container.sh" host-addrs || :
-		done
-	) &
-	hosts_pid=$!
-else
-	echo "run: VIVARIUM_EGRESS=0: no egress proxy; sandboxes have no network" >&2
+if [ -z "${VIVARIUM_EGRESS_CONFIG:-}" ] && [ -f "$CONFDIR/egress.yaml" ]; then
+	VIVARIUM_EGRESS_CONFIG=$CONFDIR/egress.yaml
 fi
+[ "$egress" = 1 ] ||
+	echo "run: VIVARIUM_EGRESS=0: no egress proxy; sandboxes have no network" >&2
 
-conf=${VIVARIUM_SUPERVISOR_CONFIG:-/etc/vivarium/supervisor.yaml}
-if [ ! -f "$conf" ] && [ "$egress" = 1 ]; then
-	# The supervisor has no environment override for its egress section:
-	# the built-in defaults plus that section, in a file of our own.
+conf=${VIVARIUM_SUPERVISOR_CONFIG:-$CONFDIR/supervisor.yaml}
+if [ ! -f "$conf" ]; then
+	# The built-in defaults plus what this run adds, in a file of our own.
 	conf=$RUNDIR/supervisor.yaml
-	cat >"$conf.tmp" <<EOF
-# Written by supervisor/run.sh (make run) at every start: the built-in
-# defaults and the egress proxy that egress-proxy/container.sh runs.
-# /etc/vivarium/supervisor.yaml, when present, is used instead.
-egress:
-  container: $VIVARIUM_EGRESS_CONTAINER
-  port: $VIVARIUM_EGRESS_PORT
-EOF
-	if [ "$VIVARIUM_RUNTIME" = runsc ]; then
-		printf 'sandbox:\n  runtime: runsc\n  uid_base: 0\n' >>"$conf.tmp"
-	fi
+	{
+		echo "# Written by supervisor/run.sh (make run) at every start: the"
+		echo "# built-in defaults and what make run adds.  $CONFDIR/supervisor.yaml,"
+		echo "# when present, is used instead (make install writes it)."
+		if [ "$egress" = 1 ]; then
+			echo "egress:"
+			echo "  manage: yes"
+			# Other names than the defaults (tests; a second service).
+			[ -z "${VIVARIUM_EGRESS_CONTAINER:-}" ] ||
+				echo "  container: $VIVARIUM_EGRESS_CONTAINER"
+			[ -z "${VIVARIUM_EGRESS_NETWORK:-}" ] ||
+				echo "  network: $VIVARIUM_EGRESS_NETWORK"
+			[ -z "${VIVARIUM_EGRESS_BRIDGE:-}" ] ||
+				echo "  bridge: $VIVARIUM_EGRESS_BRIDGE"
+			[ -z "${VIVARIUM_EGRESS_CONFIG:-}" ] ||
+				echo "  config: $(cd "$(dirname "$VIVARIUM_EGRESS_CONFIG")" && pwd)/$(basename "$VIVARIUM_EGRESS_CONFIG")"
+		fi
+		if [ "$VIVARIUM_RUNTIME" = runsc ]; then
+			printf 'sandbox:\n  runtime: runsc\n  uid_base: 0\n'
+		fi
+	} >"$conf.tmp"
 	mv -f "$conf.tmp" "$conf"
-elif [ "$VIVARIUM_RUNTIME" = runsc ] && { [ ! -f "$conf" ] || ! grep -Eq '^[[:space:]]+runtime:[[:space:]]*runsc' "$conf"; }; then
+elif [ "$VIVARIUM_RUNTIME" = runsc ] && ! grep -Eq '^[[:space:]]+runtime:[[:space:]]*runsc' "$conf"; then
 	echo "run: VIVARIUM_RUNTIME=runsc: the config needs sandbox: {runtime: runsc, uid_base: 0}" >&2
 	exit 2
-elif [ -f "$conf" ] && [ "$egress" = 1 ] && ! grep -q '^egress:' "$conf"; then
-	echo "run: $conf has no egress section: its sandboxes have no way out." >&2
-	echo "run: add   egress: {container: $VIVARIUM_EGRESS_CONTAINER, port: $VIVARIUM_EGRESS_PORT}" >&2
 fi
 [ -f "$conf" ] || conf=""
 # -n prints the address the supervisor will listen on, after the config

@@ -107,6 +107,13 @@ vp_on_exit cleanup
 vp_start || exit 1
 port=$(t_port)
 user=$(vp_name inst)
+# The installed config keeps the egress proxy (egress: manage); here under
+# names of this run's, so that nothing clashes with another's.
+eg=vivtest-egress-$$
+vp_on_exit "vpodman rm -f -t 0 $eg >/dev/null 2>&1; vpodman network rm -f $eg >/dev/null 2>&1"
+t_grep "the installed config keeps the egress proxy" '^  manage: yes$' "$D/p/etc/vivarium/supervisor.yaml"
+sed -i "s|^  container: vivarium-egress\$|  container: $eg\\n  network: $eg\\n  bridge: vdi$$|" \
+    "$D/p/etc/vivarium/supervisor.yaml"
 env -u VIVARIUM_SUPERVISOR_TOKEN VIVARIUM_PODMAN_SOCKET="$VP_SOCKET" \
     VIVARIUM_SANDBOX_IMAGE="$(t_image)" VIVARIUM_STATE_DIR="$STATE" \
     VIVARIUM_SUPERVISOR_LISTEN="127.0.0.1:$port" \
@@ -118,6 +125,11 @@ if t_wait_for "listening on" "$D/sv.log" 20; then
 else
 	t_fail "the installed supervisor starts with the installed config" "$(cat "$D/sv.log")"
 fi
+egress_up() {
+	test "$(vpodman inspect --format '{{.State.Status}}' "$eg" 2>&1)" = running &&
+	    ! grep -q 'WARNING.*egress' "$D/sv.log"
+}
+t_check "... and runs the egress proxy, with no warning" egress_up
 if env -u VIVARIUM_SUPERVISOR_TOKEN VIVARIUM_URL="http://127.0.0.1:$port" \
     VIVARIUM_TOKEN_FILE="$D/p/etc/vivarium/token" VIVARIUM_SMOKE_USER="$user" \
     "$P/bin/vivarium-smoke" >"$D/smoke" 2>&1; then
