@@ -62,7 +62,8 @@ usage(FILE *f)
 "  remove-user [--purge] USER...\n"
 "                            remove container and network; --purge also\n"
 "                            deletes the workspace volume (the user's files)\n"
-"  list                      every user: state, memory, idle time\n"
+"  list                      every user: state, memory, disk used, idle
+                            time, and whether its image is the current one\n"
 "  start USER                start the sandbox and wait until it answers\n"
 "  stop USER                 stop the sandbox (files and namespace are kept)\n"
 "  status USER               one user's sandbox in detail\n"
@@ -352,12 +353,44 @@ collect_users(struct perr *e)
 				    "State"));
 				json_object_set_new(json_object_get(users, u),
 				    "state", json_string(st ? st : "unknown"));
+				if (json_is_string(json_object_get(o, "ImageID")))
+					json_object_set(json_object_get(users,
+					    u), "image_id", json_object_get(o,
+					    "ImageID"));
 			}
 		}
 		json_decref(list);
 		list = NULL;
 	}
 	return users;
+}
+
+/*
+ * What list and status say of a sandbox's image, into u: whether it is
+ * the one the config names now ("current", or "old": the sandbox moves to
+ * the new one at its next start) and its age.  Podman only.
+ */
+static void
+image_note(json_t *u, char *dst, size_t len)
+{
+	struct perr	 e;
+	const char	*id = json_string_value(json_object_get(u, "image_id"));
+	long long	 built;
+	int		 current;
+	char		 age[32];
+
+	snprintf(dst, len, "-");
+	if (id == NULL || sandbox_image_info(&conf, podman, id, &current,
+	    &built, &e) == -1)
+		return;
+	json_object_set_new(u, "image_current", json_boolean(current));
+	if (built >= 0) {
+		json_object_set_new(u, "image_age_seconds",
+		    json_integer((json_int_t)(time(NULL) - built)));
+		human_time((long)(time(NULL) - built), age, sizeof(age));
+	} else
+		snprintf(age, sizeof(age), "?");
+	snprintf(dst, len, "%s %s", current ? "current" : "OLD", age);
 }
 
 static int
@@ -367,7 +400,8 @@ cmd_list(int argc, char **argv)
 	json_t		*users, *arr, *u;
 	const char	*id, *state;
 	unsigned long long mem;
-	char		 ms[32], is[32];
+	char		 ms[32], is[32], ds[32], img[48];
+	long long	 disk;
 	long		 idle;
 	struct backend_info info;
 
@@ -379,8 +413,8 @@ cmd_list(int argc, char **argv)
 		return fail(&e, NULL);
 	arr = json_array();
 	if (!json_out)
-		printf("%-30s %-10s %8s %6s\n", "USER", "STATE", "MEMORY",
-		    "IDLE");
+		printf("%-30s %-10s %8s %8s %6s  %s\n", "USER", "STATE",
+		    "MEMORY", "DISK", "IDLE", "IMAGE");
 	json_object_foreach(users, id, u) {
 		state = json_string_value(json_object_get(u, "state"));
 		/* backend_users inspected each already; Podman's lists not. */
@@ -396,6 +430,14 @@ cmd_list(int argc, char **argv)
 		if (idle >= 0)
 			json_object_set_new(u, "idle_seconds",
 			    json_integer(idle));
+		snprintf(ds, sizeof(ds), "-");
+		if (conf.backend == BACKEND_PODMAN
+		    && (disk = sandbox_disk_used(&conf, id)) >= 0) {
+			json_object_set_new(u, "disk_used_bytes",
+			    json_integer((json_int_t)disk));
+			human_size((unsigned long long)disk, ds, sizeof(ds));
+		}
+		image_note(u, img, sizeof(img));
 		json_array_append(arr, u);
 		if (!json_out) {
 			if (mem > 0)
@@ -403,7 +445,8 @@ cmd_list(int argc, char **argv)
 			else
 				snprintf(ms, sizeof(ms), "-");
 			human_time(idle, is, sizeof(is));
-			printf("%-30s %-10s %8s %6s\n", id, state, ms, is);
+			printf("%-30s %-10s %8s %8s %6s  %s\n", id, state, ms,
+			    ds, is, img);
 		}
 	}
 	json_decref(users);
@@ -540,7 +583,10 @@ cmd_status(int argc, char **argv)
 	int			 net, vol, running, enforced, quota;
 	long			 idle;
 	char			 ms[32], ws[32], is[32], why[512], qwhy[512];
+	char			 img[48], ds[32];
 	const char		*ids;
+	json_t			*note;
+	long long		 disk;
 
 	if (argc != 1) {
 		usage(stderr);
@@ -573,6 +619,11 @@ cmd_status(int argc, char **argv)
 	ids = ins == NULL ? NULL : json_string_value(json_object_get(
 	    json_object_get(json_object_get(ins, "Config"), "Labels"),
 	    SANDBOX_IDS_LABEL));
+	note = json_object();
+	if (ins != NULL)
+		json_object_set(note, "image_id", json_object_get(ins, "Image"));
+	image_note(note, img, sizeof(img));
+	disk = sandbox_disk_used(&conf, argv[0]);
 	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:s?,"
 	    " s:{s:I, s:f, s:I, s:I}}",
 	    "user", argv[0], "state", state, "container", n.container,
@@ -593,6 +644,12 @@ cmd_status(int argc, char **argv)
 	}
 	if (idle >= 0)
 		json_object_set_new(out, "idle_seconds", json_integer(idle));
+	json_object_del(note, "image_id");
+	json_object_update(out, note);
+	json_decref(note);
+	if (disk >= 0)
+		json_object_set_new(out, "disk_used_bytes",
+		    json_integer((json_int_t)disk));
 	if (enforced == 0) {
 		json_object_set_new(out, "limits_enforced", json_false());
 		json_object_set_new(out, "limits_warning", json_string(why));
@@ -627,6 +684,13 @@ cmd_status(int argc, char **argv)
 			    ? "answering" : "not answering");
 		}
 		printf("idle:      %s\n", is);
+		if (strcmp(img, "-") != 0)
+			printf("image:     %s, %s\n", img, strncmp(img, "OLD", 3)
+			    == 0 ? "older than the configured one: made again "
+			    "from it at the next start" : "the configured one");
+		if (disk >= 0)
+			printf("disk:      %s used of %s\n", (human_size(
+			    (unsigned long long)disk, ds, sizeof(ds)), ds), ws);
 		if (enforced == 0)
 			printf("WARNING:   limits are NOT enforced: %s\n", why);
 		if (quota == 0 && qwhy[0] != '\0')

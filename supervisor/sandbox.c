@@ -794,6 +794,62 @@ again:
 	return wait_ready(c, p, &n, e);
 }
 
+/* RFC 3339 as Podman writes it ("2026-11-30T10:11:12.5Z", or an offset)
+ * to seconds since the epoch; -1 when it is not that. */
+static long long
+rfc3339(const char *s)
+{
+	struct tm	 tm;
+	const char	*rest;
+	int		 h = 0, m = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	if (s == NULL || (rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return -1;
+	while (*rest == '.' || (*rest >= '0' && *rest <= '9'))
+		rest++;
+	if ((*rest == '+' || *rest == '-') && sscanf(rest + 1, "%d:%d", &h,
+	    &m) == 2)
+		return (long long)timegm(&tm) - (*rest == '+' ? 1 : -1) *
+		    (h * 3600LL + m * 60LL);
+	return (long long)timegm(&tm);
+}
+
+int
+sandbox_image_info(const struct conf *c, struct podman *p, const char *id,
+    int *current, long long *built, struct perr *e)
+{
+	json_t	*ins;
+	char	 want[80], path[128];
+
+	*current = 0;
+	*built = -1;
+	if (id == NULL || strlen(id) > 64) {
+		perr_set(e, 400, "not an image id");
+		return -1;
+	}
+	if (podman_image_id(p, c->image, want, sizeof(want), e) == 0)
+		*current = strcmp(want, id) == 0;
+	snprintf(path, sizeof(path), PODMAN_API "/images/%s/json", id);
+	if (podman_call(p, "GET", path, NULL, &ins, NULL, e) == -1)
+		return -1;
+	*built = rfc3339(json_string_value(json_object_get(ins, "Created")));
+	json_decref(ins);
+	return 0;
+}
+
+long long
+sandbox_disk_used(const struct conf *c, const char *user)
+{
+	struct stat	 st;
+	char		 img[STATE_DIR_MAX + USER_ID_MAX + 32];
+
+	quota_image_path(c, user, img, sizeof(img));
+	if (stat(img, &st) == -1)
+		return -1;
+	return (long long)st.st_blocks * 512;
+}
+
 int
 sandbox_egress_reconnect(const struct conf *c, struct podman *p,
     struct perr *e)

@@ -373,6 +373,16 @@ int	sandbox_stop(const struct conf *, struct podman *, const char *user,
 int	sandbox_remove(const struct conf *, struct podman *, const char *user,
 	    int purge, struct perr *err);
 
+/*
+ * About the image a sandbox runs (id: its full id): whether the config's
+ * image names it now, and when it was built (seconds since the epoch, -1
+ * unknown).  0, or -1 with err.
+ */
+int	sandbox_image_info(const struct conf *, struct podman *, const char *id,
+	    int *current, long long *built, struct perr *err);
+/* Bytes the user's workspace image holds on disk (sparse), or -1 when the
+ * workspace has no image (no quota). */
+long long sandbox_disk_used(const struct conf *, const char *user);
 /* Puts the egress proxy back on every user's network (a new proxy
  * container is on none); 0, or -1 with err (the first failure). */
 int	sandbox_egress_reconnect(const struct conf *, struct podman *,
