@@ -162,6 +162,7 @@ conf_release(struct conf *c)
 	free(c->path);
 	free(c->listen_host);
 	free(c->token);
+	free(c->token_file);
 	free(c->user_header);
 	free(c->origins);
 	free(c->podman_socket);
@@ -745,6 +746,7 @@ node_token_file(void *base, const struct ynode *n, struct confdiag *d)
 		return;
 	}
 	set_str(&c->token, line);
+	set_str(&c->token_file, n->value);
 }
 
 /* ---------------------------------------------------------------- load */

@@ -62,8 +62,13 @@ usage(FILE *f)
 "  remove-user [--purge] USER...\n"
 "                            remove container and network; --purge also\n"
 "                            deletes the workspace volume (the user's files)\n"
-"  list                      every user: state, memory, disk used, idle
-                            time, and whether its image is the current one\n"
+"  list                      every user: state, memory, disk used, idle\n"
+"                            time, and whether its image is the current one\n"
+"  doctor [--fetch URL]      check everything the service needs (Podman,\n"
+"                            the image and its age, the egress proxy, the\n"
+"                            links' address, limits, disk, the token file),\n"
+"                            each fault with its fix; --fetch also gets URL\n"
+"                            through the egress proxy as a sandbox would\n"
 "  start USER                start the sandbox and wait until it answers\n"
 "  stop USER                 stop the sandbox (files and namespace are kept)\n"
 "  status USER               one user's sandbox in detail\n"
@@ -1054,6 +1059,34 @@ cmd_import(int argc, char **argv)
 	return EX_OK;
 }
 
+/* ---------------------------------------------------------------- doctor */
+
+static int
+cmd_doctor(int argc, char **argv)
+{
+	const char	*fetch = NULL;
+
+	if (argc == 2 && strcmp(argv[0], "--fetch") == 0)
+		fetch = argv[1];
+	else if (argc != 0) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (fetch != NULL && strncmp(fetch, "http://", 7) != 0
+	    && strncmp(fetch, "https://", 8) != 0) {
+		fprintf(stderr, "vivariumctl: doctor --fetch \"%s\": expected "
+		    "an http:// or https:// URL\n", fetch);
+		return EX_USAGE;
+	}
+	if (conf.backend != BACKEND_PODMAN) {
+		fprintf(stderr, "vivariumctl: doctor checks the Podman backend; "
+		    "on Kubernetes, kubectl describe the Pods\n");
+		return EX_USAGE;
+	}
+	return doctor_run(&conf, podman, fetch, json_out) == 0 ? EX_OK
+	    : EX_FAIL;
+}
+
 /* ---------------------------------------------------------------- render */
 
 static int
@@ -1159,7 +1192,7 @@ main(int argc, char **argv)
 		path = conf_default_path(defconf, sizeof(defconf));
 	/* vivariumctl needs no token: give the check one it will accept. */
 	if (getenv("VIVARIUM_SUPERVISOR_TOKEN") == NULL)
-		setenv("VIVARIUM_SUPERVISOR_TOKEN", "unused-by-vivariumctl", 0);
+		setenv("VIVARIUM_SUPERVISOR_TOKEN", CTL_NO_TOKEN, 0);
 	confdiag_init(&diag, path);
 	if (conf_load(&conf, path, &diag) == -1) {
 		fputs(buf_str(&diag.text), stderr);
@@ -1194,6 +1227,8 @@ main(int argc, char **argv)
 		rc = cmd_remove(argc, argv);
 	else if (strcmp(cmd, "list") == 0)
 		rc = cmd_list(argc, argv);
+	else if (strcmp(cmd, "doctor") == 0)
+		rc = cmd_doctor(argc, argv);
 	else if (strcmp(cmd, "start") == 0)
 		rc = cmd_start(argc, argv);
 	else if (strcmp(cmd, "stop") == 0)

@@ -346,8 +346,8 @@ network_ensure(const struct conf *c, struct podman *p, struct perr *e)
 }
 
 /*
- * After a start: running a second later, or an error with what it said
- * before it exited.
+ * After a start: the proxy says "ready" once every thread of it runs (up
+ * to 10 s), or an error with what it said before it exited.
  */
 static int
 started_ok(const struct conf *c, struct podman *p, struct perr *e)
@@ -356,10 +356,10 @@ started_ok(const struct conf *c, struct podman *p, struct perr *e)
 	struct perr	 le;
 	json_t		*ins;
 	long long	 code = 0;
-	int		 i;
+	int		 i, ready = 0;
 	enum ctr_state	 st = CTR_RUNNING;
 
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < 100 && !ready; i++) {
 		clock_sleep_ms(100);
 		if (podman_container_inspect(p, c->egress_container, &ins, e)
 		    == -1)
@@ -370,15 +370,32 @@ started_ok(const struct conf *c, struct podman *p, struct perr *e)
 		json_decref(ins);
 		if (st != CTR_RUNNING)
 			break;
+		logs.len = 0;
+		if (podman_container_logs(p, c->egress_container, 20, &logs,
+		    &le) == 0 && buf_append(&logs, "", 1) == 0)
+			ready = strstr(logs.data, "ready:") != NULL;
 	}
-	if (st == CTR_RUNNING)
+	if (st == CTR_RUNNING) {
+		if (!ready)
+			log_warnx("%s: the egress proxy runs but has not said "
+			    "it is ready after 10 s", c->egress_container);
+		buf_release(&logs);
 		return 0;
+	}
+	logs.len = 0;
 	(void)podman_container_logs(p, c->egress_container, 5, &logs, &le);
-	while (logs.len > 0 && logs.data[logs.len - 1] == '\n')
+	while (logs.len > 0 && (logs.data[logs.len - 1] == '\n'
+	    || logs.data[logs.len - 1] == '\0'))
 		logs.len--;
+	/* Its lines on one of ours, and nothing else a terminal acts on. */
+	for (i = 0; i < (int)logs.len; i++)
+		if (logs.data[i] == '\n')
+			logs.data[i] = '|';
+		else if ((unsigned char)logs.data[i] < 0x20)
+			logs.data[i] = ' ';
 	perr_set(e, 500, "the egress proxy %s exited at start (code %lld): "
-	    "%.*s", c->egress_container, code, (int)(logs.len > 400 ? 400 :
-	    logs.len), logs.len > 400 ? logs.data + logs.len - 400 :
+	    "%.*s", c->egress_container, code, (int)(logs.len > 300 ? 300 :
+	    logs.len), logs.len > 300 ? logs.data + logs.len - 300 :
 	    logs.len > 0 ? logs.data : "(no output; podman logs has more)");
 	buf_release(&logs);
 	return -1;

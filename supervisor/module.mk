@@ -18,6 +18,7 @@ $(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
 $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
+		$(O)/supervisor/doctor.o \
 		$(SV_LIB_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)

@@ -4,6 +4,7 @@
  * One curl easy handle per call: calls come from several threads and a
  * unix-socket connect costs microseconds, so pooling would buy nothing.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -359,12 +360,30 @@ int
 podman_network_connect(struct podman *p, const char *network,
     const char *container, const char *alias, const char *ip, struct perr *e)
 {
-	json_t	*body;
-	int	 r;
+	json_t		*body;
+	unsigned char	 a4[4];
+	char		 mac[24];
+	int		 r;
 
-	/* 4.3.1's libpod connect: {"container", "aliases", "static_ips"}. */
+	/*
+	 * 4.3.1's libpod connect: {"container", "aliases", "static_ips",
+	 * "static_mac"}.  At a fixed address, a MAC made of it (locally
+	 * administered, 02:76 and the four bytes): a container connected
+	 * again there, the egress proxy made anew, keeps the MAC, so the
+	 * neighbours' ARP entries stay right; with a new MAC, a running
+	 * sandbox could not reach it for up to a minute.
+	 */
 	body = json_pack("{s:s, s:[s]}", "container", container, "aliases",
 	    alias);
+	if (body != NULL && ip != NULL && inet_pton(AF_INET, ip, a4) == 1) {
+		snprintf(mac, sizeof(mac), "02:76:%02x:%02x:%02x:%02x", a4[0],
+		    a4[1], a4[2], a4[3]);
+		if (json_object_set_new(body, "static_mac", json_string(mac))
+		    == -1) {
+			json_decref(body);
+			body = NULL;
+		}
+	}
 	if (body != NULL && ip != NULL && json_object_set_new(body,
 	    "static_ips", json_pack("[s]", ip)) == -1) {
 		json_decref(body);

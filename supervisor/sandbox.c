@@ -877,7 +877,9 @@ sandbox_egress_reconnect(const struct conf *c, struct podman *p,
 			if (r == 0)
 				*e = one;
 			r = -1;
-		}
+		} else
+			log_debug("%s: the egress proxy is on it at %s",
+			    n.network, ip);
 	}
 	json_decref(nets);
 	return r;

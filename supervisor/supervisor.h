@@ -83,6 +83,7 @@ struct conf {
 	char		*listen_host;	/* owned */
 	int		 listen_port;
 	char		*token;		/* owned */
+	char		*token_file;	/* owned; NULL: not from a file */
 	char		*user_header;	/* owned */
 	char		*origins;	/* owned: comma-separated (origin.h) */
 	char		*podman_socket;	/* owned */
@@ -404,6 +405,15 @@ int	egress_host_list(const struct conf *, struct buf *out, struct perr *err);
 int	egress_write_hosts(const struct conf *, struct perr *err);
 /* The proxy's container spec (new reference); rootful: its own ids. */
 json_t	*egress_container_spec(const struct conf *, int rootful);
+
+/* ---------------------------------------------------------------- doctor.c */
+
+/* The token vivariumctl gives the config check when none is set. */
+#define CTL_NO_TOKEN	"unused-by-vivariumctl"
+/* vivariumctl doctor: prints each check (JSON when json); 0 when nothing
+ * failed, else 1.  fetch: a URL to get through the egress proxy, or NULL. */
+int	doctor_run(const struct conf *, struct podman *, const char *fetch,
+	    int json);
 
 /* ---------------------------------------------------------------- idmap.c */
 

@@ -37,6 +37,15 @@ export function vpTry(...args) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export { sleep };
 
+// A network through the API of the service on sock (the CLI of Podman 4.3
+// cannot name the bridge); spec as libpod's networks/create takes it.
+export function makeNetwork(sock, spec) {
+  const out = execFileSync('curl', ['-sS', '--unix-socket', sock, '-H', 'Content-Type: application/json',
+    '--data-binary', JSON.stringify(spec), '-w', '\n%{http_code}', 'http://d/v4.0.0/libpod/networks/create'],
+  { encoding: 'utf8' });
+  if (!/\n20[01]$/.test(out)) throw new Error(`could not create network ${spec.name}: ${out}`);
+}
+
 // A private `podman system service` on sock; returns { stop() }.
 export async function startPodman(sock) {
   rmSync(sock, { force: true });
