@@ -171,10 +171,10 @@ check_image(struct doctor *d)
 	}
 	days = (long)((time(NULL) - built) / 86400);
 	if (days > IMAGE_OLD_DAYS)
-		say(d, D_WARN, "image", "make image-update (Debian's current "
-		    "packages, security updates included)", "%s is %ld days "
-		    "old: it misses Debian's security updates since",
-		    d->c->image, days);
+		say(d, D_WARN, "image", "rebuild it with Debian's current "
+		    "packages: make lock && make image (docs/image.md)",
+		    "%s is %ld days old: it misses Debian's security updates "
+		    "since", d->c->image, days);
 	else
 		say(d, D_OK, "image", NULL, "%s (%.12s), built %ld day%s ago",
 		    d->c->image, id, days, days == 1 ? "" : "s");
