@@ -108,6 +108,7 @@ conf_defaults(struct conf *c)
 	c->listen_host = xstrdup("127.0.0.1");
 	c->listen_port = 8787;
 	c->user_header = xstrdup("X-User-ID");
+	c->user_name_header = xstrdup("X-User-Name");
 	c->origins = xstrdup("");
 	if (geteuid() != 0 && xdg != NULL && *xdg != '\0') {
 		snprintf(path, sizeof(path), "%s/podman/podman.sock", xdg);
@@ -164,6 +165,7 @@ conf_release(struct conf *c)
 	free(c->token);
 	free(c->token_file);
 	free(c->user_header);
+	free(c->user_name_header);
 	free(c->origins);
 	free(c->podman_socket);
 	free(c->state_dir);
@@ -567,6 +569,7 @@ static const struct conf_key conf_keys[] = {
 	V("token", "VIVARIUM_SUPERVISOR_TOKEN", CONF_STR, C(token), 0, 0),
 	CONF_NODE_FN("token_file", node_token_file),
 	V("user_header", NULL, CONF_STR, C(user_header), 0, 0),
+	V("user_name_header", NULL, CONF_STR, C(user_name_header), 0, 0),
 	CONF_NODE_FN("allowed_origins", node_origins),
 	CONF_PARSED("backend", NULL, parse_backend, "podman or kubernetes"),
 	CONF_SECTION_OF("podman", 0, podman_keys),

@@ -56,7 +56,8 @@ usage(FILE *f)
 "Manages the supervisor's sandboxes through its backend (Podman or\n"
 "Kubernetes), one user at a time.\n"
 "\n"
-"Commands:\n"
+"Commands (USER: a user id, or the name LibreChat sends for one in\n"
+"user_name_header, X-User-Name, where the command takes an existing user):\n"
 "  add-user USER...          create the user's network, volume and container,\n"
 "                            and start it\n"
 "  remove-user [--purge] USER...\n"
@@ -121,12 +122,42 @@ fail(const struct perr *e, const char *user)
 	return exit_for(e);
 }
 
+/* A user id, as a new user is named (add-user, import). */
 static int
-check_user(const char *user)
+check_id(const char *user)
 {
 	if (route_user_valid(user, strlen(user)) == 0)
 		return 0;
 	fprintf(stderr, "vivariumctl: \"%s\": %s\n", user, route_user_rule);
+	return -1;
+}
+
+/*
+ * An existing user, by id or by the name LibreChat sent for them
+ * (names.c): *user becomes the id.  An id wins over a name; a name two
+ * users share is refused, with both ids.
+ */
+static int
+check_user(char **user)
+{
+	char	 id[USER_ID_MAX + 1], *dup;
+	int	 n;
+
+	if (route_user_valid(*user, strlen(*user)) == 0)
+		return 0;
+	if (names_find(&conf, *user, id, sizeof(id), &n) == 0 && n == 1) {
+		if ((dup = strdup(id)) == NULL)
+			return -1;
+		*user = dup;	/* lives as long as argv */
+		return 0;
+	}
+	if (n > 1)
+		fprintf(stderr, "vivariumctl: \"%s\" names %d users (%s, ...): "
+		    "give the id (vivariumctl list)\n", *user, n, id);
+	else
+		fprintf(stderr, "vivariumctl: \"%s\" is neither a user id nor "
+		    "the name of one (vivariumctl list shows both); %s\n",
+		    *user, route_user_rule);
 	return -1;
 }
 
@@ -188,7 +219,7 @@ cmd_add(int argc, char **argv)
 		return EX_USAGE;
 	}
 	for (i = 0; i < argc; i++)
-		if (check_user(argv[i]) == -1)
+		if (check_id(argv[i]) == -1)
 			return EX_USAGE;
 	for (i = 0; i < argc; i++) {
 		/*
@@ -254,7 +285,7 @@ cmd_remove(int argc, char **argv)
 		return EX_USAGE;
 	}
 	for (i = 0; i < argc; i++)
-		if (check_user(argv[i]) == -1)
+		if (check_user(&argv[i]) == -1)
 			return EX_USAGE;
 	for (i = 0; i < argc; i++) {
 		if ((r = user_exists(argv[i], &e)) == -1) {
@@ -271,6 +302,8 @@ cmd_remove(int argc, char **argv)
 			rc = fail(&e, argv[i]);
 			continue;
 		}
+		if (purge)
+			names_forget(&conf, argv[i]);
 		if (json_out)
 			print_json(json_pack("{s:s, s:s, s:b}", "user", argv[i],
 			    "result", "removed", "purged", purge));
@@ -406,6 +439,7 @@ cmd_list(int argc, char **argv)
 	const char	*id, *state;
 	unsigned long long mem;
 	char		 ms[32], is[32], ds[32], img[48];
+	char		 name[NAME_MAX_BYTES + 8];
 	long long	 disk;
 	long		 idle;
 	struct backend_info info;
@@ -418,8 +452,8 @@ cmd_list(int argc, char **argv)
 		return fail(&e, NULL);
 	arr = json_array();
 	if (!json_out)
-		printf("%-30s %-10s %8s %8s %6s  %s\n", "USER", "STATE",
-		    "MEMORY", "DISK", "IDLE", "IMAGE");
+		printf("%-26s %-24s %-10s %8s %8s %6s  %s\n", "USER", "NAME",
+		    "STATE", "MEMORY", "DISK", "IDLE", "IMAGE");
 	json_object_foreach(users, id, u) {
 		state = json_string_value(json_object_get(u, "state"));
 		/* backend_users inspected each already; Podman's lists not. */
@@ -443,6 +477,10 @@ cmd_list(int argc, char **argv)
 			human_size((unsigned long long)disk, ds, sizeof(ds));
 		}
 		image_note(u, img, sizeof(img));
+		if (names_get(&conf, id, name, sizeof(name)) == 0)
+			json_object_set_new(u, "name", json_string(name));
+		else
+			snprintf(name, sizeof(name), "-");
 		json_array_append(arr, u);
 		if (!json_out) {
 			if (mem > 0)
@@ -450,8 +488,8 @@ cmd_list(int argc, char **argv)
 			else
 				snprintf(ms, sizeof(ms), "-");
 			human_time(idle, is, sizeof(is));
-			printf("%-30s %-10s %8s %8s %6s  %s\n", id, state, ms,
-			    ds, is, img);
+			printf("%-26s %-24s %-10s %8s %8s %6s  %s\n", id, name,
+			    state, ms, ds, is, img);
 		}
 	}
 	json_decref(users);
@@ -476,7 +514,7 @@ known_user(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (check_user(argv[0]) == -1)
+	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
 	if ((r = user_exists(argv[0], &e)) == -1)
 		return fail(&e, argv[0]);
@@ -588,7 +626,7 @@ cmd_status(int argc, char **argv)
 	int			 net, vol, running, enforced, quota;
 	long			 idle;
 	char			 ms[32], ws[32], is[32], why[512], qwhy[512];
-	char			 img[48], ds[32];
+	char			 img[48], ds[32], name[NAME_MAX_BYTES + 8];
 	const char		*ids;
 	json_t			*note;
 	long long		 disk;
@@ -597,7 +635,7 @@ cmd_status(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (check_user(argv[0]) == -1)
+	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
 	if (backend->describe != NULL)
 		return status_described(argv[0]);
@@ -629,6 +667,8 @@ cmd_status(int argc, char **argv)
 		json_object_set(note, "image_id", json_object_get(ins, "Image"));
 	image_note(note, img, sizeof(img));
 	disk = sandbox_disk_used(&conf, argv[0]);
+	if (names_get(&conf, argv[0], name, sizeof(name)) == 0)
+		json_object_set_new(note, "name", json_string(name));
 	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:s?,"
 	    " s:{s:I, s:f, s:I, s:I}}",
 	    "user", argv[0], "state", state, "container", n.container,
@@ -671,6 +711,9 @@ cmd_status(int argc, char **argv)
 		human_size(mem, ms, sizeof(ms));
 		human_time(idle, is, sizeof(is));
 		human_size(l->workspace, ws, sizeof(ws));
+		if (json_object_get(out, "name") != NULL)
+			printf("name:      %s\n", json_string_value(
+			    json_object_get(out, "name")));
 		printf("user:      %s\ncontainer: %s (%s)\nnetwork:   %s%s\n"
 		    "volume:    %s%s\nsocket:    %s\nlimits:    %s memory, "
 		    "%.2f CPUs, %ld pids, %s workspace\n", argv[0], n.container,
@@ -725,7 +768,7 @@ cmd_export(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (check_user(argv[0]) == -1)
+	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
 	if (isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "vivariumctl: export writes a tar to standard "
@@ -994,7 +1037,7 @@ cmd_import(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (check_user(argv[0]) == -1)
+	if (check_id(argv[0]) == -1)
 		return EX_USAGE;
 	/* Refused before anything is made for the user. */
 	if (conf.backend != BACKEND_PODMAN) {
@@ -1098,7 +1141,7 @@ cmd_render(int argc, char **argv, const char *topt)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (check_user(argv[0]) == -1)
+	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
 	render_template_dir(topt, tdir, sizeof(tdir));
 	if (render_user(&conf, podman, argv[0], tdir, argc == 2 ? argv[1] : ".")
@@ -1124,7 +1167,7 @@ cmd_render_kube(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (check_user(argv[0]) == -1)
+	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
 	if (conf.backend == BACKEND_KUBERNETES
 	    && (b = backend_new(&conf, NULL)) != NULL) {

@@ -406,9 +406,10 @@ check_librechat(struct doctor *d)
 	say(d, D_INFO, "librechat", NULL, "librechat.yaml: mcpServers: "
 	    "vivarium: {type: streamable-http, url: http://%s:%d/mcp, "
 	    "headers: {Authorization: \"Bearer ${VIVARIUM_TOKEN}\", %s: "
-	    "\"{{LIBRECHAT_USER_ID}}\"}}; VIVARIUM_TOKEN in LibreChat's .env "
-	    "from %s; restart LibreChat after editing", host,
-	    d->c->listen_port, d->c->user_header, d->c->token_file != NULL ?
+	    "\"{{LIBRECHAT_USER_ID}}\", %s: \"{{LIBRECHAT_USER_EMAIL}}\"}}; "
+	    "VIVARIUM_TOKEN in LibreChat's .env from %s; restart LibreChat "
+	    "after editing", host, d->c->listen_port, d->c->user_header,
+	    d->c->user_name_header, d->c->token_file != NULL ?
 	    d->c->token_file : "the supervisor's token");
 }
 

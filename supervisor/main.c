@@ -312,7 +312,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 {
 	struct http_request	*req;
 	enum route		 rt;
-	const char		*purl, *origin, *auth;
+	const char		*purl, *origin, *auth, *name;
 	size_t			 plen;
 	char			 user[USER_ID_MAX + 1], why[512];
 	int			 refused;
@@ -385,6 +385,9 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
 	    sizeof(why)) == -1)
 		return reply_error(conn, 400, "%s", why);
+	/* Who the user is, for people (vivariumctl list): never routed on. */
+	if ((name = http_header(conn, conf.user_name_header)) != NULL)
+		(void)names_record(&conf, user, name);
 	return relay(conn, method, user, req->body.data ? req->body.data : "",
 	    req->body.len);
 }

@@ -6,6 +6,7 @@ SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c \
 		   supervisor/idmap.c supervisor/quota.c supervisor/egress.c \
+		   supervisor/names.c \
 		   supervisor/backend.c supervisor/backend_podman.c \
 		   supervisor/kspec.c \
 		   supervisor/kube.c supervisor/backend_kube.c
@@ -30,6 +31,7 @@ $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 $(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/podman.o $(O)/supervisor/sandbox.o $(O)/supervisor/spec.o $(O)/supervisor/quota.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_names,tests/unit/supervisor/names.c,$(O)/supervisor/route.o,))
 $(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
 $(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
 $(eval $(call unit_test,supervisor_kspec,tests/unit/supervisor/kspec.c,$(O)/supervisor/spec.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))

@@ -23,6 +23,7 @@ mcpServers:
     headers:
       Authorization: "Bearer \${VIVARIUM_TOKEN}"
       X-User-ID: "{{LIBRECHAT_USER_ID}}"
+      X-User-Name: "{{LIBRECHAT_USER_EMAIL}}"
     requiresOAuth: false
     timeout: 330000
     initTimeout: 60000

@@ -85,6 +85,7 @@ struct conf {
 	char		*token;		/* owned */
 	char		*token_file;	/* owned; NULL: not from a file */
 	char		*user_header;	/* owned */
+	char		*user_name_header;	/* owned: the person's name (names.c) */
 	char		*origins;	/* owned: comma-separated (origin.h) */
 	char		*podman_socket;	/* owned */
 	long		 podman_timeout_ms;
@@ -405,6 +406,22 @@ int	egress_host_list(const struct conf *, struct buf *out, struct perr *err);
 int	egress_write_hosts(const struct conf *, struct perr *err);
 /* The proxy's container spec (new reference); rootful: its own ids. */
 json_t	*egress_container_spec(const struct conf *, int rootful);
+
+/* ---------------------------------------------------------------- names.c */
+
+#define NAME_MAX_BYTES	128
+/* in, cleaned for a terminal (no controls, no format characters, UTF-8
+ * only, trimmed, NAME_MAX_BYTES at most) into out; -1 when nothing is left. */
+int	name_clean(const char *in, char *out, size_t len);
+/* Keeps raw (cleaned) as the user's name when it changed; 0 or -1. */
+int	names_record(const struct conf *, const char *user, const char *raw);
+/* The user's name into dst; -1 when none is known. */
+int	names_get(const struct conf *, const char *user, char *dst, size_t len);
+/* The users named name (case-insensitive): *count of them, the first into
+ * user.  0, or -1 when the names cannot be read. */
+int	names_find(const struct conf *, const char *name, char *user,
+	    size_t len, int *count);
+void	names_forget(const struct conf *, const char *user);
 
 /* ---------------------------------------------------------------- doctor.c */
 

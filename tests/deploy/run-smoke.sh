@@ -53,6 +53,7 @@ t_grep "the MCP URL is the listen address" "url: http://127.0.0.1:$port/mcp\$" "
 t_grep "allowedAddresses names host:port" "^    - \"127.0.0.1:$port\"\$" "$D/out"
 t_grep "the entry sends the token from .env" 'Authorization: "Bearer ${VIVARIUM_TOKEN}"' "$D/out"
 t_grep "the entry sends the user id" 'X-User-ID: "{{LIBRECHAT_USER_ID}}"' "$D/out"
+t_grep "... and the user's name, for people" 'X-User-Name: "{{LIBRECHAT_USER_EMAIL}}"' "$D/out"
 t_grep "loopback: says how to serve a LibreChat container" \
     "VIVARIUM_SUPERVISOR_LISTEN=0.0.0.0:$port make run" "$D/out"
 t_grep "names make smoke with the URL" "make smoke VIVARIUM_URL=http://127.0.0.1:$port" "$D/out"
