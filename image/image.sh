@@ -4,6 +4,15 @@
 #   base     make sure the base image of $SUITE exists: pull it if a registry
 #            answers, else debootstrap (minbase) and `podman import`
 #   lock     resolve image/packages.txt against $SUITE into its locks
+#   update   build the image with Debian's packages as they are today
+#            (security updates included) without touching a tracked file:
+#            the locks are resolved into a directory of our own, the image
+#            built from them keeps the tracked inputs' key (so `ensure`
+#            does not build the locked versions back), and what changed is
+#            written to $VIVARIUM_UPDATE_DIR (default
+#            /var/lib/vivarium/image-updates; not root:
+#            ~/.local/state/vivarium/image-updates) and printed.  update -n
+#            resolves and reports only.
 #   key      print the hash of everything the image is built from
 #   build    build the image now (layers are cached)
 #   ensure   build only when no image carries the current key
@@ -193,6 +202,68 @@ cmd_key() {
 
 # ---------------------------------------------------------------- build
 
+# changes OLD NEW: the packages whose version differs, one a line:
+# "name old -> new", "(none)" for a side that lacks it.
+changes() {
+	awk -F= '/^#/ { next }
+	    FNR == NR { old[$1] = $2; next }
+	    { new[$1] = $2 }
+	    END {
+		for (p in new) if (old[p] != new[p])
+			printf "%s %s -> %s\n", p, (p in old) ? old[p] : "(none)", new[p]
+		for (p in old) if (!(p in new))
+			printf "%s %s -> (none)\n", p, old[p]
+	    }' "$1" "$2" | LC_ALL=C sort
+}
+
+cmd_update() {
+	dry=0
+	[ "${1:-}" != -n ] || dry=1
+	cmd_base
+	work=$(mktemp -d /var/tmp/vivarium-update.XXXXXX)
+	trap 'rm -rf "$work"' EXIT
+	cp image/packages.txt image/apt-sources.sh image/lock-resolve.sh "$work/"
+	P run --rm $ULIMITS ${NET:+--network "$NET"} -e DEBIAN_MIRROR="$MIRROR" \
+	    -e SUITE="$SUITE" -e UPGRADE=1 -v "$work:/lock:Z" "$BASE" \
+	    sh /lock/lock-resolve.sh builder runtime
+	if [ "$(id -u)" = 0 ]; then
+		dir=${VIVARIUM_UPDATE_DIR:-/var/lib/vivarium/image-updates}
+	else
+		dir=${VIVARIUM_UPDATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/vivarium/image-updates}
+	fi
+	mkdir -p "$dir"
+	report=$dir/$(date -u +%Y%m%dT%H%M%SZ)-$SUITE.txt
+	n=0
+	{
+		echo "# $IMAGE:$VERSION: Debian $SUITE packages today against the"
+		echo "# tracked locks ($LOCKS), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		for f in $LOCKS; do
+			stage=$(basename "$f" | cut -d. -f1)
+			echo "[$stage]"
+			changes "$f" "$work/$stage.lock"
+		done
+	} >"$report"
+	n=$(grep -c ' -> ' "$report" || :)
+	# A lock that did not move is the tracked one, byte for byte: its
+	# build layers are cached.
+	for f in $LOCKS; do
+		stage=$(basename "$f" | cut -d. -f1)
+		[ "$(lock_body "$f")" != "$(lock_body "$work/$stage.lock")" ] ||
+			cp "$f" "$work/$stage.lock"
+	done
+	say "update: $n package version(s) differ from the locks; $report"
+	grep ' -> ' "$report" | head -n 40 >&2 || :
+	[ "$n" -le 40 ] || say "update: ... and $((n - 40)) more in $report"
+	if [ "$dry" = 1 ]; then
+		rm -rf "$work"
+		trap - EXIT
+		return 0
+	fi
+	UPDATE_LOCKS=$work cmd_build
+	rm -rf "$work"
+	trap - EXIT
+}
+
 cmd_build() {
 	hint="make lock"
 	[ "$SUITE" = trixie ] || hint="make lock SUITE=$SUITE"
@@ -211,6 +282,9 @@ cmd_build() {
 	for f in $LOCKS; do
 		stage=$(basename "$f" | cut -d. -f1)
 		[ "$f" = "image/$stage.lock" ] || mv "$tmp/$f" "$tmp/image/$stage.lock"
+		# update: today's versions, built under the tracked key.
+		[ -z "${UPDATE_LOCKS:-}" ] ||
+			cp "$UPDATE_LOCKS/$stage.lock" "$tmp/image/$stage.lock"
 	done
 	cp "$PIP_REQUIREMENTS" "$tmp/image/requirements-extra.txt"
 	mkdir -p "$tmp/image/wheels"
@@ -222,6 +296,7 @@ cmd_build() {
 	    --build-arg PIP_EXTRAS="$PIP_EXTRAS" \
 	    --build-arg LOCK_STRICT="${LOCK_STRICT:-0}" \
 	    --label io.vivarium.inputs="$key" --label io.vivarium.suite="$SUITE" \
+	    ${UPDATE_LOCKS:+--label io.vivarium.updated=$(date -u +%Y-%m-%dT%H:%M:%SZ)} \
 	    --label org.opencontainers.image.version="$VERSION" \
 	    -t "$IMAGE:$VERSION" $([ "$LATEST" = 0 ] || echo "-t $IMAGE:latest") "$tmp"
 	rm -rf "$tmp"
@@ -282,7 +357,8 @@ inputs)	inputs ;;
 build)	cmd_build ;;
 prune)	cmd_prune ;;
 ensure)	cmd_ensure ;;
+update)	shift; cmd_update "$@" ;;
 run)	shift; exec image/run-hardened.sh "$@" ;;
 tag)	echo "$IMAGE:$VERSION" ;;
-*)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|prune|run|tag" >&2; exit 2 ;;
+*)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|update [-n]|prune|run|tag" >&2; exit 2 ;;
 esac

@@ -20,9 +20,13 @@ apt-get -q -o Acquire::Retries=3 update >/dev/null
 arch=$(dpkg --print-architecture)
 for stage in "$@"; do
 	pkgs=$(awk -v s="$stage" -v t="$stage:$SUITE" '$1 == s || $1 == t { print $2 }' /lock/packages.txt)
-	# What is there now, then what apt would install or upgrade.
+	# What is there now, then what apt would install or upgrade; with
+	# UPGRADE=1 (image/image.sh update), the base's own packages at
+	# their newest too, security updates included.
 	dpkg-query -W -f '${binary:Package} ${Version}\n' >/tmp/have
-	apt-get install -s -q --no-install-recommends $pkgs >/tmp/sim
+	: >/tmp/sim
+	[ "${UPGRADE:-0}" != 1 ] || apt-get dist-upgrade -s -q >/tmp/sim
+	apt-get install -s -q --no-install-recommends $pkgs >>/tmp/sim
 	# "Inst NAME [OLD] (NEW SUITE [ARCH])": NEW is the first word in ().
 	sed -n 's/^Inst \([^ ]*\) \(\[[^]]*\] \)\{0,1\}(\([^ ]*\) .*/\1 \3/p' /tmp/sim >/tmp/inst
 	if grep -q '^Remv ' /tmp/sim; then

@@ -1,6 +1,8 @@
 # image: the sandbox image (Containerfile at the top; docs/image.md).
 #   make image       build localhost/vivarium-sandbox:$(VERSION) into the host's
 #                    Podman storage, only when its inputs changed (FORCE=1: always)
+#   make image-update  the same, with Debian's packages as they are today
+#                    (security updates); no tracked file changes
 #   make lock        resolve image/packages.txt into the exact versions of
 #                    image/builder.lock and image/runtime.lock
 #   make test-image  build it (into the tests' private storage) when needed
@@ -11,11 +13,17 @@
 
 IMAGE_ENV = IMAGE_VERSION=$(VERSION) $(if $(SUITE),SUITE=$(SUITE))
 
-.PHONY: image lock image-base image-for-tests image-for-tests-forky test-image
+.PHONY: image lock image-update image-base image-for-tests image-for-tests-forky test-image
 
 image:
 	@scripts/deps podman
 	@$(IMAGE_ENV) image/image.sh $(if $(FORCE),build,ensure)
+
+# Debian's packages as they are today, security updates included, with no
+# tracked file changed (image/image.sh update; what changed is printed).
+image-update:
+	@scripts/deps podman
+	@$(IMAGE_ENV) image/image.sh update
 
 image-base:
 	@scripts/deps podman

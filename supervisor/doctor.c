@@ -171,8 +171,8 @@ check_image(struct doctor *d)
 	}
 	days = (long)((time(NULL) - built) / 86400);
 	if (days > IMAGE_OLD_DAYS)
-		say(d, D_WARN, "image", "rebuild it with Debian's current "
-		    "packages: make lock && make image (docs/image.md)",
+		say(d, D_WARN, "image", "make image-update (Debian's packages "
+		    "as they are today; no tracked file changes)",
 		    "%s is %ld days old: it misses Debian's security updates "
 		    "since", d->c->image, days);
 	else

@@ -140,6 +140,27 @@ fi
 
 tests/image/reference.sh || fails=$((fails + 1))
 tests/image/pip-offline.sh || fails=$((fails + 1))
+# Security updates without touching the tree: update -n resolves Debian's
+# packages as they are today and reports what differs from the locks.
+sums=$(cat image/*.lock image/packages.txt | sha256sum)
+upd=$(mktemp -d)
+if out=$(VIVARIUM_UPDATE_DIR=$upd image/image.sh update -n 2>&1); then
+	rep=$(ls "$upd"/*-trixie.txt 2>/dev/null | head -n 1)
+	if [ -n "$rep" ] && grep -q '^\[builder\]$' "$rep" && grep -q '^\[runtime\]$' "$rep" &&
+	    echo "$out" | grep -q "package version(s) differ from the locks"; then
+		ok "image update -n reports what differs from the locks ($(grep -c ' -> ' "$rep") package(s))"
+	else
+		notok "image update -n: no report: $out"
+	fi
+else
+	notok "image update -n failed: $out"
+fi
+rm -rf "$upd"
+if [ "$(cat image/*.lock image/packages.txt | sha256sum)" = "$sums" ]; then
+	ok "... and leaves the tracked locks as they were"
+else
+	notok "image update -n changed a tracked lock"
+fi
 # The Debian 12 build on Debian 13's libraries (a distribution upgrade).
 tests/image/hostlibs.sh "${AGENT_BIN:-bin/vivarium-agent}" "$IMAGE" ||
 	fails=$((fails + 1))
