@@ -13,6 +13,7 @@
  *   5  status: the sandbox exists but is not running
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #define EX_NOUSER	3
 #define EX_PODMAN	4
 #define EX_NOTRUNNING	5
+#define EX_EXISTS	100	/* import_fd only: the user exists; never an exit code */
 
 #define DEFAULT_CONF	"/etc/vivarium/supervisor.yaml"
 
@@ -70,6 +72,8 @@ usage(FILE *f)
 "                            links' address, limits, disk, the token file),\n"
 "                            each fault with its fix; --fetch also gets URL\n"
 "                            through the egress proxy as a sandbox would\n"
+"  logs USER                 the sandbox's log (its runs) and the egress\n"
+"                            proxy's lines for it (what it fetched)\n"
 "  start USER                start the sandbox and wait until it answers\n"
 "  stop USER                 stop the sandbox (files and namespace are kept)\n"
 "  status USER               one user's sandbox in detail\n"
@@ -78,6 +82,13 @@ usage(FILE *f)
 "  import [--replace] USER < FILE.tar\n"
 "                            a tar from export into a new user's workspace;\n"
 "                            --replace deletes an existing user's first\n"
+"  backup DIR                everything into a new directory: the config,\n"
+"                            the token, the link key, the names and each\n"
+"                            user's workspace (files and namespace) as a tar\n"
+"  restore [--replace] DIR   a backup back: the token and link key where the\n"
+"                            config names them (the ones there kept aside),\n"
+"                            each user's workspace (an existing user is left\n"
+"                            alone unless --replace)\n"
 "  render USER [DIR]         write vivarium-USER.container/.network quadlets\n"
 "                            from the templates (for systemd-managed setups)\n"
 "  render --kubernetes USER  print the PersistentVolumeClaim, NetworkPolicy\n"
@@ -756,11 +767,45 @@ cmd_status(int argc, char **argv)
  * store) as one tar, straight from Podman's archive endpoint of the user's
  * container: it reads the volume whether the container runs or not.
  */
+/* The user's workspace as a tar to fd; an exit status. */
 static int
-cmd_export(int argc, char **argv)
+export_fd(const char *user, int fd)
 {
 	struct names	 n;
 	struct perr	 e;
+	int		 r;
+
+	if ((r = user_exists(user, &e)) == -1)
+		return fail(&e, user);
+	if (r == 0) {
+		fprintf(stderr, "vivariumctl: %s: no such user\n", user);
+		return EX_NOUSER;
+	}
+	(void)sandbox_names(&conf, user, &n);
+	if (conf.backend == BACKEND_PODMAN
+	    && (r = podman_volume_exists(podman, n.volume, &e)) != 1) {
+		if (r == -1)
+			return fail(&e, user);
+		fprintf(stderr, "vivariumctl: %s: no workspace volume %s\n",
+		    user, n.volume);
+		return EX_NOUSER;
+	}
+	if (backend->export_ws(backend, user, fd, &e) == -1) {
+		if (e.status == 404)
+			fprintf(stderr, "vivariumctl: %s: container %s is gone "
+			    "but its workspace is kept; `vivariumctl add-user "
+			    "%s` makes it again, then export\n", user,
+			    n.container, user);
+		else
+			(void)fail(&e, user);
+		return exit_for(&e);
+	}
+	return EX_OK;
+}
+
+static int
+cmd_export(int argc, char **argv)
+{
 	int		 r;
 
 	json_out = 0;	/* standard output is the tar */
@@ -775,33 +820,9 @@ cmd_export(int argc, char **argv)
 		    "output: vivariumctl export %s > %s.tar\n", argv[0], argv[0]);
 		return EX_USAGE;
 	}
-	if ((r = user_exists(argv[0], &e)) == -1)
-		return fail(&e, argv[0]);
-	if (r == 0) {
-		fprintf(stderr, "vivariumctl: %s: no such user\n", argv[0]);
-		return EX_NOUSER;
-	}
-	(void)sandbox_names(&conf, argv[0], &n);
-	if (conf.backend == BACKEND_PODMAN
-	    && (r = podman_volume_exists(podman, n.volume, &e)) != 1) {
-		if (r == -1)
-			return fail(&e, argv[0]);
-		fprintf(stderr, "vivariumctl: %s: no workspace volume %s\n",
-		    argv[0], n.volume);
-		return EX_NOUSER;
-	}
-	if (backend->export_ws(backend, argv[0], STDOUT_FILENO, &e) == -1) {
-		if (e.status == 404)
-			fprintf(stderr, "vivariumctl: %s: container %s is gone "
-			    "but its workspace is kept; `vivariumctl add-user "
-			    "%s` makes it again, then export\n", argv[0],
-			    n.container, argv[0]);
-		else
-			(void)fail(&e, argv[0]);
-		return exit_for(&e);
-	}
-	fprintf(stderr, "%s: workspace exported\n", argv[0]);
-	return EX_OK;
+	if ((r = export_fd(argv[0], STDOUT_FILENO)) == EX_OK)
+		fprintf(stderr, "%s: workspace exported\n", argv[0]);
+	return r;
 }
 
 /* Reads up to len bytes, short only at end of input; -1 on error. */
@@ -1019,14 +1040,72 @@ tar_source(void *arg, char *dst, size_t len)
  * deletes it (remove-user --purge) first: a merge of two workspaces and two
  * namespace stores would be neither.
  */
+/*
+ * A tar from export (read from fd, named what in messages) into the
+ * user's new workspace; replace deletes an existing one first (*replaced
+ * says whether there was one).  An exit status.
+ */
 static int
-cmd_import(int argc, char **argv)
+import_fd(const char *user, int fd, const char *what, int replace,
+    int *replaced)
 {
 	struct perr	 e;
 	struct agent_addr addr;
 	struct tar_in	 t;
 	ssize_t		 got;
-	int		 r, replace = 0, created;
+	int		 r, created;
+
+	*replaced = 0;
+	/* Checked before anything is changed: the first header. */
+	memset(&t, 0, sizeof(t));
+	t.fd = fd;
+	if ((got = read_full(fd, t.head, sizeof(t.head))) == -1) {
+		fprintf(stderr, "vivariumctl: reading %s: %s\n", what,
+		    strerror(errno));
+		return EX_FAIL;
+	}
+	memcpy(t.block, t.head, sizeof(t.block));
+	if (got < (ssize_t)sizeof(t.head) || tar_header(&t) == -1 || t.zeros) {
+		fprintf(stderr, "vivariumctl: %s is not a tar file (vivariumctl "
+		    "export makes one); nothing was changed\n", what);
+		return EX_FAIL;
+	}
+	if ((r = user_exists(user, &e)) == -1)
+		return fail(&e, user);
+	if (r == 1 && !replace) {
+		fprintf(stderr, "vivariumctl: %s already has a sandbox and a "
+		    "workspace; importing would overwrite them.  --replace "
+		    "deletes them first (export them before, to keep a copy)\n",
+		    user);
+		return EX_EXISTS;
+	}
+	if (r == 1 && backend->remove(backend, user, 1, &e) == -1)
+		return fail(&e, user);
+	*replaced = r == 1;
+	if (backend->ensure(backend, user, &created, &addr, &e) == -1)
+		return fail(&e, user);
+	/* The header is checked: walk the stream from the start again. */
+	t.next = 0;
+	t.zeros = 0;
+	if (sscanf(conf.sandbox_user, "%u:%u", &t.uid, &t.gid) != 2) {
+		t.uid = 0;	/* a name: Podman gives them to it anyway */
+		t.gid = 0;
+	}
+	if (backend->import_ws(backend, user, tar_source, &t, &e) == -1) {
+		if (t.err[0] == '\0')
+			return fail(&e, user);
+		fprintf(stderr, "vivariumctl: %s: %s.  The workspace may hold "
+		    "part of it: import --replace %s with a whole file\n",
+		    user, t.err, user);
+		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+static int
+cmd_import(int argc, char **argv)
+{
+	int	 r, replace = 0, replaced;
 
 	if (argc > 0 && strcmp(argv[0], "--replace") == 0) {
 		replace = 1;
@@ -1051,55 +1130,101 @@ cmd_import(int argc, char **argv)
 		    "input: vivariumctl import %s < %s.tar\n", argv[0], argv[0]);
 		return EX_USAGE;
 	}
-	/* Checked before anything is changed: the first header. */
-	memset(&t, 0, sizeof(t));
-	t.fd = STDIN_FILENO;
-	if ((got = read_full(STDIN_FILENO, t.head, sizeof(t.head))) == -1) {
-		fprintf(stderr, "vivariumctl: reading standard input: %s\n",
-		    strerror(errno));
-		return EX_FAIL;
-	}
-	memcpy(t.block, t.head, sizeof(t.block));
-	if (got < (ssize_t)sizeof(t.head) || tar_header(&t) == -1 || t.zeros) {
-		fprintf(stderr, "vivariumctl: standard input is not a tar file "
-		    "(vivariumctl export makes one); nothing was changed\n");
-		return EX_FAIL;
-	}
-	if ((r = user_exists(argv[0], &e)) == -1)
-		return fail(&e, argv[0]);
-	if (r == 1 && !replace) {
-		fprintf(stderr, "vivariumctl: %s already has a sandbox and a "
-		    "workspace; importing would overwrite them.  --replace "
-		    "deletes them first (export them before, to keep a copy)\n",
-		    argv[0]);
-		return EX_FAIL;
-	}
-	if (r == 1 && backend->remove(backend, argv[0], 1, &e) == -1)
-		return fail(&e, argv[0]);
-	if (backend->ensure(backend, argv[0], &created, &addr, &e) == -1)
-		return fail(&e, argv[0]);
-	/* The header is checked: walk the stream from the start again. */
-	t.next = 0;
-	t.zeros = 0;
-	if (sscanf(conf.sandbox_user, "%u:%u", &t.uid, &t.gid) != 2) {
-		t.uid = 0;	/* a name: Podman gives them to it anyway */
-		t.gid = 0;
-	}
-	if (backend->import_ws(backend, argv[0], tar_source, &t, &e) == -1) {
-		if (t.err[0] == '\0')
-			return fail(&e, argv[0]);
-		fprintf(stderr, "vivariumctl: %s: %s.  The workspace may hold "
-		    "part of it: import --replace %s with a whole file\n",
-		    argv[0], t.err, argv[0]);
-		return EX_FAIL;
-	}
+	if ((r = import_fd(argv[0], STDIN_FILENO, "standard input", replace,
+	    &replaced)) != EX_OK)
+		return r == EX_EXISTS ? EX_FAIL : r;
 	if (json_out)
 		print_json(json_pack("{s:s, s:s, s:b}", "user", argv[0],
-		    "result", "imported", "replaced", r == 1));
+		    "result", "imported", "replaced", replaced));
 	else
 		printf("%s: workspace imported%s; the sandbox runs\n", argv[0],
-		    r == 1 ? " (the old one deleted)" : "");
+		    replaced ? " (the old one deleted)" : "");
 	return EX_OK;
+}
+
+/* ---------------------------------------------------------------- logs */
+
+/*
+ * The lines of b that hold match (all when NULL), each after prefix, with
+ * anything a terminal would act on shown as '?'.
+ */
+static void
+print_lines(const struct buf *b, const char *prefix, const char *match)
+{
+	const char	*p = b->data, *end = b->data + b->len, *nl;
+	size_t		 i, n;
+
+	while (p != NULL && p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		n = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+		if (n > 0 && (match == NULL || memmem(p, n, match,
+		    strlen(match)) != NULL)) {
+			fputs(prefix, stdout);
+			for (i = 0; i < n; i++)
+				putchar((unsigned char)p[i] < 0x20 && p[i] != '\t'
+				    ? '?' : p[i] == 0x7f ? '?' : p[i]);
+			putchar('\n');
+		}
+		p = nl != NULL ? nl + 1 : NULL;
+	}
+}
+
+/* What the user's sandbox logged (its agent's run lines) and the egress
+ * proxy's lines for the sandbox's address. */
+static int
+cmd_logs(int argc, char **argv)
+{
+	struct names	 n;
+	struct perr	 e;
+	struct buf	 b = BUF_INIT(16u << 20);
+	json_t		*ins;
+	const char	*ip;
+	char		 match[80];
+	int		 r;
+
+	if (argc != 1) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (check_user(&argv[0]) == -1)
+		return EX_USAGE;
+	if (conf.backend != BACKEND_PODMAN) {
+		fprintf(stderr, "vivariumctl: logs reads Podman's logs; on "
+		    "Kubernetes: kubectl logs the user's Pod\n");
+		return EX_USAGE;
+	}
+	(void)sandbox_names(&conf, argv[0], &n);
+	if (podman_container_inspect(podman, n.container, &ins, &e) == -1)
+		return fail(&e, argv[0]);
+	if (ins == NULL) {
+		fprintf(stderr, "vivariumctl: %s: no sandbox (container %s)\n",
+		    argv[0], n.container);
+		return EX_NOUSER;
+	}
+	ip = json_string_value(json_object_get(json_object_get(json_object_get(
+	    json_object_get(ins, "NetworkSettings"), "Networks"), n.network),
+	    "IPAddress"));
+	snprintf(match, sizeof(match), "client=%s:", ip != NULL ? ip : "");
+	r = podman_container_logs(podman, n.container, 500, &b, &e);
+	if (r == 0)
+		print_lines(&b, "sandbox  ", NULL);
+	else
+		fprintf(stderr, "vivariumctl: %s: %s\n", n.container, e.msg);
+	b.len = 0;
+	if (conf.egress_container == NULL)
+		printf("egress   (no egress proxy configured)\n");
+	else if (ip == NULL || *ip == '\0')
+		printf("egress   (the sandbox is not running: its address, "
+		    "and so its lines in the proxy's log, are not known)\n");
+	else if (podman_container_logs(podman, conf.egress_container, 20000,
+	    &b, &e) == 0)
+		print_lines(&b, "egress   ", match);
+	else
+		fprintf(stderr, "vivariumctl: %s: %s\n", conf.egress_container,
+		    e.msg);
+	json_decref(ins);
+	buf_release(&b);
+	return r == 0 ? EX_OK : EX_FAIL;
 }
 
 /* ---------------------------------------------------------------- doctor */
@@ -1128,6 +1253,249 @@ cmd_doctor(int argc, char **argv)
 	}
 	return doctor_run(&conf, podman, fetch, json_out) == 0 ? EX_OK
 	    : EX_FAIL;
+}
+
+/* ---------------------------------------------------------------- backup */
+
+/*
+ * A backup is a directory: MANIFEST (what it holds, JSON), the config file,
+ * the proxy's config, the token and the link key (0600), the users' names,
+ * and each user's workspace as the tar export makes (their files and
+ * namespace store: only what they hold, so a 5 GB sparse quota image with
+ * 20 MB in it is a 20 MB tar).
+ */
+#define BACKUP_MANIFEST	"MANIFEST"
+
+/* Copies src to dir/name with mode; 0, or -1 said. */
+static int
+copy_file(const char *src, const char *dir, const char *name, mode_t mode)
+{
+	char	 dst[PATH_MAX], buf[65536];
+	ssize_t	 n;
+	int	 in, out, r = 0;
+
+	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "vivariumctl: %s: %s\n", src, strerror(errno));
+		return -1;
+	}
+	if ((out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, mode)) == -1) {
+		fprintf(stderr, "vivariumctl: %s: %s\n", dst, strerror(errno));
+		close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			r = -1;
+			break;
+		}
+	if (n < 0 || fchmod(out, mode) == -1 || close(out) == -1)
+		r = -1;
+	close(in);
+	if (r == -1)
+		fprintf(stderr, "vivariumctl: writing %s: %s\n", dst,
+		    strerror(errno));
+	return r;
+}
+
+static int
+cmd_backup(int argc, char **argv)
+{
+	struct perr	 e;
+	json_t		*users, *u, *man, *list;
+	const char	*id, *dir;
+	char		 path[PATH_MAX], name[NAME_MAX_BYTES + 8];
+	int		 fd, rc = EX_OK, r;
+
+	if (argc != 1) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	dir = argv[0];
+	if (conf.backend != BACKEND_PODMAN) {
+		fprintf(stderr, "vivariumctl: backup is for the Podman backend; "
+		    "on Kubernetes, back up the PersistentVolumeClaims\n");
+		return EX_USAGE;
+	}
+	/* A new directory, never one that holds anything. */
+	if (mkdir(dir, 0700) == -1) {
+		fprintf(stderr, "vivariumctl: backup %s: %s (give a directory "
+		    "that does not exist yet)\n", dir, strerror(errno));
+		return EX_USAGE;
+	}
+	snprintf(path, sizeof(path), "%s/users", dir);
+	if (mkdir(path, 0700) == -1) {
+		fprintf(stderr, "vivariumctl: %s: %s\n", path, strerror(errno));
+		return EX_FAIL;
+	}
+	if ((users = collect_users(&e)) == NULL)
+		return fail(&e, NULL);
+	list = json_array();
+	man = json_pack("{s:s, s:I, s:o}", "vivarium", VIVARIUM_VERSION,
+	    "created", (json_int_t)time(NULL), "users", list);
+	if (conf.path != NULL && copy_file(conf.path, dir, "supervisor.yaml",
+	    0600) == -1)
+		rc = EX_FAIL;
+	if (conf.egress_config != NULL && copy_file(conf.egress_config, dir,
+	    "egress.yaml", 0600) == -1)
+		rc = EX_FAIL;
+	if (conf.token_file != NULL && copy_file(conf.token_file, dir, "token",
+	    0600) == -1)
+		rc = EX_FAIL;
+	if (copy_file(conf.link_key_file, dir, "link.key", 0600) == -1)
+		rc = EX_FAIL;
+	json_object_foreach(users, id, u) {
+		snprintf(path, sizeof(path), "%s/users/%s.tar", dir, id);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0600)) == -1) {
+			fprintf(stderr, "vivariumctl: %s: %s\n", path,
+			    strerror(errno));
+			rc = EX_FAIL;
+			continue;
+		}
+		r = export_fd(id, fd);
+		if (close(fd) == -1 || r != EX_OK) {
+			(void)unlink(path);
+			fprintf(stderr, "vivariumctl: %s: not backed up\n", id);
+			rc = EX_FAIL;
+			continue;
+		}
+		u = json_pack("{s:s}", "user", id);
+		if (names_get(&conf, id, name, sizeof(name)) == 0)
+			json_object_set_new(u, "name", json_string(name));
+		json_array_append_new(list, u);
+		if (!json_out)
+			printf("%s: workspace backed up%s%s\n", id,
+			    json_object_get(u, "name") ? " " : "",
+			    json_object_get(u, "name") ? name : "");
+	}
+	json_decref(users);
+	snprintf(path, sizeof(path), "%s/" BACKUP_MANIFEST, dir);
+	if (json_dump_file(man, path, JSON_INDENT(2)) == -1) {
+		fprintf(stderr, "vivariumctl: cannot write %s\n", path);
+		rc = EX_FAIL;
+	}
+	if (json_out)
+		print_json(json_incref(man));
+	else
+		printf("backup in %s: %zu user(s)%s\n", dir, json_array_size(list),
+		    rc == EX_OK ? "" : "; SOME PARTS FAILED (see above)");
+	json_decref(man);
+	return rc;
+}
+
+/* Puts a file of the backup where the config says it lives; one there
+ * already that differs is kept beside it as NAME.before-restore. */
+static int
+restore_file(const char *dir, const char *name, const char *dst)
+{
+	char	 src[PATH_MAX], keep[PATH_MAX], cmd_dir[PATH_MAX], *slash;
+	struct stat st;
+
+	snprintf(src, sizeof(src), "%s/%s", dir, name);
+	if (stat(src, &st) == -1)
+		return 0;	/* not in this backup */
+	if (stat(dst, &st) == 0) {
+		snprintf(keep, sizeof(keep), "%s.before-restore", dst);
+		if (rename(dst, keep) == -1) {
+			fprintf(stderr, "vivariumctl: %s: %s\n", dst,
+			    strerror(errno));
+			return -1;
+		}
+		printf("%s: the one there was kept as %s\n", dst, keep);
+	}
+	snprintf(cmd_dir, sizeof(cmd_dir), "%s", dst);
+	if ((slash = strrchr(cmd_dir, '/')) == NULL)
+		return -1;
+	*slash = '\0';
+	if (copy_file(src, cmd_dir, slash + 1, 0600) == -1)
+		return -1;
+	printf("%s: restored\n", dst);
+	return 0;
+}
+
+static int
+cmd_restore(int argc, char **argv)
+{
+	json_t		*man, *u;
+	json_error_t	 jerr;
+	const char	*dir, *id, *name;
+	char		 path[PATH_MAX];
+	size_t		 i;
+	int		 fd, replace = 0, replaced, rc = EX_OK, r;
+
+	if (argc > 0 && strcmp(argv[0], "--replace") == 0) {
+		replace = 1;
+		argc--;
+		argv++;
+	}
+	if (argc != 1) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	dir = argv[0];
+	if (conf.backend != BACKEND_PODMAN) {
+		fprintf(stderr, "vivariumctl: restore is for the Podman backend\n");
+		return EX_USAGE;
+	}
+	/* Checked whole before anything changes. */
+	snprintf(path, sizeof(path), "%s/" BACKUP_MANIFEST, dir);
+	if ((man = json_load_file(path, 0, &jerr)) == NULL
+	    || !json_is_array(json_object_get(man, "users"))) {
+		fprintf(stderr, "vivariumctl: %s is not a backup of vivariumctl "
+		    "backup (%s: %s); nothing was changed\n", dir, path,
+		    man == NULL ? jerr.text : "no users list");
+		json_decref(man);
+		return EX_USAGE;
+	}
+	json_array_foreach(json_object_get(man, "users"), i, u) {
+		id = json_string_value(json_object_get(u, "user"));
+		if (id == NULL || route_user_valid(id, strlen(id)) == -1) {
+			fprintf(stderr, "vivariumctl: %s lists a user id that is "
+			    "not one; nothing was changed\n", path);
+			json_decref(man);
+			return EX_USAGE;
+		}
+	}
+	/* The token LibreChat holds, and the key its links are signed with. */
+	if (conf.token_file != NULL && restore_file(dir, "token",
+	    conf.token_file) == -1)
+		rc = EX_FAIL;
+	if (restore_file(dir, "link.key", conf.link_key_file) == -1)
+		rc = EX_FAIL;
+	json_array_foreach(json_object_get(man, "users"), i, u) {
+		id = json_string_value(json_object_get(u, "user"));
+		snprintf(path, sizeof(path), "%s/users/%s.tar", dir, id);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			fprintf(stderr, "vivariumctl: %s: %s\n", path,
+			    strerror(errno));
+			rc = EX_FAIL;
+			continue;
+		}
+		r = import_fd(id, fd, path, replace, &replaced);
+		close(fd);
+		if (r == EX_EXISTS) {
+			printf("%s: kept as it is (it exists; --replace "
+			    "restores it over)\n", id);
+			continue;
+		}
+		if (r != EX_OK) {
+			rc = EX_FAIL;
+			continue;
+		}
+		if ((name = json_string_value(json_object_get(u, "name")))
+		    != NULL)
+			(void)names_record(&conf, id, name);
+		printf("%s: workspace restored%s\n", id, replaced ?
+		    " (the one there deleted)" : "");
+	}
+	json_decref(man);
+	printf("restore from %s: %s; the backed-up config files are there "
+	    "(supervisor.yaml, egress.yaml) to compare with yours; restart "
+	    "the supervisor so it reads the token and the link key\n", dir,
+	    rc == EX_OK ? "done" : "SOME PARTS FAILED (see above)");
+	return rc;
 }
 
 /* ---------------------------------------------------------------- render */
@@ -1272,6 +1640,12 @@ main(int argc, char **argv)
 		rc = cmd_list(argc, argv);
 	else if (strcmp(cmd, "doctor") == 0)
 		rc = cmd_doctor(argc, argv);
+	else if (strcmp(cmd, "logs") == 0)
+		rc = cmd_logs(argc, argv);
+	else if (strcmp(cmd, "backup") == 0)
+		rc = cmd_backup(argc, argv);
+	else if (strcmp(cmd, "restore") == 0)
+		rc = cmd_restore(argc, argv);
 	else if (strcmp(cmd, "start") == 0)
 		rc = cmd_start(argc, argv);
 	else if (strcmp(cmd, "stop") == 0)
