@@ -15,6 +15,7 @@
 #include "http1.h"
 #include "link.h"
 #include "podman.h"
+#include "proof.h"
 
 #define USER_ID_MAX	63
 /* Sockets are reached through /proc/self/fd (forward.c), so sun_path's
@@ -203,6 +204,7 @@ struct agent_head {
 	char	 session_id[256];
 	char	 protocol_version[64];
 	char	 cache_control[64];
+	char	 proof[PROOF_HEX + 2];	/* PROOF_ANSWER: one too many tells */
 };
 
 /* A streaming read of an agent's response body. */
@@ -218,6 +220,7 @@ struct agent_conn {
 	int		 client_fd;	/* watched while waiting; -1: none */
 	int		 client_gone;	/* a wait ended because it closed */
 	int		 secret_sent;	/* a TCP agent's: its 401 is ours */
+	int		 stale;		/* not (any more) the sandbox's agent */
 };
 
 /* Header values the supervisor passes on to the agent (NULL: absent). */
@@ -240,19 +243,27 @@ struct agent_req {
 	const int	*client_fd;
 };
 
-/* Sends on reuse_fd (a kept connection, or -1) or a new connection and
+/*
+ * Sends on reuse_fd (a kept connection, or -1) or a new connection and
  * reads the head; 0, or -1 with err filled and *connect_failed set when
- * nobody listens at the address.  reuse_fd is consumed either way. */
+ * the address is not (or no longer) the sandbox's agent: nobody listens
+ * there, or, over TCP, what answers does not prove that it holds the
+ * secret (a new connection is challenged before anything is sent on it,
+ * common/proof.h) or refuses the secret (401).  The caller then asks the
+ * backend again, once.  reuse_fd is consumed either way.
+ */
 int	agent_open(struct agent_conn *, const struct agent_addr *,
 	    const struct agent_req *, int reuse_fd, int timeout_ms,
 	    int *connect_failed, char *err, size_t errlen);
 /*
- * A request whose body is sent as it comes (chunked): open connects and
- * sends the head, write sends a piece, close ends the body and reads the
- * answer's head (then agent_read as usual).  0, or -1 with err.
+ * A request whose body is sent as it comes (chunked): open connects
+ * (proving a TCP agent as agent_open does; *stale as its *connect_failed)
+ * and sends the head, write sends a piece, close ends the body and reads
+ * the answer's head (then agent_read as usual).  0, or -1 with err.
  */
 int	agent_stream_open(struct agent_conn *, const struct agent_addr *,
-	    const struct agent_req *, int timeout_ms, char *err, size_t errlen);
+	    const struct agent_req *, int timeout_ms, int *stale, char *err,
+	    size_t errlen);
 int	agent_stream_write(struct agent_conn *, const char *, size_t);
 int	agent_stream_close(struct agent_conn *, char *err, size_t errlen);
 /* The whole reply was read and the agent keeps the connection. */
