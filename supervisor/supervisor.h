@@ -61,6 +61,26 @@ enum backend_kind {
 	BACKEND_KUBERNETES,
 };
 
+/*
+ * kubernetes.user_namespace: Pods with hostUsers: false (each its own
+ * host ids, from the kubelet) or not (the user's uid on the node);
+ * auto: on from the Kubernetes version where the feature is on by default.
+ */
+enum kube_userns {
+	KUBE_USERNS_AUTO,
+	KUBE_USERNS_ON,
+	KUBE_USERNS_OFF,
+};
+/* Kubernetes 1.33: UserNamespacesSupport beta, on by default. */
+#define KUBE_USERNS_SINCE_MINOR	33
+
+/* The default kubernetes.uid_base: above the ranges useradd (100000 and
+ * up, 65536 each), the kubelet (65536 and up, 65536 a Pod) and systemd
+ * (container ranges up to 0x6FFFFFFF) hand out as subordinate ids, below
+ * the 2^31 a Pod's runAsUser may not reach. */
+#define KUBE_UID_BASE		0x78000000L
+#define KUBE_UID_BASE_MAX	0x7FFF0000L
+
 /* kubernetes: in the config (backend_kube.c, kspec.c; docs/supervisor.md). */
 struct kube_conf {
 	char		*kubeconfig;		/* owned; NULL: in-cluster */
@@ -70,6 +90,7 @@ struct kube_conf {
 	char		*storage_class;		/* owned; NULL: the default */
 	long		 agent_port;
 	long		 uid_base;
+	enum kube_userns user_namespace;
 	unsigned long long ephemeral_storage;	/* bytes, per Pod */
 	char		*egress_proxy;		/* owned: "host:port" */
 	char		*egress_host;		/* owned: its host part */
@@ -423,11 +444,12 @@ int	render_user(const struct conf *, struct podman *, const char *user,
 /*
  * vivariumctl render --kubernetes: the PVC, the NetworkPolicy and the Pod
  * the kubernetes backend would POST for user (slot: the uid slot, 0 when
- * none is known) as a YAML stream of JSON documents.  0, or -1 said on
- * stderr.
+ * none is known; userns: whether the Pod gets a user namespace, -1 when
+ * the cluster could not be asked) as a YAML stream of JSON documents,
+ * with a fresh random agent secret.  0, or -1 said on stderr.
  */
 int	render_kube(const struct conf *, const char *user, long slot,
-	    FILE *out);
+	    int userns, FILE *out);
 
 /* ---------------------------------------------------------------- pool.c */
 
