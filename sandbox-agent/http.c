@@ -240,6 +240,7 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 {
 	struct http_request	*req;
 	enum MHD_Result		 ret;
+	enum http_collect	 hc;
 	const char		*origin;
 	int			 on_unix = cls != NULL, fresh = *con_cls == NULL;
 	/*
@@ -254,9 +255,21 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return http_reply_empty(conn,
 			    MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD");
-		if (!on_unix && conf->secret_len > 0)
-			return health_proof(conn);
-		return http_reply_text(conn, 200, "ok");
+		if (on_unix || conf->secret_len == 0
+		    || http_header(conn, PROOF_CHALLENGE) == NULL)
+			return http_reply_text(conn, 200, "ok");
+		/*
+		 * Answered once the request is in, not from its first call:
+		 * MHD closes a connection answered that early, and the
+		 * supervisor's request is to follow on this one.
+		 */
+		hc = http_collect(conn, con_cls, upload_data, upload_data_size,
+		    0, &req);
+		if (fresh && *con_cls != NULL)
+			__atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
+		return hc == HTTP_COLLECT_DONE ? health_proof(conn) :
+		    hc == HTTP_COLLECT_ANSWERED ? req->ret :
+		    hc == HTTP_COLLECT_FAILED ? MHD_NO : MHD_YES;
 	}
 	/* Every call of a request: a later one must not skip the check. */
 	if (!on_unix && conf->secret_len > 0 && secret_refused(conn, url, &ret))

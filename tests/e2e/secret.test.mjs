@@ -92,6 +92,13 @@ describe('TCP with VIVARIUM_AGENT_SECRET', () => {
       assert.equal(r.status, 400, `${JSON.stringify(bad)}: ${r.status}`);
       assert.equal(r.headers.get('x-vivarium-proof'), null);
     }
+    // The connection stays open: the supervisor's request follows on it.
+    const both = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Vivarium-Challenge: ${nonce}\r\n\r\n`
+      + `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\n`
+      + `Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: ${ping.length}\r\n\r\n${ping}`);
+    assert.match(both, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(both, new RegExp(`X-Vivarium-Proof: ${proofOf(secret, nonce, '127.0.0.1', port)}`, 'i'));
+    assert.match(both, /\r\n\r\nok\nHTTP\/1\.1 200 OK\r\n[^]*"result":\{\}/, both);
     const twice = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Vivarium-Challenge: ${nonce}\r\nX-Vivarium-Challenge: ${nonce}\r\nConnection: close\r\n\r\n`);
     assert.match(twice, /^HTTP\/1\.1 400/);
     assert.doesNotMatch(twice, /x-vivarium-proof/i);
