@@ -32,6 +32,7 @@
 #include "log.h"
 #include "mhd.h"
 #include "origin.h"
+#include "proof.h"
 #include "banned.h"
 
 #define MAX_CONNECTIONS		256
@@ -97,6 +98,47 @@ secret_refused(struct MHD_Connection *conn, const char *url,
 	    "Bearer");
 	*ret = http_queue(conn, MHD_HTTP_UNAUTHORIZED, resp);
 	return 1;
+}
+
+/*
+ * /health on TCP with a secret: open to all (the kubelet's readiness
+ * probe), and for a PROOF_CHALLENGE the answer that we hold the secret,
+ * for the address this connection came to (common/proof.h).  The
+ * supervisor sends nothing of the user's before it checked that answer.
+ */
+static enum MHD_Result
+health_proof(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct sockaddr_storage	 ss;
+	struct MHD_Response	*resp;
+	socklen_t		 sl = sizeof(ss);
+	const char		*nonce;
+	char			 why[256], addr[PROOF_ADDR_MAX];
+	char			 answer[PROOF_HEX + 1];
+	int			 refused, port;
+
+	nonce = http_header_strict(conn, PROOF_CHALLENGE, &refused, why,
+	    sizeof(why));
+	if (!refused && nonce == NULL)
+		return http_reply_text(conn, 200, "ok");
+	if (refused || !proof_nonce_valid(nonce))
+		return http_reply_text(conn, 400, "Bad Request: "
+		    PROOF_CHALLENGE " must be one nonce of 32 lowercase hex "
+		    "digits");
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL || getsockname(ci->connect_fd, (struct sockaddr *)&ss,
+	    &sl) == -1 || proof_addr((struct sockaddr *)&ss, addr,
+	    &port) == -1) {
+		log_warnx("cannot prove the agent secret: this connection's "
+		    "address is unknown");
+		return http_reply_text(conn, 500, "no address to prove for");
+	}
+	proof_make(conf->secret, conf->secret_len, nonce, addr, port, answer);
+	if ((resp = http_response_text("ok\n")) == NULL)
+		return MHD_NO;
+	MHD_add_response_header(resp, PROOF_ANSWER, answer);
+	return http_queue(conn, 200, resp);
 }
 
 /*
@@ -198,6 +240,7 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 {
 	struct http_request	*req;
 	enum MHD_Result		 ret;
+	enum http_collect	 hc;
 	const char		*origin;
 	int			 on_unix = cls != NULL, fresh = *con_cls == NULL;
 	/*
@@ -212,7 +255,21 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return http_reply_empty(conn,
 			    MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD");
-		return http_reply_text(conn, 200, "ok");
+		if (on_unix || conf->secret_len == 0
+		    || http_header(conn, PROOF_CHALLENGE) == NULL)
+			return http_reply_text(conn, 200, "ok");
+		/*
+		 * Answered once the request is in, not from its first call:
+		 * MHD closes a connection answered that early, and the
+		 * supervisor's request is to follow on this one.
+		 */
+		hc = http_collect(conn, con_cls, upload_data, upload_data_size,
+		    0, &req);
+		if (fresh && *con_cls != NULL)
+			__atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
+		return hc == HTTP_COLLECT_DONE ? health_proof(conn) :
+		    hc == HTTP_COLLECT_ANSWERED ? req->ret :
+		    hc == HTTP_COLLECT_FAILED ? MHD_NO : MHD_YES;
 	}
 	/* Every call of a request: a later one must not skip the check. */
 	if (!on_unix && conf->secret_len > 0 && secret_refused(conn, url, &ret))

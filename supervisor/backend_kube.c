@@ -4,8 +4,9 @@
  * the workspace, which stays when the sandbox sleeps, a NetworkPolicy,
  * made before the Pod so that the Pod is never without it, and the Pod.
  * Stopping deletes the Pod; the next request makes it again, with the
- * same uid (kept on the claim) and the same derived secret, so a
- * restarted supervisor adopts what it finds by label.
+ * same uid (kept on the claim) and a new random secret; the secret of a
+ * Pod is read back from it, so a restarted supervisor adopts what it
+ * finds by label.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -55,6 +56,9 @@ struct kstate {
 	/* The users told that their claim keeps its old size: once each. */
 	pthread_mutex_t		 size_lock;
 	json_t			*warned_size;
+	/* user_namespace auto, as the API server's version decided it
+	 * (under proxy_lock); -1: not asked yet. */
+	int			 userns;
 };
 
 static struct kstate *
@@ -112,20 +116,23 @@ get(struct kstate *s, enum kind k, const char *name, json_t **out,
 	return 1;
 }
 
-/* 0 made; 1 there already (409: someone made it meanwhile); -1.  body
- * is borrowed. */
+/* 0 made (*out, when not NULL, the object as stored); 1 there already
+ * (409: someone made it meanwhile); -1.  body is borrowed. */
 static int
-create(struct kstate *s, enum kind k, json_t *body, struct perr *e)
+create(struct kstate *s, enum kind k, json_t *body, json_t **out,
+    struct perr *e)
 {
 	char	 p[PATH_MAX_K];
 	long	 status;
 
+	if (out != NULL)
+		*out = NULL;
 	if (body == NULL) {
 		perr_set(e, 500, "out of memory");
 		return -1;
 	}
 	coll_path(s->conf, k, p, sizeof(p));
-	if (kube_call(s->kube, "POST", p, body, NULL, &status, e) == -1)
+	if (kube_call(s->kube, "POST", p, body, out, &status, e) == -1)
 		return status == 409 && strcmp(e->cause, "AlreadyExists") == 0
 		    ? 1 : -1;
 	return 0;
@@ -135,7 +142,7 @@ create(struct kstate *s, enum kind k, json_t *body, struct perr *e)
 static int
 create_new(struct kstate *s, enum kind k, json_t *body, struct perr *e)
 {
-	int	 r = create(s, k, body, e);
+	int	 r = create(s, k, body, NULL, e);
 
 	json_decref(body);
 	return r;
@@ -397,6 +404,89 @@ pod_wait(struct kstate *s, const char *name, int gone, double deadline,
 
 /* ---------------------------------------------------------------- ensure */
 
+/*
+ * Does this /version have user namespaces on by default?  "1", "33" (some
+ * providers write "33+").  Unknown is no: the uid of our own then.
+ */
+static int
+version_userns(const json_t *v)
+{
+	const char	*maj = json_string_value(json_object_get(v, "major"));
+	const char	*min = json_string_value(json_object_get(v, "minor"));
+	long		 a, b;
+
+	if (maj == NULL || min == NULL || *maj < '0' || *maj > '9'
+	    || *min < '0' || *min > '9')
+		return 0;
+	a = strtol(maj, NULL, 10);
+	b = strtol(min, NULL, 10);
+	return a > 1 || (a == 1 && b >= KUBE_USERNS_SINCE_MINOR);
+}
+
+/* What auto decided from v, said once. */
+static int
+userns_from(struct kstate *s, const json_t *v)
+{
+	const char	*gv = json_string_value(json_object_get(v, "gitVersion"));
+	int		 on = version_userns(v), first;
+
+	pthread_mutex_lock(&s->proxy_lock);
+	first = s->userns == -1;
+	s->userns = on;
+	pthread_mutex_unlock(&s->proxy_lock);
+	if (first)
+		log_info("kubernetes.user_namespace auto: Kubernetes %s, so "
+		    "sandbox Pods %s", gv != NULL ? gv : "(version unknown)",
+		    on ? "get a user namespace of their own (hostUsers: false)"
+		    : "run as uid_base + their slot on the node (user "
+		    "namespaces are on by default from 1.33)");
+	return on;
+}
+
+/*
+ * Whether a Pod gets a user namespace of its own: kubernetes.user_namespace,
+ * auto asking the API server's version once.  1, 0, or -1 with e.
+ */
+static int
+userns(struct kstate *s, struct perr *e)
+{
+	json_t	*v = NULL;
+	int	 on;
+
+	if (s->conf->kube.user_namespace != KUBE_USERNS_AUTO)
+		return s->conf->kube.user_namespace == KUBE_USERNS_ON;
+	pthread_mutex_lock(&s->proxy_lock);
+	on = s->userns;
+	pthread_mutex_unlock(&s->proxy_lock);
+	if (on != -1)
+		return on;
+	if (kube_call(s->kube, "GET", "/version", NULL, &v, NULL, e) == -1)
+		return -1;
+	on = userns_from(s, v);
+	json_decref(v);
+	return on;
+}
+
+/*
+ * A Pod asked for with hostUsers: false, as the API server has it: an API
+ * server without the feature drops the field, and the Pod would run as
+ * KSPEC_USERNS_ID, a real uid on the node.  1 when it kept it.
+ */
+static int
+userns_held(const json_t *pod)
+{
+	return json_is_false(pod_field(pod, "spec", "hostUsers"));
+}
+
+static void
+userns_refused(const char *name, struct perr *e)
+{
+	perr_set(e, 500, "the API server dropped hostUsers: false from Pod %s: "
+	    "user namespaces are off in this cluster (the UserNamespacesSupport "
+	    "feature gate; on by default from Kubernetes 1.33); set "
+	    "kubernetes.user_namespace: false, or turn the feature on", name);
+}
+
 /* The address sandboxes are given the proxy by; see kstate.proxy. */
 static void
 proxy_addr(struct kstate *s, char *dst, size_t len)
@@ -583,7 +673,7 @@ ensure_netpol(struct kstate *s, const char *user, struct perr *e)
 			goto done;
 		if (r == 0) {
 			/* 1: someone made it meanwhile; compare theirs. */
-			if ((r = create(s, K_NETPOL, want, e)) != 1) {
+			if ((r = create(s, K_NETPOL, want, NULL, e)) != 1) {
 				rc = r;
 				goto done;
 			}
@@ -620,11 +710,11 @@ kb_ensure(struct backend *b, const char *user, int *created,
 	struct kstate		*s = st(b);
 	const struct conf	*c = s->conf;
 	struct kube_names	 n;
-	char			 secret[KSPEC_SECRET_HEX + 1], proxy[320];
+	char			 secret[KSPEC_SECRET_MAX + 1], proxy[320];
 	json_t			*want = NULL, *pod = NULL;
-	const char		*have;
+	const char		*have, *why;
 	long			 slot;
-	int			 r, rc = -1;
+	int			 r, ns, rc = -1;
 
 	*created = 0;
 	memset(e, 0, sizeof(*e));
@@ -634,17 +724,20 @@ kb_ensure(struct backend *b, const char *user, int *created,
 	}
 	if (ready(s, e) == -1)
 		return -1;
-	if (kspec_secret(c, user, secret) == -1) {
-		perr_set(e, 500, "no master link key (links.key_file) to derive "
-		    "the agent's secret from");
+	if ((ns = userns(s, e)) == -1)
 		return -1;
-	}
 	/* The policy before the Pod: never a moment without walls. */
 	if (ensure_pvc(s, user, &slot, e) == -1
 	    || ensure_netpol(s, user, e) == -1)
 		goto done;
 	proxy_addr(s, proxy, sizeof(proxy));
-	if ((want = kspec_pod(c, user, slot, proxy, secret)) == NULL) {
+	/* A new Pod's: one that is adopted keeps its own (below). */
+	if (kspec_secret_new(secret) == -1) {
+		perr_set(e, 500, "cannot make the agent's secret: no random "
+		    "bytes (%s)", strerror(errno));
+		goto done;
+	}
+	if ((want = kspec_pod(c, user, slot, proxy, secret, ns)) == NULL) {
 		perr_set(e, 500, "out of memory");
 		goto done;
 	}
@@ -652,13 +745,15 @@ kb_ensure(struct backend *b, const char *user, int *created,
 		goto done;
 	if (r == 1) {
 		have = kspec_hash_of(pod);
-		if (!pod_terminating(pod) && !pod_ended(pod) && have != NULL
-		    && strcmp(have, kspec_hash_of(want)) == 0)
+		why = pod_ended(pod) ? "it ended" : have == NULL
+		    || strcmp(have, kspec_hash_of(want)) != 0 ? "made from "
+		    "another configuration" : kspec_secret_of(pod, secret) == -1
+		    ? "it has no agent secret to read back" : ns
+		    && !userns_held(pod) ? "it has no user namespace" : NULL;
+		if (!pod_terminating(pod) && why == NULL)
 			goto wait;	/* adopted as it is */
 		if (!pod_terminating(pod)) {
-			log_info("%s: replacing Pod %s (%s)", user, n.pod,
-			    pod_ended(pod) ? "it ended" : "made from another "
-			    "configuration");
+			log_info("%s: replacing Pod %s (%s)", user, n.pod, why);
 			if (del(s, K_POD, n.pod, e) == -1)
 				goto done;
 		}
@@ -666,19 +761,44 @@ kb_ensure(struct backend *b, const char *user, int *created,
 		    + GONE_SLACK, NULL, e) == -1)
 			goto done;
 	}
-	if ((r = create(s, K_POD, want, e)) == -1)
+	json_decref(pod);
+	if ((r = create(s, K_POD, want, &pod, e)) == -1)
 		goto done;
 	*created = r == 0;
+	if (r == 0 && ns && !userns_held(pod)) {
+		struct perr	 de;
+
+		/* Gone before the kubelet starts it, if we are quick. */
+		if (del(s, K_POD, n.pod, &de) == -1)
+			log_warnx("%s: %s", user, de.msg);
+		userns_refused(n.pod, e);
+		goto done;
+	}
 wait:
 	json_decref(pod);
 	pod = NULL;
 	if (pod_wait(s, n.pod, 0, clock_mono() + c->ready_timeout, &pod, e)
 	    == -1)
 		goto done;
+	/*
+	 * The secret is the one of the Pod that is ready, as the API server
+	 * has it: made by us just now, or by an earlier start.  The agent
+	 * proves it holds it before anything is sent (forward.c).
+	 */
+	if (kspec_secret_of(pod, secret) == -1) {
+		perr_set(e, 500, "Pod %s has no agent secret (%s) to reach its "
+		    "agent with: delete it so that it is made again", n.pod,
+		    KSPEC_SECRET_ENV);
+		goto done;
+	}
+	if (ns && !userns_held(pod)) {
+		userns_refused(n.pod, e);
+		goto done;
+	}
 	agent_addr_tcp(addr, pod_ip(pod), (int)c->kube.agent_port, secret);
 	rc = 0;
 done:
-	memset(secret, 0, sizeof(secret));
+	explicit_bzero(secret, sizeof(secret));
 	json_decref(want);
 	json_decref(pod);
 	return rc;
@@ -836,7 +956,8 @@ kb_describe(struct backend *b, const char *user, struct perr *e)
 	struct kube_names	 n;
 	json_t			*pod = NULL, *pvc = NULL, *np = NULL, *out;
 	char			 why[512], addr[300];
-	int			 rp, rc, rn;
+	struct perr		 ue;
+	int			 rp, rc, rn, ns;
 	long			 slot;
 
 	if (kspec_names(user, &n) == -1) {
@@ -861,6 +982,8 @@ kb_describe(struct backend *b, const char *user, struct perr *e)
 	    "workspace_bytes", (json_int_t)l->workspace);
 	if (out == NULL)
 		goto done;
+	if ((ns = userns(s, &ue)) != -1)
+		json_object_set_new(out, "user_namespace", json_boolean(ns));
 	if (rc) {
 		slot = kspec_slot_of(c, pvc);
 		json_object_set_new(out, "uid", json_integer(
@@ -977,8 +1100,8 @@ kb_check(struct backend *b, backend_say say, struct perr *e)
 		return -2;
 	}
 	if (!c->link_keys.have_master) {
-		perr_set(e, 400, "the kubernetes backend derives each agent's "
-		    "secret from the master link key, and there is none "
+		perr_set(e, 400, "the kubernetes backend derives each sandbox's "
+		    "link key from the master link key, and there is none "
 		    "(links.key_file)");
 		return -2;
 	}
@@ -994,6 +1117,8 @@ kb_check(struct backend *b, backend_say say, struct perr *e)
 	    json_string_value(json_object_get(v, "gitVersion")) != NULL
 	    ? json_string_value(json_object_get(v, "gitVersion")) : "(unknown)",
 	    s->kube->server, s->kube->where, c->kube.namespace);
+	if (c->kube.user_namespace == KUBE_USERNS_AUTO)
+		(void)userns_from(s, v);
 	json_decref(v);
 	for (k = K_POD; k <= K_NETPOL; k++)
 		if (check_list(s, k, say, e) == -1)
@@ -1069,6 +1194,7 @@ kube_backend(const struct conf *c, void (*on_error)(const struct perr *))
 		return NULL;
 	}
 	s->conf = c;
+	s->userns = -1;
 	pthread_mutex_init(&s->slot_lock, NULL);
 	pthread_mutex_init(&s->proxy_lock, NULL);
 	pthread_mutex_init(&s->size_lock, NULL);

@@ -147,7 +147,8 @@ conf_defaults(struct conf *c)
 	c->link_max_lifetime = 7 * 86400;
 	c->upload_max = 2ULL << 30;
 	c->kube.agent_port = 8700;
-	c->kube.uid_base = 100000;
+	c->kube.uid_base = KUBE_UID_BASE;
+	c->kube.user_namespace = KUBE_USERNS_AUTO;
 	c->kube.ephemeral_storage = 1ULL << 30;
 	c->kube.egress_proxy = xstrdup("vivarium-egress:3128");
 	c->kube.egress_selector = xstrdup("app.kubernetes.io/name=vivarium-egress");
@@ -435,6 +436,22 @@ parse_runtime_class(void *base, const char *v)
 }
 
 static int
+parse_user_namespace(void *base, const char *v)
+{
+	enum kube_userns	*u = &((struct conf *)base)->kube.user_namespace;
+
+	if (strcmp(v, "auto") == 0)
+		*u = KUBE_USERNS_AUTO;
+	else if (strcmp(v, "true") == 0)
+		*u = KUBE_USERNS_ON;
+	else if (strcmp(v, "false") == 0)
+		*u = KUBE_USERNS_OFF;
+	else
+		return -1;
+	return 0;
+}
+
+static int
 parse_storage_class(void *base, const char *v)
 {
 	return set_dns_name(&((struct conf *)base)->kube.storage_class, v, 253,
@@ -548,8 +565,10 @@ static const struct conf_key kube_keys[] = {
 	CONF_PARSED("storage_class", NULL, parse_storage_class, DNS_NAME),
 	V("agent_port", NULL, CONF_LONG, K(agent_port), 1, 65535),
 	/* Below 2^31 with room for many slots: runAsUser is an int64 but
-	 * the kernel's ids are 32 bits and many runtimes take 2^31-1. */
-	V("uid_base", NULL, CONF_LONG, K(uid_base), 1000, 1L << 30),
+	 * the API server takes at most 2^31-1 (a kernel's ids are 32 bits). */
+	V("uid_base", NULL, CONF_LONG, K(uid_base), 1000, KUBE_UID_BASE_MAX),
+	CONF_PARSED("user_namespace", NULL, parse_user_namespace,
+	    "one of auto, true or false"),
 	V("ephemeral_storage", NULL, CONF_SIZE, K(ephemeral_storage),
 	    16LL << 20, 1LL << 44),
 	CONF_PARSED("egress_proxy", NULL, parse_kube_egress,

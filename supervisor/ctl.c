@@ -1530,6 +1530,7 @@ cmd_render_kube(int argc, char **argv)
 	struct perr	 e;
 	json_t		*d;
 	long		 slot = 0;
+	int		 userns = -1;
 
 	if (argc != 1) {
 		usage(stderr);
@@ -1546,10 +1547,13 @@ cmd_render_kube(int argc, char **argv)
 		    conf.kube.uid_base)
 			slot = (long)json_integer_value(json_object_get(d,
 			    "uid")) - conf.kube.uid_base;
+		if (json_is_boolean(json_object_get(d, "user_namespace")))
+			userns = json_is_true(json_object_get(d,
+			    "user_namespace"));
 		json_decref(d);
 		b->free(b);
 	}
-	return render_kube(&conf, argv[0], slot, stdout) == -1 ? EX_FAIL
+	return render_kube(&conf, argv[0], slot, userns, stdout) == -1 ? EX_FAIL
 	    : EX_OK;
 }
 

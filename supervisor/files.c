@@ -234,6 +234,8 @@ sv_put_begin(void *arg, const char *user, const char *name,
 	struct agent_req	 r;
 	struct svfile		*f;
 	char			 err[512];
+	int			 stale, attempt;
+	unsigned		 gen;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
 		fail(e, 500, "out of memory");
@@ -250,11 +252,26 @@ sv_put_begin(void *arg, const char *user, const char *name,
 	r.method = "POST";
 	r.path = buf_str(&url);
 	r.chunked = 1;
-	if (agent_stream_open(&f->a, pool_addr(f->sb), &r,
-	    (int)(conf->agent_timeout * 1000), err, sizeof(err)) == -1) {
-		fail(e, 502, "The sandbox did not take the upload: %s", err);
-		svfile_close(f);
-		f = NULL;
+	for (attempt = 0;; attempt++) {
+		if (agent_stream_open(&f->a, pool_addr(f->sb), &r,
+		    (int)(conf->agent_timeout * 1000), &stale, err,
+		    sizeof(err)) == 0)
+			break;
+		if (!stale || attempt > 0) {
+			fail(e, 502, "The sandbox did not take the upload: %s",
+			    err);
+			svfile_close(f);
+			f = NULL;
+			break;
+		}
+		/* Not (any more) its agent there: look once more. */
+		gen = pool_gen(f->sb);
+		pool_release(f->sb);
+		if ((f->sb = acquire(user, gen, e)) == NULL) {
+			free(f);
+			f = NULL;
+			break;
+		}
 	}
 	buf_release(&url);
 	return f;

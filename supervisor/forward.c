@@ -32,12 +32,15 @@
 
 #include "buf.h"
 #include "http1.h"
+#include "proof.h"
 #include "supervisor.h"
 #include "banned.h"
 
 #define HEAD_MAX	16384	/* of a request head we send */
 /* A Pod that is gone may leave its address silent, not refused. */
 #define TCP_CONNECT_MS	5000
+/* The agent answers a challenge at once, whatever it is running. */
+#define PROOF_MS	10000
 
 static int
 wait_fd(int fd, short ev, int timeout_ms)
@@ -175,6 +178,7 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 		F("Mcp-Session-Id", session_id),
 		F("MCP-Protocol-Version", protocol_version),
 		F("Cache-Control", cache_control),
+		F(PROOF_ANSWER, proof),
 #undef F
 	};
 	static _Thread_local struct http_resp resp;	/* 2 KB of spans */
@@ -218,7 +222,8 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 	if (c->secret_sent && resp.status == 401) {
 		snprintf(err, errlen, "the sandbox's agent refused the "
 		    "supervisor's secret (401): the sandbox was made with "
-		    "another key; remove it so that it is made again");
+		    "another secret; remove it so that it is made again");
+		c->stale = 1;
 		return -1;
 	}
 	h->status = resp.status;
@@ -448,6 +453,80 @@ addr_connect(const struct agent_addr *a, int timeout_ms, int *connect_failed,
 }
 
 /*
+ * A TCP agent's address is the cluster's hint, good until its Pod goes and
+ * the address is given to another: before anything of the user's (the
+ * secret first) goes out on a new connection, whoever answers proves that
+ * it holds the sandbox's secret, for the address we dialled (common/proof.h).
+ * 0, the connection ready for the request; or -1 with err, and c->stale
+ * set unless the client went away: what answers there is not the sandbox's
+ * agent (or not any more), so the caller asks the backend again.
+ */
+static int
+prove(struct agent_conn *c, const struct agent_addr *a, char *err,
+    size_t errlen)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl = sizeof(ss);
+	char			 nonce[PROOF_NONCE_HEX + 1], addr[PROOF_ADDR_MAX];
+	char			 where[AGENT_ADDR_STRLEN], head[256], tmp[512];
+	const char		*why;
+	ssize_t			 r;
+	int			 n, port, timeout_ms = c->timeout_ms;
+
+	agent_addr_str(a, where, sizeof(where));
+	if (proof_nonce(nonce) == -1 || getpeername(c->fd, (struct sockaddr *)
+	    &ss, &sl) == -1 || proof_addr((struct sockaddr *)&ss, addr,
+	    &port) == -1) {
+		snprintf(err, errlen, "cannot challenge the sandbox's agent at "
+		    "%s: %s", where, strerror(errno));
+		return -1;
+	}
+	/* Bounded even for a GET stream, which may wait for ever after. */
+	if (c->timeout_ms < 0 || c->timeout_ms > PROOF_MS)
+		c->timeout_ms = PROOF_MS;
+	n = snprintf(head, sizeof(head), "GET /health HTTP/1.1\r\nHost: "
+	    "sandbox\r\n" PROOF_CHALLENGE ": %s\r\n\r\n", nonce);
+	if (write_all(c->fd, head, (size_t)n, c->timeout_ms) == -1) {
+		snprintf(err, errlen, "cannot challenge the sandbox's agent at "
+		    "%s: %s", where, strerror(errno));
+		goto stale;
+	}
+	if (parse_head(c, tmp, sizeof(tmp)) == -1) {
+		snprintf(err, errlen, "no proof from the sandbox's agent at %s: "
+		    "%s", where, tmp);
+		goto stale;
+	}
+	while ((r = agent_read(c, tmp, sizeof(tmp))) > 0)
+		;
+	if (c->head.status != 200 || !proof_ok(a->secret, strlen(a->secret),
+	    nonce, addr, port, c->head.proof)) {
+		why = c->head.status != 200 ? "it answered the challenge with "
+		    "an error" : c->head.proof[0] == '\0' ? "it gave no proof"
+		    : "its proof is wrong";
+		snprintf(err, errlen, "what answers at %s is not this sandbox's "
+		    "agent: %s (%d); nothing was sent to it", where, why,
+		    c->head.status);
+		goto stale;
+	}
+	if (r < 0 || !agent_reusable(c)) {
+		snprintf(err, errlen, "the sandbox's agent at %s did not keep "
+		    "the connection after its proof", where);
+		goto stale;
+	}
+	memset(&c->head, 0, sizeof(c->head));
+	memset(&c->body, 0, sizeof(c->body));
+	c->rpos = c->rlen = 0;
+	c->done = c->keepalive = 0;
+	c->timeout_ms = timeout_ms;
+	return 0;
+stale:
+	c->timeout_ms = timeout_ms;
+	if (!c->client_gone)
+		c->stale = 1;
+	return -1;
+}
+
+/*
  * Sends the request on c->fd; 0 or -1 (errno).  Only the headers of
  * agent_req go on, never the client's own Authorization (LibreChat's
  * token is the supervisor's business); a TCP agent gets its sandbox's
@@ -532,6 +611,8 @@ agent_open(struct agent_conn *c, const struct agent_addr *a,
 	if ((c->fd = addr_connect(a, timeout_ms, connect_failed, err,
 	    errlen)) == -1)
 		goto fail;
+	if (a->kind == AGENT_TCP && prove(c, a, err, errlen) == -1)
+		goto fail;
 	if (send_request(c, a, r, timeout_ms) == -1) {
 		snprintf(err, errlen, "cannot send the request to the sandbox: "
 		    "%s", strerror(errno));
@@ -542,21 +623,28 @@ head:
 		goto fail;
 	return 0;
 fail:
+	if (c->stale)
+		*connect_failed = 1;
 	agent_close(c);
 	return -1;
 }
 
 int
 agent_stream_open(struct agent_conn *c, const struct agent_addr *a,
-    const struct agent_req *r, int timeout_ms, char *err, size_t errlen)
+    const struct agent_req *r, int timeout_ms, int *stale, char *err,
+    size_t errlen)
 {
-	int cf = 0;
-
 	memset(c, 0, sizeof(*c));
 	c->timeout_ms = timeout_ms;
 	c->client_fd = r->client_fd != NULL ? *r->client_fd : -1;
-	if ((c->fd = addr_connect(a, timeout_ms, &cf, err, errlen)) == -1)
+	*stale = 0;
+	if ((c->fd = addr_connect(a, timeout_ms, stale, err, errlen)) == -1)
 		return -1;
+	if (a->kind == AGENT_TCP && prove(c, a, err, errlen) == -1) {
+		*stale = 1;
+		agent_close(c);
+		return -1;
+	}
 	if (send_request(c, a, r, timeout_ms) == -1) {
 		snprintf(err, errlen, "cannot send to the sandbox: %s",
 		    strerror(errno));

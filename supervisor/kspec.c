@@ -6,6 +6,7 @@
  * backend_kube.c and `vivariumctl render --kubernetes` build the same
  * objects, and the unit tests check every wall by value.
  */
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -51,28 +52,53 @@ kspec_image(const struct conf *c)
 	return c->kube.image != NULL ? c->kube.image : c->image;
 }
 
-/*
- * Its own label ("agent\0"), so that it is never a user's link key (which
- * the sandbox holds): knowing its own link key gives no agent's secret.
- */
 int
-kspec_secret(const struct conf *c, const char *user,
-    char out[KSPEC_SECRET_HEX + 1])
+kspec_secret_new(char out[KSPEC_SECRET_HEX + 1])
 {
-	static const char label[] = "agent";	/* and its NUL */
-	unsigned char	 mac[SHA256_LEN];
-	char		 msg[sizeof(label) + USER_ID_MAX];
-	size_t		 ul = strlen(user);
+	unsigned char	 r[KSPEC_SECRET_HEX / 2];
 
 	out[0] = '\0';
-	if (!c->link_keys.have_master || ul == 0 || ul > USER_ID_MAX)
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return -1;
-	memcpy(msg, label, sizeof(label));
-	memcpy(msg + sizeof(label), user, ul);
-	hmac_sha256(c->link_keys.master, sizeof(c->link_keys.master), msg,
-	    sizeof(label) + ul, mac);
-	hex_encode(mac, sizeof(mac), out);
-	memset(mac, 0, sizeof(mac));
+	hex_encode(r, sizeof(r), out);
+	memset(r, 0, sizeof(r));
+	return 0;
+}
+
+/* The env entry of the agent's secret in a Pod (borrowed), or NULL. */
+static json_t *
+secret_entry(const json_t *pod)
+{
+	const json_t	*ctr;
+	json_t		*e;
+	const char	*name;
+	size_t		 i;
+
+	ctr = json_array_get(json_object_get(json_object_get(pod, "spec"),
+	    "containers"), 0);
+	json_array_foreach(json_object_get(ctr, "env"), i, e) {
+		name = json_string_value(json_object_get(e, "name"));
+		if (name != NULL && strcmp(name, KSPEC_SECRET_ENV) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+int
+kspec_secret_of(const json_t *pod, char out[KSPEC_SECRET_MAX + 1])
+{
+	const char	*v;
+	size_t		 i, n;
+
+	out[0] = '\0';
+	v = json_string_value(json_object_get(secret_entry(pod), "value"));
+	if (v == NULL || (n = strlen(v)) < 32 || n > KSPEC_SECRET_MAX)
+		return -1;
+	/* What the agent takes and a header line can carry. */
+	for (i = 0; i < n; i++)
+		if ((unsigned char)v[i] <= ' ' || (unsigned char)v[i] > '~')
+			return -1;
+	memcpy(out, v, n + 1);
 	return 0;
 }
 
@@ -96,7 +122,7 @@ kspec_slot_of(const struct conf *c, const json_t *pvc)
 	errno = 0;
 	uid = strtol(v, &end, 10);
 	if (*end != '\0' || errno != 0 || uid <= c->kube.uid_base
-	    || uid - c->kube.uid_base > (1L << 30))
+	    || uid - c->kube.uid_base > (1L << 30) || uid > KSPEC_ID_MAX)
 		return 0;
 	return uid - c->kube.uid_base;
 }
@@ -336,7 +362,7 @@ pod_env(const struct conf *c, const char *user, const char *proxy_addr,
 	json_object_set_new(env, "VIVARIUM_PORT", json_string(port));
 	/* A unix socket does not cross nodes: none here. */
 	json_object_del(env, "VIVARIUM_SOCKET");
-	json_object_set_new(env, "VIVARIUM_AGENT_SECRET", json_string(secret));
+	json_object_set_new(env, KSPEC_SECRET_ENV, json_string(secret));
 	if (proxy_addr != NULL) {
 		px = sandbox_proxy_env(proxy_addr, c->kube.egress_port);
 		json_object_update(env, px);
@@ -369,7 +395,7 @@ resources(const struct conf *c, const struct limits *l)
 
 json_t *
 kspec_pod(const struct conf *c, const char *user, long slot,
-    const char *proxy_addr, const char *secret)
+    const char *proxy_addr, const char *secret, int userns)
 {
 	const struct limits	*l = conf_limits(c, user);
 	struct kube_names	 n;
@@ -378,8 +404,16 @@ kspec_pod(const struct conf *c, const char *user, long slot,
 	json_int_t		 port = (json_int_t)c->kube.agent_port;
 	char			 hash[2 * SHA256_LEN + 1];
 
+	/*
+	 * In a user namespace of its own the Pod's ids are 0-65535, which the
+	 * kubelet maps onto host ids no other Pod has: every user may be the
+	 * image's user inside, and the claim is idmapped to it.
+	 */
+	if (userns)
+		uid = KSPEC_USERNS_ID;
+	/* The secret is no configuration: the hash is made without it. */
 	if (kspec_names(user, &n) == -1
-	    || (env = pod_env(c, user, proxy_addr, secret)) == NULL)
+	    || (env = pod_env(c, user, proxy_addr, "")) == NULL)
 		return NULL;
 	pod = json_pack("{s:s, s:s, s:o, s:{s:b, s:b, s:s, s:I,"
 	    " s:{s:b, s:I, s:I, s:I, s:{s:s}},"
@@ -429,9 +463,16 @@ kspec_pod(const struct conf *c, const char *user, long slot,
 	if (c->kube.runtime_class != NULL)
 		json_object_set_new(spec, "runtimeClassName",
 		    json_string(c->kube.runtime_class));
+	if (userns)
+		json_object_set_new(spec, "hostUsers", json_false());
 	spec_hash(pod, hash);
 	json_object_set_new(json_object_get(pod, "metadata"), "annotations",
 	    json_pack("{s:s}", KUBE_SPEC_HASH, hash));
+	if (json_object_set_new(secret_entry(pod), "value",
+	    json_string(secret)) == -1) {
+		json_decref(pod);
+		return NULL;
+	}
 	return pod;
 }
 

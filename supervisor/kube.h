@@ -26,8 +26,15 @@
 #define KUBE_SELECTOR_Q		"app.kubernetes.io%2Fmanaged-by%3Dvivarium%2C" \
 				"app.kubernetes.io%2Fname%3Dvivarium-sandbox"
 
-/* HMAC-SHA256 in hex: the agent's secret, VIVARIUM_AGENT_SECRET. */
+/* The agent's secret, made at random with its Pod: 32 bytes in hex. */
+#define KSPEC_SECRET_ENV	"VIVARIUM_AGENT_SECRET"
 #define KSPEC_SECRET_HEX	64
+/* What the agent takes (and struct agent_addr holds). */
+#define KSPEC_SECRET_MAX	128
+/* The highest id a Pod may name (runAsUser, fsGroup: the API's int32). */
+#define KSPEC_ID_MAX		2147483647L
+/* Inside a Pod's own user namespace: the image's user (Containerfile). */
+#define KSPEC_USERNS_ID		1000
 
 /* ---------------------------------------------------------------- kspec.c */
 
@@ -44,12 +51,14 @@ json_t	*kspec_labels(const char *user);
 /* The image Pods run: kubernetes.image, else the top-level image. */
 const char *kspec_image(const struct conf *);
 /*
- * The agent's secret for user, derived from the master link key so that
- * it is never stored and adopt finds it again: hex of
- * HMAC-SHA256(master, "agent\0" user).  0, or -1 without a master key.
+ * A new agent secret: 32 random bytes in hex, made for each new Pod and
+ * kept nowhere but in it (its env), where the supervisor reads it back
+ * (kspec_secret_of), after a restart too.  0, or -1 (errno).
  */
-int	kspec_secret(const struct conf *, const char *user,
-	    char out[KSPEC_SECRET_HEX + 1]);
+int	kspec_secret_new(char out[KSPEC_SECRET_HEX + 1]);
+/* The secret a Pod was made with (KSPEC_SECRET_ENV of its container):
+ * 0, or -1 when it has none the agent would take. */
+int	kspec_secret_of(const json_t *pod, char out[KSPEC_SECRET_MAX + 1]);
 /* The uid of slot (1, 2, ...; 0: none given yet, as render prints). */
 long	kspec_uid(const struct conf *, long slot);
 /* The slot kept on a PVC (its KUBE_UID annotation), or 0 when it has none
@@ -70,13 +79,15 @@ json_t	*kspec_pvc(const struct conf *, const char *user, long slot);
 /* Like the Pod, the policy carries the spec hash (KUBE_SPEC_HASH). */
 json_t	*kspec_netpol(const struct conf *, const char *user);
 /*
- * The Pod, running as slot's uid, told the proxy is at proxy_addr (an
- * address, or the configured name when it did not resolve; NULL: no proxy
- * variables) and that its agent's secret is secret.  It carries the spec
- * hash: a Pod whose hash differs was made from another configuration.
+ * The Pod, running as slot's uid (userns 0) or in a user namespace of its
+ * own as KSPEC_USERNS_ID (userns 1: hostUsers false), told the proxy is at
+ * proxy_addr (an address, or the configured name when it did not resolve;
+ * NULL: no proxy variables) and that its agent's secret is secret.  It
+ * carries the spec hash, made without the secret: a Pod whose hash
+ * differs was made from another configuration.
  */
 json_t	*kspec_pod(const struct conf *, const char *user, long slot,
-	    const char *proxy_addr, const char *secret);
+	    const char *proxy_addr, const char *secret, int userns);
 /*
  * The egress proxy's address as sandboxes are given it: the first
  * address getaddrinfo gives kubernetes.egress_proxy's host (IPv6 in

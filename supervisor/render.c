@@ -270,25 +270,42 @@ print_doc(FILE *out, json_t *doc)
 }
 
 int
-render_kube(const struct conf *c, const char *user, long slot, FILE *out)
+render_kube(const struct conf *c, const char *user, long slot, int userns,
+    FILE *out)
 {
 	char	 secret[KSPEC_SECRET_HEX + 1], proxy[320];
-	int	 resolved, r;
+	int	 resolved, r, guessed = 0;
 
-	if (kspec_secret(c, user, secret) == -1) {
+	if (!c->link_keys.have_master) {
 		fprintf(stderr, "vivariumctl: no master link key (links.key_file "
-		    "%s), so the agent's secret cannot be derived\n",
+		    "%s), so the sandbox's link key cannot be derived\n",
 		    c->link_key_file);
 		return -1;
+	}
+	/* As the backend makes a new Pod's: at random, each time. */
+	if (kspec_secret_new(secret) == -1) {
+		fprintf(stderr, "vivariumctl: cannot make the agent's secret: "
+		    "%s\n", strerror(errno));
+		return -1;
+	}
+	/* auto, no cluster to ask: as on one of 1.33 or newer. */
+	if (userns == -1) {
+		userns = c->kube.user_namespace != KUBE_USERNS_OFF;
+		guessed = c->kube.user_namespace == KUBE_USERNS_AUTO;
 	}
 	kspec_proxy_addr(c, proxy, sizeof(proxy), &resolved);
 	r = print_doc(out, kspec_pvc(c, user, slot)) == -1
 	    || print_doc(out, kspec_netpol(c, user)) == -1
-	    || print_doc(out, kspec_pod(c, user, slot, proxy, secret)) == -1
-	    ? -1 : 0;
-	memset(secret, 0, sizeof(secret));
+	    || print_doc(out, kspec_pod(c, user, slot, proxy, secret, userns))
+	    == -1 ? -1 : 0;
+	explicit_bzero(secret, sizeof(secret));
 	if (r == -1)
 		fprintf(stderr, "vivariumctl: cannot write the objects\n");
+	else if (guessed)
+		fprintf(stderr, "vivariumctl: kubernetes.user_namespace is auto "
+		    "and the cluster's version is not known: the Pod is shown "
+		    "with hostUsers: false, as on Kubernetes 1.33 and newer; "
+		    "before 1.33 it runs as uid_base + its slot on the node\n");
 	else if (!resolved)
 		fprintf(stderr, "vivariumctl: %s does not resolve here: the Pod "
 		    "names the proxy by it, where the supervisor would give its "

@@ -15,6 +15,7 @@
 #include "http1.h"
 #include "link.h"
 #include "podman.h"
+#include "proof.h"
 
 #define USER_ID_MAX	63
 /* Sockets are reached through /proc/self/fd (forward.c), so sun_path's
@@ -60,6 +61,26 @@ enum backend_kind {
 	BACKEND_KUBERNETES,
 };
 
+/*
+ * kubernetes.user_namespace: Pods with hostUsers: false (each its own
+ * host ids, from the kubelet) or not (the user's uid on the node);
+ * auto: on from the Kubernetes version where the feature is on by default.
+ */
+enum kube_userns {
+	KUBE_USERNS_AUTO,
+	KUBE_USERNS_ON,
+	KUBE_USERNS_OFF,
+};
+/* Kubernetes 1.33: UserNamespacesSupport beta, on by default. */
+#define KUBE_USERNS_SINCE_MINOR	33
+
+/* The default kubernetes.uid_base: above the ranges useradd (100000 and
+ * up, 65536 each), the kubelet (65536 and up, 65536 a Pod) and systemd
+ * (container ranges up to 0x6FFFFFFF) hand out as subordinate ids, below
+ * the 2^31 a Pod's runAsUser may not reach. */
+#define KUBE_UID_BASE		0x78000000L
+#define KUBE_UID_BASE_MAX	0x7FFF0000L
+
 /* kubernetes: in the config (backend_kube.c, kspec.c; docs/supervisor.md). */
 struct kube_conf {
 	char		*kubeconfig;		/* owned; NULL: in-cluster */
@@ -69,6 +90,7 @@ struct kube_conf {
 	char		*storage_class;		/* owned; NULL: the default */
 	long		 agent_port;
 	long		 uid_base;
+	enum kube_userns user_namespace;
 	unsigned long long ephemeral_storage;	/* bytes, per Pod */
 	char		*egress_proxy;		/* owned: "host:port" */
 	char		*egress_host;		/* owned: its host part */
@@ -214,6 +236,7 @@ struct agent_head {
 	char	 session_id[256];
 	char	 protocol_version[64];
 	char	 cache_control[64];
+	char	 proof[PROOF_HEX + 2];	/* PROOF_ANSWER: one too many tells */
 };
 
 /* A streaming read of an agent's response body. */
@@ -229,6 +252,7 @@ struct agent_conn {
 	int		 client_fd;	/* watched while waiting; -1: none */
 	int		 client_gone;	/* a wait ended because it closed */
 	int		 secret_sent;	/* a TCP agent's: its 401 is ours */
+	int		 stale;		/* not (any more) the sandbox's agent */
 };
 
 /* Header values the supervisor passes on to the agent (NULL: absent). */
@@ -251,19 +275,27 @@ struct agent_req {
 	const int	*client_fd;
 };
 
-/* Sends on reuse_fd (a kept connection, or -1) or a new connection and
+/*
+ * Sends on reuse_fd (a kept connection, or -1) or a new connection and
  * reads the head; 0, or -1 with err filled and *connect_failed set when
- * nobody listens at the address.  reuse_fd is consumed either way. */
+ * the address is not (or no longer) the sandbox's agent: nobody listens
+ * there, or, over TCP, what answers does not prove that it holds the
+ * secret (a new connection is challenged before anything is sent on it,
+ * common/proof.h) or refuses the secret (401).  The caller then asks the
+ * backend again, once.  reuse_fd is consumed either way.
+ */
 int	agent_open(struct agent_conn *, const struct agent_addr *,
 	    const struct agent_req *, int reuse_fd, int timeout_ms,
 	    int *connect_failed, char *err, size_t errlen);
 /*
- * A request whose body is sent as it comes (chunked): open connects and
- * sends the head, write sends a piece, close ends the body and reads the
- * answer's head (then agent_read as usual).  0, or -1 with err.
+ * A request whose body is sent as it comes (chunked): open connects
+ * (proving a TCP agent as agent_open does; *stale as its *connect_failed)
+ * and sends the head, write sends a piece, close ends the body and reads
+ * the answer's head (then agent_read as usual).  0, or -1 with err.
  */
 int	agent_stream_open(struct agent_conn *, const struct agent_addr *,
-	    const struct agent_req *, int timeout_ms, char *err, size_t errlen);
+	    const struct agent_req *, int timeout_ms, int *stale, char *err,
+	    size_t errlen);
 int	agent_stream_write(struct agent_conn *, const char *, size_t);
 int	agent_stream_close(struct agent_conn *, char *err, size_t errlen);
 /* The whole reply was read and the agent keeps the connection. */
@@ -480,11 +512,12 @@ int	render_user(const struct conf *, struct podman *, const char *user,
 /*
  * vivariumctl render --kubernetes: the PVC, the NetworkPolicy and the Pod
  * the kubernetes backend would POST for user (slot: the uid slot, 0 when
- * none is known) as a YAML stream of JSON documents.  0, or -1 said on
- * stderr.
+ * none is known; userns: whether the Pod gets a user namespace, -1 when
+ * the cluster could not be asked) as a YAML stream of JSON documents,
+ * with a fresh random agent secret.  0, or -1 said on stderr.
  */
 int	render_kube(const struct conf *, const char *user, long slot,
-	    FILE *out);
+	    int userns, FILE *out);
 
 /* ---------------------------------------------------------------- pool.c */
 

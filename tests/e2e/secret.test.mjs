@@ -7,7 +7,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, createHmac } from 'node:crypto';
 import { mkdtempSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startAgent, agentBin, textOf, makeFetch } from './harness.mjs';
 
-const secret = randomBytes(32).toString('hex'); // what the supervisor derives: 64 hex digits
+const secret = randomBytes(32).toString('hex'); // what the supervisor makes: 64 hex digits
 
 // An SDK client with these headers on every request (not registered with
 // the agent, so a failing connect leaves nothing behind).
@@ -67,6 +67,41 @@ describe('TCP with VIVARIUM_AGENT_SECRET', () => {
     assert.equal(h.status, 200);
     assert.equal(h.text.trim(), 'ok');
     assert.equal((await agent.get('/health', { method: 'HEAD' })).status, 200);
+  });
+
+  // common/proof.h, computed here independently of proof.c.
+  const proofOf = (key, nonce, addr, p) => createHmac('sha256', key)
+    .update(Buffer.concat([Buffer.from('vivarium-agent-proof\0'), Buffer.from(nonce), Buffer.from('\0'), Buffer.from(addr), Buffer.from('\0'), Buffer.from(String(p))]))
+    .digest('hex');
+
+  test('/health answers a challenge with the proof that it holds the secret, for the address it was reached at', async () => {
+    const nonce = randomBytes(16).toString('hex');
+    const h = await agent.get('/health', { headers: { 'x-vivarium-challenge': nonce } });
+    assert.equal(h.status, 200, h.text);
+    assert.equal(h.headers.get('x-vivarium-proof'), proofOf(secret, nonce, '127.0.0.1', port));
+    assert.notEqual(h.headers.get('x-vivarium-proof'), proofOf(secret, nonce, '127.0.0.2', port), 'bound to the address');
+    assert.notEqual(h.headers.get('x-vivarium-proof'), proofOf('x'.repeat(64), nonce, '127.0.0.1', port));
+    assert.ok(!h.text.includes(secret) && !h.headers.get('x-vivarium-proof').includes(secret));
+    // A fresh nonce, a fresh answer; no challenge, no proof (the kubelet's probe).
+    const again = await agent.get('/health', { headers: { 'x-vivarium-challenge': randomBytes(16).toString('hex') } });
+    assert.notEqual(again.headers.get('x-vivarium-proof'), h.headers.get('x-vivarium-proof'));
+    assert.equal((await agent.get('/health')).headers.get('x-vivarium-proof'), null);
+    // Malformed or sent twice: 400, no proof.
+    for (const bad of ['', 'abc', nonce.toUpperCase(), `${nonce}0`, `${nonce.slice(1)}g`]) {
+      const r = await agent.get('/health', { headers: { 'x-vivarium-challenge': bad } });
+      assert.equal(r.status, 400, `${JSON.stringify(bad)}: ${r.status}`);
+      assert.equal(r.headers.get('x-vivarium-proof'), null);
+    }
+    // The connection stays open: the supervisor's request follows on it.
+    const both = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Vivarium-Challenge: ${nonce}\r\n\r\n`
+      + `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nContent-Type: application/json\r\n`
+      + `Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: ${ping.length}\r\n\r\n${ping}`);
+    assert.match(both, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(both, new RegExp(`X-Vivarium-Proof: ${proofOf(secret, nonce, '127.0.0.1', port)}`, 'i'));
+    assert.match(both, /\r\n\r\nok\nHTTP\/1\.1 200 OK\r\n[^]*"result":\{\}/, both);
+    const twice = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Vivarium-Challenge: ${nonce}\r\nX-Vivarium-Challenge: ${nonce}\r\nConnection: close\r\n\r\n`);
+    assert.match(twice, /^HTTP\/1\.1 400/);
+    assert.doesNotMatch(twice, /x-vivarium-proof/i);
   });
 
   test('no header, wrong secret, truncated, longer, shorter, another scheme: 401 with a JSON-RPC error', async () => {

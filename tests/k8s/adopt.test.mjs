@@ -13,6 +13,8 @@ import { runPython, until, assertClean } from './lib.mjs';
 import { kube } from './kclient.mjs';
 import * as f from './fixtures/objects.mjs';
 
+// kubernetes.uid_base's default: above the usual subordinate id ranges.
+const BASE = 0x78000000;
 const ready = (p) => p?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 async function call(s, u, code = 'print(6*7)') {
   const c = await s.sv.client(u);
@@ -29,7 +31,7 @@ describe('adopt and edge cases', () => {
 
   test('a claim and a policy left by an earlier installation are used, the claim\'s uid kept, the policy updated in place', async () => {
     const pvc = f.pvc('dave');
-    pvc.metadata.annotations['vivarium.io/uid'] = '100042';
+    pvc.metadata.annotations['vivarium.io/uid'] = String(BASE + 42);
     s.api.seed('persistentvolumeclaims', pvc);
     s.api.seed('networkpolicies', f.networkPolicy('dave', { agentPort: s.agentPort }));
     assert.match(await call(s, 'dave'), /42/);
@@ -38,12 +40,12 @@ describe('adopt and edge cases', () => {
     // Theirs has no spec hash of ours (and another podSelector): replaced by PUT.
     assert.deepEqual(s.api.calls('update', 'networkpolicies').filter((q) => q.name === 'vivarium-dave').map((q) => q.status), [200]);
     assert.equal(s.api.calls('delete', 'networkpolicies').length, 0);
-    assert.equal(s.api.pod('vivarium-dave').spec.securityContext.runAsUser, 100042, 'the uid the claim holds');
+    assert.equal(s.api.pod('vivarium-dave').spec.securityContext.runAsUser, BASE + 42, 'the uid the claim holds');
   });
 
   test('409 AlreadyExists on creating the claim (made between our GET and POST): it is read and used', async () => {
     const pvc = f.pvc('erin');
-    pvc.metadata.annotations['vivarium.io/uid'] = '100077';
+    pvc.metadata.annotations['vivarium.io/uid'] = String(BASE + 77);
     s.api.seed('persistentvolumeclaims', pvc);
     // The first GET does not see it yet, as if it were made a moment later.
     s.api.inject({ verb: 'get', resource: 'persistentvolumeclaims', name: 'vivarium-erin-workspace', status: 404, reason: 'NotFound',
@@ -51,7 +53,7 @@ describe('adopt and edge cases', () => {
     assert.match(await call(s, 'erin'), /42/);
     const posts = s.api.calls('create', 'persistentvolumeclaims').filter((q) => q.body.metadata.name === 'vivarium-erin-workspace');
     assert.deepEqual(posts.map((q) => q.status), [409]);
-    assert.equal(s.api.pod('vivarium-erin').spec.securityContext.runAsUser, 100077, 'theirs is the slot');
+    assert.equal(s.api.pod('vivarium-erin').spec.securityContext.runAsUser, BASE + 77, 'theirs is the slot');
   });
 
   test('uid slots: each user its own, the lowest free one, never one another claim holds', async () => {
@@ -60,8 +62,8 @@ describe('adopt and edge cases', () => {
     assert.equal(new Set(uids).size, uids.length, `distinct uids: ${uids}`);
     const claims = Object.fromEntries(s.api.objects('persistentvolumeclaims').map((c) => [c.metadata.labels['vivarium.io/user'], Number(c.metadata.annotations['vivarium.io/uid'])]));
     for (const p of s.api.objects('pods')) assert.equal(p.spec.securityContext.runAsUser, claims[p.metadata.labels['vivarium.io/user']]);
-    assert.ok(uids.every((u) => u > 100000 && u < 100100), `from uid_base up: ${uids}`);
-    assert.ok(!uids.includes(100042) || claims.dave === 100042);
+    assert.ok(uids.every((u) => u > BASE && u < BASE + 100), `from uid_base up: ${uids}`);
+    assert.ok(!uids.includes(BASE + 42) || claims.dave === BASE + 42);
   });
 
   test('a Pod deleted behind the supervisor\'s back: the next call makes a new one on the same claim', async () => {

@@ -13,6 +13,12 @@
 //   api.dropWatches()       every open watch is cut (the TCP connection reset)
 //   api.compact()           older resourceVersions are gone (watch answers 410)
 //   api.kubelet.readyDelayMs / neverReady / terminateDelayMs   how Pods come and go
+//   api.kubelet.nextIps   addresses the next Pods get, first in first (a gone Pod's, reused)
+//   await api.kubelet.evict(name)   the node evicts the Pod: its agent stopped, phase Failed,
+//                     reason Evicted, the object kept (as the kubelet leaves it)
+//   api.version = { major, minor, gitVersion }   what /version says (1.31 unless set)
+//   api.dropPodFields = ['hostUsers']   spec fields a create drops, as an API server
+//                     whose feature gate for them is off does
 //   await api.close()
 //
 // It serves exactly the paths the contract lists: /version, and list (with
@@ -323,7 +329,7 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
       const f = fault('version');
       if (f === 'drop') return req.socket.destroy();
       if (f) return send(res, f.code, f, rec);
-      return send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fake', gitCommit: '0000000000000000000000000000000000000000',
+      return send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fake', ...api.version, gitCommit: '0000000000000000000000000000000000000000',
         gitTreeState: 'clean', buildDate: '2024-08-13T07:28:49Z', goVersion: 'go1.22.5', compiler: 'gc', platform: 'linux/amd64' }, rec);
     }
     const m = /^(\/api\/v1|\/apis\/networking\.k8s\.io\/v1)\/namespaces\/([^/]+)\/([a-z]+)(?:\/([^/]+))?$/.exec(u.pathname);
@@ -403,7 +409,12 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
       Object.assign(obj.metadata, { namespace: ns, uid: randomUUID(), creationTimestamp: now(),
         managedFields: [{ manager: (rec.userAgent || 'unknown').split('/')[0], operation: 'Update', apiVersion: R.apiVersion,
           time: now(), fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': {} }, 'f:spec': {} } }] });
-      if (resource === 'pods') defaultPod(obj);
+      if (resource === 'pods') {
+        // A disabled feature gate's fields are dropped, not refused
+        // (the API server's dropDisabledFields).
+        for (const f of api.dropPodFields || []) delete obj.spec[f];
+        defaultPod(obj);
+      }
       if (resource === 'persistentvolumeclaims') {
         obj.metadata.finalizers = ['kubernetes.io/pvc-protection'];
         obj.spec.volumeMode ??= 'Filesystem';
@@ -452,17 +463,19 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
         remove(resource, name);
         return send(res, 200, status(200, undefined, undefined, { ...det(resource, name), uid: o.metadata.uid }), rec);
       }
+      let reply = o;
       if (!o.metadata.deletionTimestamp) {
         let grace = Number(rec.body?.gracePeriodSeconds ?? u.searchParams.get('gracePeriodSeconds') ?? o.spec?.terminationGracePeriodSeconds ?? 0);
         if (!Number.isFinite(grace) || grace < 0) grace = 0;
-        modify(resource, name, (x) => {
+        reply = clone(modify(resource, name, (x) => {
           x.metadata.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
           x.metadata.deletionGracePeriodSeconds = grace;
-        });
+        }));
+        // A Pod with nothing running (evicted) may be gone before we answer.
         if (resource === 'pods') api.kubelet.deleted(name, grace);
         else setImmediate(pvcReleased);
       }
-      return send(res, 200, st.get(name), rec);
+      return send(res, 200, st.get(name) || reply, rec);
     }
     default:
     }
@@ -587,7 +600,12 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
     seed(resource, o) {
       const obj = clone(o);
       Object.assign(obj.metadata, { namespace, uid: randomUUID(), creationTimestamp: now() });
-      if (resource === 'pods') defaultPod(obj);
+      if (resource === 'pods') {
+        // A disabled feature gate's fields are dropped, not refused
+        // (the API server's dropDisabledFields).
+        for (const f of api.dropPodFields || []) delete obj.spec[f];
+        defaultPod(obj);
+      }
       bump(obj);
       store[resource].set(obj.metadata.name, obj);
       emit(resource, 'ADDED', obj);
@@ -650,6 +668,7 @@ function makeKubelet(api, { modify, remove, store, agentBin, agentEnv, say, read
     neverReady: false,
     started: 0,
     ips: new Map(),		// pod uid -> ip
+    nextIps: [],		// what the next Pods get, before new ones
     logs: new Map(),		// pod name -> agent stderr (last incarnation)
     volumeDir(claim) { return join(volumesDir, claim); },
     created(name) { setImmediate(() => k.sync(name).catch((e) => say('kubelet', name, e))); },
@@ -676,7 +695,7 @@ function makeKubelet(api, { modify, remove, store, agentBin, agentEnv, say, read
       const c = pod.spec.containers[0];
       const sc = { ...pod.spec.securityContext, ...c.securityContext };
       const uid = sc.runAsUser ?? 1000, gid = sc.runAsGroup ?? 1000, fsGroup = pod.spec.securityContext?.fsGroup;
-      const ip = k.ips.get(pod.metadata.uid) || `127.0.0.${nextIp++}`;
+      const ip = k.ips.get(pod.metadata.uid) || k.nextIps.shift() || `127.0.0.${nextIp++}`;
       k.ips.set(pod.metadata.uid, ip);
       const tmp = mkdtempSync(join(api.dir, `tmp-${name}-`));
       const mounts = {};
@@ -801,6 +820,27 @@ function makeKubelet(api, { modify, remove, store, agentBin, agentEnv, say, read
         rmSync(r.tmp, { recursive: true, force: true });
       }
       remove('pods', name);
+    },
+    // Node-pressure eviction: the kubelet kills the Pod's containers and
+    // leaves the object, Failed with reason Evicted, until someone deletes
+    // it; its address goes back to the node's pool at once.
+    async evict(name) {
+      const r = running.get(name);
+      if (r) {
+        r.stopping = true;
+        await stopContainer(r, 0);
+        running.delete(name);
+        rmSync(r.tmp, { recursive: true, force: true });
+      }
+      modify('pods', name, (p) => {
+        setReady(p, false);
+        p.status.phase = 'Failed';
+        p.status.reason = 'Evicted';
+        p.status.message = 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 92Mi. ';
+        for (const cs of p.status.containerStatuses || []) {
+          cs.state = { terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' } };
+        }
+      });
     },
     running: (name) => running.get(name),
     async stopAll() {

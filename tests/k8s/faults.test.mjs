@@ -146,7 +146,9 @@ test('export and import on the kubernetes backend: a clear refusal, nothing made
 test('the token and the agent secrets are never logged', () => {
   const log = s.sv.stderr();
   assert.ok(!log.includes(s.api.token), 'the API token is in the log');
-  for (const u of ['rbac', 'five', 'up', 'down', 'cut', 'gone', 'dropped', 'stuck', 'slowpoke', 'early', 'late-comer']) assert.ok(!log.includes(s.secretOf(u)), `${u}'s secret is in the log`);
+  const secrets = s.secrets();
+  assert.ok(secrets.length > 0);
+  for (const x of secrets) assert.ok(!log.includes(x), 'a Pod\'s agent secret is in the log');
 });
 
 test('a wrong token: the API server answers 401 and the client gets a clear error', async () => {

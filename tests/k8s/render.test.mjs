@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { validate, parseDocuments } from './validate.mjs';
 import { ctlBin } from './lib.mjs';
 
@@ -19,15 +19,17 @@ const keyFile = join(dir, 'link.key');
 writeFileSync(keyFile, keyHex + '\n');
 chmodSync(keyFile, 0o600);
 
-// The contract's secret, computed here independently of kspec.c.
-const secretOf = (user) => createHmac('sha256', Buffer.from(keyHex, 'hex')).update(Buffer.concat([Buffer.from('agent\0'), Buffer.from(user)])).digest('hex');
+// The contract's agent secret: 32 random bytes in hex, new for each Pod.
+const SECRET = /^[0-9a-f]{64}$/;
 
+let lastStderr = '';
 function render(user, extra = '', { expectFail = false } = {}) {
   const conf = join(dir, `sup-${randomBytes(3).toString('hex')}.yaml`);
   writeFileSync(conf, ['listen: 127.0.0.1:8799', 'token: abcdefabcdefabcdefabcdef', 'backend: kubernetes',
     `state_dir: ${join(dir, 'state')}`, 'image: localhost/vivarium-sandbox:0.1.0-k8s',
     `links:\n  key_file: ${keyFile}`, extra].join('\n') + '\n');
   const r = spawnSync(ctlBin, ['-f', conf, 'render', '--kubernetes', user], { encoding: 'utf8' });
+  lastStderr = r.stderr;
   if (expectFail) return r;
   assert.equal(r.status, 0, `render failed: ${r.stderr}`);
   const docs = parseDocuments(r.stdout);
@@ -85,8 +87,12 @@ test('defaults: three valid objects with the contract\'s names, labels and field
   assert.equal(s.restartPolicy, 'Always');
   assert.equal(s.runtimeClassName, undefined);
   const uid = Number(pvc.metadata.annotations['vivarium.io/uid']);
-  assert.equal(uid, 100000, 'uid_base + slot 0');
-  assert.deepEqual(s.securityContext, { runAsNonRoot: true, runAsUser: uid, runAsGroup: uid, fsGroup: uid, seccompProfile: { type: 'RuntimeDefault' } });
+  assert.equal(uid, 0x78000000, 'uid_base (above the usual subordinate ranges) + slot 0');
+  // user_namespace auto, no cluster to ask: as on Kubernetes 1.33 and
+  // newer, a user namespace of its own and the image's user inside.
+  assert.equal(s.hostUsers, false);
+  assert.deepEqual(s.securityContext, { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+  assert.match(lastStderr, /user_namespace is auto and the cluster's version is not known/);
   assert.equal(s.containers.length, 1);
   const c = s.containers[0];
   assert.equal(c.name, 'sandbox');
@@ -108,13 +114,13 @@ test('defaults: three valid objects with the contract\'s names, labels and field
   assert.equal(c.readinessProbe.httpGet.path, '/health');
   assert.ok([8700, 'agent'].includes(c.readinessProbe.httpGet.port));
 
-  // Env: the agent on 0.0.0.0:agent_port, no socket, the derived secret,
+  // Env: the agent on 0.0.0.0:agent_port, no socket, a random secret,
   // the proxy by address, the link env.
   const env = envOf(pod);
   assert.equal(env.VIVARIUM_HOST, '0.0.0.0');
   assert.equal(env.VIVARIUM_PORT, '8700');
   assert.equal(env.VIVARIUM_SOCKET, undefined, 'no unix socket in a Pod');
-  assert.equal(env.VIVARIUM_AGENT_SECRET, secretOf('alice'), 'HMAC-SHA256(master key, "agent\\0" U) in hex');
+  assert.match(env.VIVARIUM_AGENT_SECRET, SECRET, '32 random bytes in hex');
   assert.equal(env.HTTPS_PROXY, 'http://127.0.0.1:3128');
   assert.equal(env.https_proxy, 'http://127.0.0.1:3128');
   assert.equal(env.VIVARIUM_LINK_USER, 'alice');
@@ -131,6 +137,7 @@ test('every kubernetes: key lands where the contract puts it', () => {
   storage_class: fast-ssd
   agent_port: 9100
   uid_base: 200000
+  user_namespace: false
   egress_proxy: 127.0.0.1:3130
   egress_selector: app=proxy,tier=edge
   supervisor_selector: app=sup
@@ -161,9 +168,27 @@ sandbox:
   assert.equal(env.VIVARIUM_PORT, '9100');
   assert.equal(env.FOO, 'bar', 'sandbox.env');
   assert.equal(env.HTTPS_PROXY, 'http://127.0.0.1:3130');
-  assert.equal(env.VIVARIUM_AGENT_SECRET, secretOf('bob-2'));
+  assert.match(env.VIVARIUM_AGENT_SECRET, SECRET);
   const tmp = pod.spec.volumes.find((v) => v.emptyDir);
   assert.equal(bytes(tmp.emptyDir.sizeLimit), 64 * 2 ** 20);
+});
+
+test('user_namespace false: no hostUsers, the user\'s own uid on the node; true: hostUsers false', () => {
+  let [pvc, , pod] = render('gus', 'kubernetes:\n  egress_proxy: 127.0.0.1:3128\n  user_namespace: false');
+  assert.deepEqual(validate(pod), []);
+  const uid = Number(pvc.metadata.annotations['vivarium.io/uid']);
+  assert.equal(pod.spec.hostUsers, undefined);
+  assert.equal(pod.spec.securityContext.runAsUser, uid);
+  assert.equal(pod.spec.securityContext.fsGroup, uid);
+  assert.doesNotMatch(lastStderr, /user_namespace/);
+  [, , pod] = render('gus', 'kubernetes:\n  egress_proxy: 127.0.0.1:3128\n  user_namespace: true\n  uid_base: 200000');
+  assert.deepEqual(validate(pod), []);
+  assert.equal(pod.spec.hostUsers, false);
+  assert.equal(pod.spec.securityContext.runAsUser, 1000);
+  assert.doesNotMatch(lastStderr, /user_namespace/);
+  const r = render('gus', 'kubernetes:\n  egress_proxy: 127.0.0.1:3128\n  user_namespace: maybe', { expectFail: true });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /user_namespace.*auto, true or false/);
 });
 
 test('sandbox.env cannot undo the agent\'s own variables', () => {
@@ -178,13 +203,16 @@ sandbox:
   assert.equal(names.filter((n) => n === 'VIVARIUM_AGENT_SECRET').length, 1, 'one VIVARIUM_AGENT_SECRET');
   const env = envOf(pod);
   assert.equal(env.VIVARIUM_HOST, '0.0.0.0');
-  assert.equal(env.VIVARIUM_AGENT_SECRET, secretOf('carol'));
+  assert.match(env.VIVARIUM_AGENT_SECRET, SECRET);
+  assert.notEqual(env.VIVARIUM_AGENT_SECRET, 'z'.repeat(40));
 });
 
-test('two users get different secrets; a bad user id is refused', () => {
+test('every Pod gets a secret of its own, the same user\'s next one too; a bad user id is refused', () => {
   const a = envOf(render('dora', 'kubernetes:\n  egress_proxy: 127.0.0.1:3128')[2]).VIVARIUM_AGENT_SECRET;
   const b = envOf(render('erin', 'kubernetes:\n  egress_proxy: 127.0.0.1:3128')[2]).VIVARIUM_AGENT_SECRET;
+  const a2 = envOf(render('dora', 'kubernetes:\n  egress_proxy: 127.0.0.1:3128')[2]).VIVARIUM_AGENT_SECRET;
   assert.notEqual(a, b);
+  assert.notEqual(a, a2, 'not derived from the user');
   for (const u of ['Bad_User', 'x'.repeat(64), '../etc']) {
     const r = render(u, 'kubernetes:\n  egress_proxy: 127.0.0.1:3128', { expectFail: true });
     assert.notEqual(r.status, 0, `user ${u} accepted`);

@@ -11,4 +11,4 @@ for d in tests/e2e tests/k8s; do
 	fi
 done
 exec node --test --test-concurrency=1 ${VIVARIUM_K8S_TESTS:-tests/k8s/validate.test.mjs tests/k8s/fakeapi.test.mjs tests/k8s/render.test.mjs \
-    tests/k8s/supervisor.test.mjs tests/k8s/idle.test.mjs tests/k8s/faults.test.mjs tests/k8s/adopt.test.mjs tests/k8s/drift.test.mjs}
+    tests/k8s/supervisor.test.mjs tests/k8s/idle.test.mjs tests/k8s/faults.test.mjs tests/k8s/adopt.test.mjs tests/k8s/drift.test.mjs tests/k8s/reuse.test.mjs tests/k8s/userns.test.mjs}

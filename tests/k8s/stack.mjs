@@ -4,7 +4,8 @@
 //
 //   const s = await startStack({ extra: 'idle_stop_after: 2s' });
 //   s.api (fakeapi.mjs), s.agentPort (kubernetes.agent_port), s.sv (tests/supervisor/lib.mjs's handle: post,
-//   client, stop, stderr, conf), s.secretOf(user), s.ctl(...args),
+//   client, stop, stderr, conf), s.secretOf(user) (the secret of the user's
+//   Pod now), s.secrets() (every secret a Pod was POSTed with), s.ctl(...args),
 //   s.origin (http://127.0.0.2:PORT, reachable through the proxy only by
 //   its allow list), await s.restart({ kubeconfig, extra, kube }), await s.stop()
 //   (kube: more lines inside the kubernetes: block, e.g. 'agent_port: 9000',
@@ -14,17 +15,14 @@ import { mkdtempSync, mkdirSync, writeFileSync, copyFileSync, rmSync, chmodSync 
 import { join } from 'node:path';
 import { createServer, connect } from 'node:net';
 import http from 'node:http';
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { startSupervisor, freePort } from '../supervisor/lib.mjs';
 import { startApi, egressBin, ctlBin, sleep, deployRole } from './lib.mjs';
 
 export const NS = 'vivarium';
 
-// The contract's agent secret, computed here, not taken from kspec.c.
-export function secretFor(keyHex, user) {
-  return createHmac('sha256', Buffer.from(keyHex, 'hex'))
-    .update(Buffer.concat([Buffer.from('agent\0'), Buffer.from(user)])).digest('hex');
-}
+// The agent secret a Pod was made with (random per Pod: read back from it).
+export const podSecret = (pod) => pod?.spec.containers[0].env.find((e) => e.name === 'VIVARIUM_AGENT_SECRET')?.value;
 
 async function waitPort(host, port, ms = 10000) {
   const end = Date.now() + ms;
@@ -114,7 +112,8 @@ export async function startStack({ extra = '', kube = '', readyTimeout = '20s', 
   }
   const s = {
     api, egress, dir, keyHex, port, agentPort, state, sv, saDir,
-    secretOf: (u) => secretFor(keyHex, u),
+    secretOf: (u) => podSecret(api.pod(`vivarium-${u}`)),
+    secrets: () => api.calls('create', 'pods').map((r) => podSecret(r.body)).filter(Boolean),
     // vivariumctl with the running supervisor's configuration.  Never
     // spawnSync: the fake API server runs in this process and must answer.
     ctl(...args) {

@@ -60,6 +60,9 @@ kubernetes:
   namespace: vivarium-kubeplay
   agent_port: $port
   uid_base: $uid_base
+  # The uid path: kube play 4.3.1 is no kubelet, and its handling of
+  # hostUsers says nothing of a node's (tests/kubeplay/README.md).
+  user_namespace: false
   egress_proxy: 127.0.0.1:3128
 EOF
 if ! "$BIN/vivariumctl" -f "$tmp/supervisor.yaml" render --kubernetes "$user" \

@@ -250,7 +250,10 @@ test_kubernetes(void **state)
 		{ "namespace: a.b", "namespace" },
 		{ "agent_port: 0", "agent_port" },
 		{ "uid_base: 0", "uid_base" },
-		{ "uid_base: 2000000000", "uid_base" },
+		{ "uid_base: 2147418113", "uid_base" },
+		{ "uid_base: 3000000000", "uid_base" },
+		{ "user_namespace: yes", "user_namespace" },
+		{ "user_namespace: \"\"", "user_namespace" },
 		{ "egress_proxy: vivarium-egress", "name:port" },
 		{ "egress_proxy: vivarium-egress:0", "name:port" },
 		{ "egress_proxy: \":3128\"", "name:port" },
@@ -280,7 +283,9 @@ test_kubernetes(void **state)
 	assert_null(c.kube.runtime_class);
 	assert_null(c.kube.storage_class);
 	assert_int_equal(c.kube.agent_port, 8700);
-	assert_int_equal(c.kube.uid_base, 100000);
+	/* Above the subordinate ranges of useradd, the kubelet and systemd. */
+	assert_int_equal(c.kube.uid_base, 0x78000000);
+	assert_int_equal(c.kube.user_namespace, KUBE_USERNS_AUTO);
 	assert_string_equal(c.kube.egress_host, "vivarium-egress");
 	assert_int_equal(c.kube.egress_port, 3128);
 	assert_string_equal(c.kube.egress_selector,
@@ -302,6 +307,7 @@ test_kubernetes(void **state)
 	    "  storage_class: fast.ssd\n"
 	    "  agent_port: 9000\n"
 	    "  uid_base: 200000\n"
+	    "  user_namespace: false\n"
 	    "  ephemeral_storage: 2g\n"
 	    "  egress_proxy: \"[fd00::1]:8080\"\n"
 	    "  egress_selector: app=egress,tier=net\n"
@@ -315,6 +321,7 @@ test_kubernetes(void **state)
 	assert_string_equal(c.kube.storage_class, "fast.ssd");
 	assert_int_equal(c.kube.agent_port, 9000);
 	assert_int_equal(c.kube.uid_base, 200000);
+	assert_int_equal(c.kube.user_namespace, KUBE_USERNS_OFF);
 	assert_true(c.kube.ephemeral_storage == 2ULL << 30);
 	assert_string_equal(c.kube.egress_host, "fd00::1");
 	assert_int_equal(c.kube.egress_port, 8080);

@@ -35,14 +35,83 @@ struct piece {
 	const char	*data;
 };
 
+static void	msleep_(int);
+
+/* How a TCP server answers the challenge on a new connection. */
+enum prove {
+	PROVE_GOOD,		/* as the agent holding the secret */
+	PROVE_WRONG_SECRET,	/* another sandbox's agent */
+	PROVE_RELAYED,		/* the real agent's answer, for its address */
+	PROVE_NONE,		/* 200 without a proof: not an agent of ours */
+	PROVE_REFUSE,		/* 401 */
+	PROVE_SILENT,		/* accepts and says nothing */
+};
+
 static struct {
 	int			 fd;
 	char			 path[108];
 	int			 port;		/* TCP: the one bound */
 	pthread_t		 thread;
 	const struct piece	*script;
+	enum prove		 prove;
+	char			 challenge[1024];	/* TCP: the first request */
 	char			 request[8192];
 } srv;
+
+static const char secret[] = "0123456789abcdef0123456789abcdef"
+    "0123456789abcdef0123456789abcdef";
+
+/*
+ * On a TCP connection: reads the challenge and answers it as srv.prove
+ * says.  0 when the request may follow on the connection, else -1.
+ */
+static int
+answer_challenge(int c)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl = sizeof(ss);
+	char			 addr[PROOF_ADDR_MAX], proof[PROOF_HEX + 1];
+	char			 reply[512], nonce[PROOF_NONCE_HEX + 1];
+	const char		*p;
+	size_t			 n = 0;
+	ssize_t			 r;
+	int			 port;
+
+	while (n < sizeof(srv.challenge) - 1 && strstr(srv.challenge,
+	    "\r\n\r\n") == NULL) {
+		if ((r = read(c, srv.challenge + n, 1)) <= 0)
+			return -1;
+		n += (size_t)r;
+		srv.challenge[n] = '\0';
+	}
+	if (srv.prove == PROVE_SILENT) {
+		msleep_(1500);
+		return -1;
+	}
+	p = strstr(srv.challenge, PROOF_CHALLENGE ": ");
+	snprintf(nonce, sizeof(nonce), "%s", p != NULL ? p +
+	    strlen(PROOF_CHALLENGE ": ") : "");
+	getsockname(c, (struct sockaddr *)&ss, &sl);
+	proof_addr((struct sockaddr *)&ss, addr, &port);
+	if (srv.prove == PROVE_RELAYED)
+		snprintf(addr, sizeof(addr), "10.1.2.3");
+	proof_make(srv.prove == PROVE_WRONG_SECRET ? "another sandbox's secret"
+	    " of forty characters" : secret, srv.prove == PROVE_WRONG_SECRET
+	    ? 44 : strlen(secret), nonce, addr, port, proof);
+	if (srv.prove == PROVE_REFUSE)
+		snprintf(reply, sizeof(reply), "HTTP/1.1 401 Unauthorized\r\n"
+		    "Content-Length: 2\r\n\r\nno");
+	else
+		snprintf(reply, sizeof(reply), "HTTP/1.1 200 OK\r\n%s%s%s"
+		    "Content-Length: 3\r\n\r\nok\n", srv.prove == PROVE_NONE ?
+		    "" : PROOF_ANSWER ": ", srv.prove == PROVE_NONE ? "" : proof,
+		    srv.prove == PROVE_NONE ? "" : "\r\n");
+	r = write(c, reply, strlen(reply));
+	(void)r;
+	return srv.prove == PROVE_GOOD || srv.prove == PROVE_RELAYED
+	    || srv.prove == PROVE_WRONG_SECRET || srv.prove == PROVE_NONE
+	    ? 0 : -1;
+}
 
 /* A unix agent address for path (one per thread: servers run beside). */
 static const struct agent_addr *
@@ -72,6 +141,10 @@ srv_main(void *arg)
 	(void)arg;
 	if ((c = accept(srv.fd, NULL, NULL)) == -1)
 		return NULL;
+	if (srv.port != 0 && answer_challenge(c) == -1) {
+		close(c);
+		return NULL;
+	}
 	/* Read the head and whatever body came with it. */
 	while (n < sizeof(srv.request) - 1) {
 		r = read(c, srv.request + n, sizeof(srv.request) - 1 - n);
@@ -124,6 +197,7 @@ srv_listen(void *(*fn)(void *))
 static void
 srv_start(const struct piece *script)
 {
+	srv.port = 0;
 	memset(&srv.request, 0, sizeof(srv.request));
 	srv.script = script;
 	srv_listen(srv_main);
@@ -280,11 +354,12 @@ test_stream_upload(void **state)
 	char			 err[256], buf[64], big[3000], want[4096],
 				 got[4096], *p, *end;
 	size_t			 n = 0, k;
+	int			 k2;
 
 	memset(big, 'x', sizeof(big));
 	srv_start(script);
-	assert_int_equal(agent_stream_open(&c, ua(srv.path), &r, 5000, err,
-	    sizeof(err)), 0);
+	assert_int_equal(agent_stream_open(&c, ua(srv.path), &r, 5000, &k2,
+	    err, sizeof(err)), 0);
 	assert_int_equal(agent_stream_write(&c, "hello", 5), 0);
 	assert_int_equal(agent_stream_write(&c, "", 0), 0);	/* no chunk */
 	assert_int_equal(agent_stream_write(&c, big, sizeof(big)), 0);
@@ -685,9 +760,6 @@ test_stale_kept_connection(void **state)
 
 /* ------------------------------------------------------------ TCP */
 
-static const char secret[] = "0123456789abcdef0123456789abcdef"
-    "0123456789abcdef0123456789abcdef";
-
 /* Listens on loopback TCP (family AF_INET or AF_INET6), port 0; 0 or -1
  * when this machine has no such loopback. */
 static int
@@ -734,6 +806,8 @@ static int
 srv_start_tcp(int family, const struct piece *script)
 {
 	memset(&srv.request, 0, sizeof(srv.request));
+	memset(&srv.challenge, 0, sizeof(srv.challenge));
+	srv.prove = PROVE_GOOD;
 	srv.script = script;
 	return srv_listen_tcp(family, 4, srv_main);
 }
@@ -837,6 +911,12 @@ srv_two_requests(void *arg)
 	(void)arg;
 	if ((c = accept(srv.fd, NULL, NULL)) == -1)
 		return NULL;
+	srv.prove = PROVE_GOOD;
+	memset(&srv.challenge, 0, sizeof(srv.challenge));
+	if (answer_challenge(c) == -1) {
+		close(c);
+		return NULL;
+	}
 	for (i = 0; i < 2; i++) {
 		n = 0;
 		while (n < sizeof(kept.first) - 1 && strstr(dst[i],
@@ -898,6 +978,7 @@ test_tcp_probe_and_stream(void **state)
 	    .path = "/_files/upload?name=a.csv", .chunked = 1 };
 	struct agent_conn	 c;
 	char			 err[256];
+	int			 cf;
 
 	(void)state;
 	assert_int_equal(srv_start_tcp(AF_INET, ok), 0);
@@ -915,7 +996,7 @@ test_tcp_probe_and_stream(void **state)
 
 	assert_int_equal(srv_start_tcp(AF_INET, created), 0);
 	assert_int_equal(agent_stream_open(&c, ta("127.0.0.1", srv.port,
-	    secret), &r, 5000, err, sizeof(err)), 0);
+	    secret), &r, 5000, &cf, err, sizeof(err)), 0);
 	assert_int_equal(agent_stream_write(&c, "hello", 5), 0);
 	assert_int_equal(agent_stream_close(&c, err, sizeof(err)), 0);
 	assert_int_equal(c.head.status, 201);
@@ -927,11 +1008,106 @@ test_tcp_probe_and_stream(void **state)
 	/* An upload whose answer is 401: an error here, not relayed. */
 	assert_int_equal(srv_start_tcp(AF_INET, refused), 0);
 	assert_int_equal(agent_stream_open(&c, ta("127.0.0.1", srv.port,
-	    secret), &r, 5000, err, sizeof(err)), 0);
+	    secret), &r, 5000, &cf, err, sizeof(err)), 0);
 	assert_int_equal(agent_stream_close(&c, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "refused the supervisor's secret"));
 	agent_close(&c);
 	srv_stop();
+}
+
+/*
+ * A new TCP connection is challenged first, without the secret; the
+ * request (and the secret with it) follows only a right answer, on the
+ * same connection.
+ */
+static void
+test_tcp_proof_first(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{\"user\":\"data\"}", .body_len = 15 };
+	struct agent_conn	 c;
+	char			 err[256], buf[64];
+	int			 cf;
+
+	(void)state;
+	assert_int_equal(srv_start_tcp(AF_INET, script), 0);
+	assert_int_equal(agent_open(&c, ta("127.0.0.1", srv.port, secret), &r,
+	    -1, 5000, &cf, err, sizeof(err)), 0);
+	assert_int_equal(c.head.status, 200);
+	assert_int_equal(read_all(&c, buf, sizeof(buf)), 2);
+	agent_close(&c);
+	srv_stop();
+	assert_non_null(strstr(srv.challenge, "GET /health HTTP/1.1\r\n"));
+	assert_non_null(strstr(srv.challenge, PROOF_CHALLENGE ": "));
+	assert_null(strstr(srv.challenge, secret));
+	assert_null(strstr(srv.challenge, "Authorization"));
+	assert_non_null(strstr(srv.request, "POST /mcp HTTP/1.1\r\n"));
+	assert_non_null(strstr(srv.request, secret));
+}
+
+/*
+ * Whatever cannot prove it holds the secret gets nothing: not the
+ * request, not the secret; the caller is told to look again (cf).  A
+ * proof made for another address (the real agent's, relayed) is no proof.
+ * The probe and a streamed upload are held to the same.
+ */
+static void
+test_tcp_proof_refused(void **state)
+{
+	static const struct piece script[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	static const struct {
+		enum prove	 how;
+		const char	*why;
+	} bad[] = {
+		{ PROVE_WRONG_SECRET, "its proof is wrong" },
+		{ PROVE_RELAYED, "its proof is wrong" },
+		{ PROVE_NONE, "it gave no proof" },
+		{ PROVE_REFUSE, "answered the challenge with an error" },
+		{ PROVE_SILENT, "no proof from" },
+	};
+	struct agent_req	 r = { .method = "POST", .path = "/mcp",
+	    .body = "{}", .body_len = 2 };
+	struct agent_conn	 c;
+	char			 err[256];
+	size_t			 i;
+	int			 cf, mode;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		for (mode = 0; mode < 3; mode++) {
+			assert_int_equal(srv_start_tcp(AF_INET, script), 0);
+			srv.prove = bad[i].how;
+			cf = 0;
+			if (mode == 0) {
+				assert_int_equal(agent_open(&c, ta("127.0.0.1",
+				    srv.port, secret), &r, -1, 1000, &cf, err,
+				    sizeof(err)), -1);
+				assert_int_equal(cf, 1);
+				if (strstr(err, bad[i].why) == NULL)
+					fail_msg("%d: %s", bad[i].how, err);
+				assert_null(strstr(err, secret));
+			} else if (mode == 1) {
+				assert_int_equal(agent_stream_open(&c,
+				    ta("127.0.0.1", srv.port, secret), &r, 1000,
+				    &cf, err, sizeof(err)), -1);
+				assert_int_equal(cf, 1);
+			} else
+				assert_int_equal(agent_probe(ta("127.0.0.1",
+				    srv.port, secret), 1000), -1);
+			srv_stop();
+			assert_non_null(strstr(srv.challenge, PROOF_CHALLENGE));
+			assert_null(strstr(srv.challenge, secret));
+			if (srv.request[0] != '\0' && (strstr(srv.request,
+			    secret) != NULL || strstr(srv.request, "/mcp")
+			    != NULL))
+				fail_msg("%d/%d: sent after a failed proof: %s",
+				    bad[i].how, mode, srv.request);
+		}
 }
 
 /*
@@ -956,7 +1132,8 @@ test_tcp_401_is_ours(void **state)
 	assert_int_equal(srv_start_tcp(AF_INET, script), 0);
 	assert_int_equal(agent_open(&c, ta("127.0.0.1", srv.port, secret), &r,
 	    -1, 5000, &cf, err, sizeof(err)), -1);
-	assert_int_equal(cf, 0);
+	/* Not its agent any more, whatever holds the secret: look again. */
+	assert_int_equal(cf, 1);
 	assert_non_null(strstr(err, "refused the supervisor's secret"));
 	assert_null(strstr(err, secret));
 	srv_stop();
@@ -1007,7 +1184,7 @@ test_tcp_refused_before_connecting(void **state)
 		assert_int_equal(cf, 0);
 		if (strstr(err, bad[i].why) == NULL)
 			fail_msg("%s: %s", bad[i].host, err);
-		assert_int_equal(agent_stream_open(&c, a, &r, 1000, err,
+		assert_int_equal(agent_stream_open(&c, a, &r, 1000, &cf, err,
 		    sizeof(err)), -1);
 		assert_int_equal(agent_probe(a, 1000), -1);
 	}
@@ -1112,6 +1289,8 @@ main(void)
 		cmocka_unit_test(test_tcp_ipv6),
 		cmocka_unit_test(test_tcp_secret_on_kept_connection),
 		cmocka_unit_test(test_tcp_probe_and_stream),
+		cmocka_unit_test(test_tcp_proof_first),
+		cmocka_unit_test(test_tcp_proof_refused),
 		cmocka_unit_test(test_tcp_401_is_ours),
 		cmocka_unit_test(test_tcp_refused_before_connecting),
 		cmocka_unit_test(test_tcp_nobody_listening),

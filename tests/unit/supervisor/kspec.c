@@ -171,7 +171,7 @@ test_names(void **state)
 	assert_int_equal(kspec_names("../etc", &n), -1);
 	assert_int_equal(kspec_names("Alice", &n), -1);
 	assert_int_equal(kspec_names("", &n), -1);
-	assert_null(kspec_pod(&cf, "a/b", 1, NULL, "x"));
+	assert_null(kspec_pod(&cf, "a/b", 1, NULL, "x", 0));
 	assert_null(kspec_pvc(&cf, "a b", 1));
 	assert_null(kspec_netpol(&cf, "-x"));
 }
@@ -180,22 +180,71 @@ static void
 test_secret(void **state)
 {
 	char	 s[KSPEC_SECRET_HEX + 1], t[KSPEC_SECRET_HEX + 1];
+	char	 got[KSPEC_SECRET_MAX + 1], key[LINK_KEY_HEX + 1];
+	json_t	*p, *e = NULL, *env;
+	size_t	 i;
 
-	/* HMAC-SHA256(32 bytes of 0x01, "agent\0alice"), from Python's hmac. */
-	assert_int_equal(kspec_secret(&cf, "alice", s), 0);
-	assert_string_equal(s, "2030dbe8766b00565b1950e4d99927e8"
-	    "8a4d2f8fc745fd6fa16671db27c080e3");
-	assert_int_equal(kspec_secret(&cf, "bob", t), 0);
-	assert_string_equal(t, "d6d14be6a86dfcdb9b1c7bd82334ad03"
-	    "654c8429e244d8f119c579a22661cad0");
-	/* Never the user's link key, which the sandbox holds. */
-	assert_int_equal(link_user_key_hex(&cf.link_keys, "alice", t), 0);
+	/* At random: 64 hex digits, never twice the same. */
+	assert_int_equal(kspec_secret_new(s), 0);
+	assert_int_equal(kspec_secret_new(t), 0);
+	assert_int_equal(strlen(s), KSPEC_SECRET_HEX);
+	assert_int_equal(strspn(s, "0123456789abcdef"), KSPEC_SECRET_HEX);
 	assert_string_not_equal(s, t);
-	/* Without the master key (an agent's view) there is none. */
-	cf.link_keys.have_master = 0;
-	assert_int_equal(kspec_secret(&cf, "alice", s), -1);
-	assert_string_equal(s, "");
-	cf.link_keys.have_master = 1;
+	/* Not derived from anything the sandbox holds: not its link key. */
+	assert_int_equal(link_user_key_hex(&cf.link_keys, "alice", key), 0);
+	assert_string_not_equal(s, key);
+
+	/* Read back from the Pod it was made with. */
+	p = kspec_pod(&cf, "alice", 1, NULL, s, 0);
+	assert_int_equal(kspec_secret_of(p, got), 0);
+	assert_string_equal(got, s);
+	/* One the agent would refuse, or none, is none. */
+	env = json_object_get(json_array_get(json_object_get(json_object_get(
+	    p, "spec"), "containers"), 0), "env");
+	json_array_foreach(env, i, e)
+		if (strcmp(str(e, "name"), "VIVARIUM_AGENT_SECRET") == 0)
+			break;
+	assert_non_null(e);
+	json_object_set_new(e, "value", json_string("short"));
+	assert_int_equal(kspec_secret_of(p, got), -1);
+	assert_string_equal(got, "");
+	json_object_set_new(e, "value", json_string("0123456789abcdef0123"
+	    "456789abcdef\r\nX-Evil: 1"));
+	assert_int_equal(kspec_secret_of(p, got), -1);
+	json_object_set_new(e, "value", json_string("0123456789abcdef0123"
+	    "456789abcdef 0123"));
+	assert_int_equal(kspec_secret_of(p, got), -1);
+	json_object_del(e, "value");
+	json_object_set_new(e, "valueFrom", json_object());
+	assert_int_equal(kspec_secret_of(p, got), -1);
+	json_array_clear(env);
+	assert_int_equal(kspec_secret_of(p, got), -1);
+	json_decref(p);
+	assert_int_equal(kspec_secret_of(NULL, got), -1);
+}
+
+/* A Pod in a user namespace of its own: hostUsers false, the image's
+ * user inside (0-65535 is all a Pod's namespace maps). */
+static void
+test_pod_userns(void **state)
+{
+	json_t		*p, *q;
+	const json_t	*sc;
+
+	p = kspec_pod(&cf, "alice", 3, "10.96.0.9", "s3cr3t", 1);
+	assert_false_at(p, "spec.hostUsers");
+	sc = at(p, "spec.securityContext");
+	assert_true_at(sc, "runAsNonRoot");
+	assert_int_equal(num(sc, "runAsUser"), 1000);
+	assert_int_equal(num(sc, "runAsGroup"), 1000);
+	assert_int_equal(num(sc, "fsGroup"), 1000);
+	/* Another Pod than without: adopt replaces one made the other way. */
+	q = kspec_pod(&cf, "alice", 3, "10.96.0.9", "s3cr3t", 0);
+	assert_null(at(q, "spec.hostUsers"));
+	assert_int_equal(num(q, "spec.securityContext.runAsUser"), 100003);
+	assert_string_not_equal(kspec_hash_of(p), kspec_hash_of(q));
+	json_decref(p);
+	json_decref(q);
 }
 
 static void
@@ -204,7 +253,7 @@ test_pod_walls(void **state)
 	json_t		*p;
 	const json_t	*sc, *cs, *c;
 
-	p = kspec_pod(&cf, "alice", 3, "10.96.0.9", "s3cr3t");
+	p = kspec_pod(&cf, "alice", 3, "10.96.0.9", "s3cr3t", 0);
 	assert_non_null(p);
 	assert_string_equal(str(p, "apiVersion"), "v1");
 	assert_string_equal(str(p, "kind"), "Pod");
@@ -249,7 +298,7 @@ test_pod_walls(void **state)
 	cf.kube.runtime_class = S("gvisor");
 	cf.kube.image = S("registry.example.org/vivarium-sandbox:1");
 	cf.kube.agent_port = 9000;
-	p = kspec_pod(&cf, "alice", 1, NULL, "s3cr3t");
+	p = kspec_pod(&cf, "alice", 1, NULL, "s3cr3t", 0);
 	assert_string_equal(str(p, "spec.runtimeClassName"), "gvisor");
 	assert_string_equal(str(p, "spec.containers.0.image"),
 	    "registry.example.org/vivarium-sandbox:1");
@@ -271,7 +320,7 @@ test_pod_limits_and_volumes(void **state)
 	json_t		*p;
 	const json_t	*r, *v, *m;
 
-	p = kspec_pod(&cf, "big", 1, NULL, "s");
+	p = kspec_pod(&cf, "big", 1, NULL, "s", 0);
 	r = at(p, "spec.containers.0.resources");
 	assert_string_equal(str(r, "limits.memory"), "8589934592");
 	assert_string_equal(str(r, "limits.cpu"), "500m");
@@ -280,7 +329,7 @@ test_pod_limits_and_volumes(void **state)
 	assert_true(json_equal(at(r, "limits"), at(r, "requests")));
 	assert_true(at(r, "limits") != at(r, "requests"));
 	json_decref(p);
-	p = kspec_pod(&cf, "alice", 1, NULL, "s");
+	p = kspec_pod(&cf, "alice", 1, NULL, "s", 0);
 	r = at(p, "spec.containers.0.resources");
 	assert_string_equal(str(r, "limits.memory"), "2147483648");
 	assert_string_equal(str(r, "limits.cpu"), "2000m");
@@ -310,7 +359,7 @@ test_pod_env(void **state)
 	json_t	*p;
 	char	 key[LINK_KEY_HEX + 1];
 
-	p = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s3cr3t");
+	p = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s3cr3t", 0);
 	assert_string_equal(env_of(p, "LANG"), "C.UTF-8");
 	/* No passwd line for the Pod's uid: a login name all the same. */
 	assert_string_equal(env_of(p, "USER"), "sandbox");
@@ -334,10 +383,10 @@ test_pod_env(void **state)
 	    "https://files.example.org");
 	json_decref(p);
 	/* An IPv6 ClusterIP, as kspec_proxy_addr writes it. */
-	p = kspec_pod(&cf, "alice", 1, "[fd00::9]", "s");
+	p = kspec_pod(&cf, "alice", 1, "[fd00::9]", "s", 0);
 	assert_string_equal(env_of(p, "https_proxy"), "http://[fd00::9]:3128");
 	json_decref(p);
-	p = kspec_pod(&cf, "alice", 1, NULL, "s");
+	p = kspec_pod(&cf, "alice", 1, NULL, "s", 0);
 	assert_null(env_of(p, "http_proxy"));
 	json_decref(p);
 }
@@ -348,27 +397,31 @@ test_pod_hash(void **state)
 	json_t	*a, *b;
 	char	 h[64];
 
-	a = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s");
-	b = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s");
+	a = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s", 0);
+	b = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s", 0);
 	assert_non_null(kspec_hash_of(a));
 	assert_int_equal(strlen(kspec_hash_of(a)), 32);
 	assert_string_equal(kspec_hash_of(a), kspec_hash_of(b));
 	snprintf(h, sizeof(h), "%s", kspec_hash_of(a));
 	json_decref(b);
+	/* The secret is no configuration: another one, the same Pod. */
+	b = kspec_pod(&cf, "alice", 1, "10.96.0.9", "another", 0);
+	assert_string_equal(kspec_hash_of(b), h);
+	json_decref(b);
 	/* Each of these makes another Pod: adopt replaces it. */
-	b = kspec_pod(&cf, "alice", 2, "10.96.0.9", "s");
+	b = kspec_pod(&cf, "alice", 2, "10.96.0.9", "s", 0);
 	assert_string_not_equal(kspec_hash_of(b), h);
 	json_decref(b);
-	b = kspec_pod(&cf, "alice", 1, "10.96.0.10", "s");
+	b = kspec_pod(&cf, "alice", 1, "10.96.0.10", "s", 0);
 	assert_string_not_equal(kspec_hash_of(b), h);
 	json_decref(b);
 	cf.kube.image = S("other:1");
-	b = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s");
+	b = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s", 0);
 	assert_string_not_equal(kspec_hash_of(b), h);
 	json_decref(b);
 	cf.kube.image = NULL;
 	cf.limits.memory = 1ULL << 30;
-	b = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s");
+	b = kspec_pod(&cf, "alice", 1, "10.96.0.9", "s", 0);
 	assert_string_not_equal(kspec_hash_of(b), h);
 	json_decref(b);
 	cf.limits.memory = 2ULL << 30;
@@ -597,6 +650,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_secret),
+		cmocka_unit_test(test_pod_userns),
 		cmocka_unit_test(test_pod_walls),
 		cmocka_unit_test(test_pod_limits_and_volumes),
 		cmocka_unit_test(test_pod_env),

@@ -381,6 +381,7 @@ conf_for(int port)
 	cf.kube.namespace = S("ns");
 	cf.kube.agent_port = 8700;
 	cf.kube.uid_base = 100000;
+	cf.kube.user_namespace = KUBE_USERNS_OFF;
 	cf.kube.ephemeral_storage = 1ULL << 30;
 	cf.kube.egress_host = S("127.0.0.1");
 	cf.kube.egress_port = 3128;
@@ -396,11 +397,18 @@ conf_for(int port)
 #define PODS	"/api/v1/namespaces/ns/pods"
 #define PVCS	"/api/v1/namespaces/ns/persistentvolumeclaims"
 #define NETPOLS	"/apis/networking.k8s.io/v1/namespaces/ns/networkpolicies"
-#define READY_POD \
+/* The secret the Pod holds, as the API server has it. */
+#define POD_SECRET	"feedfacefeedfacefeedfacefeedface" \
+			"feedfacefeedfacefeedfacefeedface"
+#define POD_SPEC(more) \
+	"\"spec\":{" more "\"containers\":[{\"name\":\"sandbox\",\"env\":" \
+	"[{\"name\":\"VIVARIUM_AGENT_SECRET\",\"value\":\"" POD_SECRET "\"}]}]}"
+#define READY_POD_WITH(more) \
 	"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"vivarium-alice\"," \
-	"\"resourceVersion\":\"7\"},\"status\":{\"phase\":\"Running\"," \
-	"\"podIP\":\"10.1.2.3\",\"conditions\":[{\"type\":\"Ready\"," \
-	"\"status\":\"True\"}]}}"
+	"\"resourceVersion\":\"7\"}," POD_SPEC(more) ",\"status\":{\"phase\":" \
+	"\"Running\",\"podIP\":\"10.1.2.3\",\"conditions\":[{\"type\":" \
+	"\"Ready\",\"status\":\"True\"}]}}"
+#define READY_POD	READY_POD_WITH("")
 
 /* The end of a route table: no Pod, one made, then it is Ready. */
 #define NEW_POD \
@@ -444,7 +452,8 @@ test_ensure_new(void **state)
 	struct agent_addr	 a;
 	struct perr		 e;
 	char			 secret[KSPEC_SECRET_HEX + 1];
-	json_t			*pvc;
+	char			 got[KSPEC_SECRET_MAX + 1];
+	json_t			*pvc, *pod;
 	int			 created, ipvc, inp, ipod;
 
 	conf_for(kfake_start(r));
@@ -455,8 +464,8 @@ test_ensure_new(void **state)
 	assert_int_equal(a.kind, AGENT_TCP);
 	assert_string_equal(a.host, "10.1.2.3");
 	assert_int_equal(a.port, 8700);
-	assert_int_equal(kspec_secret(&cf, "alice", secret), 0);
-	assert_string_equal(a.secret, secret);
+	/* The secret of the Pod that is ready, read back from it. */
+	assert_string_equal(a.secret, POD_SECRET);
 	ipvc = index_of("POST", PVCS);
 	inp = index_of("POST", NETPOLS);
 	ipod = index_of("POST", PODS);
@@ -466,11 +475,74 @@ test_ensure_new(void **state)
 	assert_int_equal(kspec_slot_of(&cf, pvc), 2);
 	json_decref(pvc);
 	assert_non_null(strstr(kfake_req(ipod).body, "\"runAsUser\":100002"));
-	assert_non_null(strstr(kfake_req(ipod).body, secret));
+	assert_null(strstr(kfake_req(ipod).body, "hostUsers"));
+	/* A new Pod's own: random, made here, not the user's. */
+	pod = json_loads(kfake_req(ipod).body, 0, NULL);
+	assert_non_null(pod);
+	assert_int_equal(kspec_secret_of(pod, got), 0);
+	assert_int_equal(strlen(got), KSPEC_SECRET_HEX);
+	assert_int_equal(strspn(got, "0123456789abcdef"), KSPEC_SECRET_HEX);
+	json_decref(pod);
 	b->label(b, "alice", secret, sizeof(secret));
 	assert_string_equal(secret, "ns/vivarium-alice");
 	kfake_stop();
 	b->free(b);
+}
+
+/*
+ * user_namespace auto: the version is asked once; from 1.33 the Pod gets
+ * hostUsers: false and the image's user inside.  An API server that drops
+ * the field (the feature off) has the Pod deleted at once and the request
+ * refused: never the image's uid on the node.
+ */
+static void
+test_ensure_userns(void **state)
+{
+	static struct kfake_route r[] = {
+		{ "GET", "/version", 200, "{\"major\":\"1\",\"minor\":\"33+\","
+		    "\"gitVersion\":\"v1.33.2-gke.1\"}", 0, 0 },
+		{ "GET", PVCS "/vivarium-alice-workspace", 200, "{\"metadata\":"
+		    "{\"annotations\":{\"vivarium.io/uid\":\"100004\"}}}", 0, 0 },
+		{ "GET", NETPOLS "/vivarium-alice", 404, "{\"code\":404}", 0, 0 },
+		{ "POST", NETPOLS, 201, "{}", 0, 0 },
+		/* First: the field dropped. */
+		{ "GET", PODS "/vivarium-alice", 404, "{\"code\":404}", 1, 0 },
+		{ "POST", PODS, 201, "{\"spec\":{}}", 1, 0 },
+		{ "DELETE", PODS "/vivarium-alice", 200, "{}", 1, 0 },
+		/* Then: kept. */
+		{ "GET", PODS "/vivarium-alice", 404, "{\"code\":404}", 1, 0 },
+		{ "POST", PODS, 201, "{\"spec\":{\"hostUsers\":false}}", 1, 0 },
+		{ "GET", PODS "/vivarium-alice", 200,
+		    READY_POD_WITH("\"hostUsers\":false,"), 0, 0 },
+		{ NULL, NULL, 0, NULL, 0, 0 },
+	};
+	struct backend		*b;
+	struct agent_addr	 a;
+	struct perr		 e;
+	int			 created, i, versions = 0, ipod;
+
+	conf_for(kfake_start(r));
+	cf.kube.user_namespace = KUBE_USERNS_AUTO;
+	b = kube_backend(&cf, NULL);
+	assert_int_equal(b->ensure(b, "alice", &created, &a, &e), -1);
+	assert_int_equal(e.status, 500);
+	assert_non_null(strstr(e.msg, "dropped hostUsers: false"));
+	assert_non_null(strstr(e.msg, "kubernetes.user_namespace: false"));
+	assert_true(index_of("DELETE", PODS "/vivarium-alice") >
+	    index_of("POST", PODS));
+	if (b->ensure(b, "alice", &created, &a, &e) == -1)
+		fail_msg("%s", e.msg);
+	assert_string_equal(a.secret, POD_SECRET);
+	for (i = 0; i < kfake_count(); i++)
+		if (strcmp(kfake_req(i).target, "/version") == 0)
+			versions++;
+	assert_int_equal(versions, 1);
+	ipod = index_of("POST", PODS);
+	assert_non_null(strstr(kfake_req(ipod).body, "\"hostUsers\":false"));
+	assert_non_null(strstr(kfake_req(ipod).body, "\"runAsUser\":1000,"));
+	kfake_stop();
+	b->free(b);
+	cf.kube.user_namespace = KUBE_USERNS_OFF;
 }
 
 /* A Pod that cannot pull its image fails at once, saying so. */
@@ -723,6 +795,7 @@ main(void)
 		cmocka_unit_test(test_status_words),
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_ensure_new),
+		cmocka_unit_test(test_ensure_userns),
 		cmocka_unit_test(test_ensure_stuck),
 		cmocka_unit_test(test_ensure_netpol_drift),
 		cmocka_unit_test(test_list_and_inspect),
