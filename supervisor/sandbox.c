@@ -518,7 +518,7 @@ image_stale(const struct conf *c, struct podman *p, const json_t *ins,
  * Removes an image that nothing names any more (a rebuild took its tag)
  * once no container uses it; one still named, or still used, is kept.
  */
-static void
+void
 image_drop_unnamed(struct podman *p, const char *id)
 {
 	json_t		*ins;

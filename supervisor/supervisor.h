@@ -382,6 +382,9 @@ int	sandbox_remove(const struct conf *, struct podman *, const char *user,
  */
 int	sandbox_image_info(const struct conf *, struct podman *, const char *id,
 	    int *current, long long *built, struct perr *err);
+/* Removes the image id when nothing names it any more (a rebuild took its
+ * tag) and no container uses it; else leaves it. */
+void	image_drop_unnamed(struct podman *, const char *id);
 /* Bytes the user's workspace image holds on disk (sparse), or -1 when the
  * workspace has no image (no quota). */
 long long sandbox_disk_used(const struct conf *, const char *user);
