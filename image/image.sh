@@ -105,7 +105,7 @@ cmd_base() {
 		return 0
 	fi
 	command -v debootstrap >/dev/null ||
-	    { say "debootstrap is missing (scripts/deps podman)"; exit 1; }
+	    { say "debootstrap is missing (scripts/deps image)"; exit 1; }
 	say "base: no $BASE; debootstrap --variant=minbase $SUITE from $MIRROR"
 	# An older debootstrap has no script for forky yet; testing is
 	# bootstrapped like sid.

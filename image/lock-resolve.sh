@@ -19,7 +19,16 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get -q -o Acquire::Retries=3 update >/dev/null
 arch=$(dpkg --print-architecture)
 for stage in "$@"; do
-	pkgs=$(awk -v s="$stage" -v t="$stage:$SUITE" '$1 == s || $1 == t { print $2 }' /lock/packages.txt)
+	pkgs=
+	# A package this architecture does not have (an amd64-only one on
+	# arm64) is skipped with a warning, not a failed lock.
+	for p in $(awk -v s="$stage" -v t="$stage:$SUITE" '$1 == s || $1 == t { print $2 }' /lock/packages.txt); do
+		if apt-cache show --no-all-versions "$p" >/dev/null 2>&1; then
+			pkgs="$pkgs $p"
+		else
+			echo "lock: $stage: $p does not exist on $arch here: skipped" >&2
+		fi
+	done
 	# What is there now, then what apt would install or upgrade; with
 	# UPGRADE=1 (image/image.sh update), the base's own packages at
 	# their newest too, security updates included.

@@ -16,32 +16,32 @@ IMAGE_ENV = IMAGE_VERSION=$(VERSION) $(if $(SUITE),SUITE=$(SUITE))
 .PHONY: image lock image-update image-base image-for-tests image-for-tests-forky test-image
 
 image:
-	@scripts/deps podman
+	@scripts/deps podman image
 	@$(IMAGE_ENV) image/image.sh $(if $(FORCE),build,ensure)
 
 # Debian's packages as they are today, security updates included, with no
 # tracked file changed (image/image.sh update; what changed is printed).
 image-update:
-	@scripts/deps podman
+	@scripts/deps podman image
 	@$(IMAGE_ENV) image/image.sh update
 
 image-base:
-	@scripts/deps podman
+	@scripts/deps podman image
 	@$(IMAGE_ENV) image/image.sh base
 
 lock:
-	@scripts/deps podman
+	@scripts/deps podman image
 	@$(IMAGE_ENV) image/image.sh lock
 
 # The same image, in the private storage of tests/lib/podman.sh: other
 # suites that need the sandbox image depend on this target.
 image-for-tests:
-	@scripts/deps podman
+	@scripts/deps podman image
 	@$(IMAGE_ENV) VIVARIUM_IMAGE_STORE=test image/image.sh ensure
 
 # The forky flavour, which only test-image needs.
 image-for-tests-forky:
-	@scripts/deps podman
+	@scripts/deps podman image
 	@IMAGE_VERSION=$(VERSION) SUITE=forky VIVARIUM_IMAGE_STORE=test image/image.sh ensure
 
 # Both flavours: the default one with every test, then forky's container.

@@ -466,8 +466,8 @@ egress_keep(const struct conf *c, struct podman *p, int *replaced,
     struct perr *e)
 {
 	json_t		*spec = NULL, *ins = NULL;
-	const char	*have;
-	char		 image_id[80], hash[40];
+	const char	*have, *was;
+	char		 image_id[80], hash[40], old[80] = "";
 	enum ctr_state	 st;
 	int		 rootful, r = -1;
 
@@ -505,6 +505,9 @@ egress_keep(const struct conf *c, struct podman *p, int *replaced,
 	if (st != CTR_MISSING && (have == NULL || strcmp(have, hash) != 0)) {
 		log_info("%s: made from another image or with other settings; "
 		    "making it again", c->egress_container);
+		if ((was = json_string_value(json_object_get(ins, "Image")))
+		    != NULL && strcmp(was, image_id) != 0)
+			snprintf(old, sizeof(old), "%s", was);
 		if (podman_container_remove(p, c->egress_container, e) == -1
 		    && e->status != 404)
 			goto out;
@@ -537,6 +540,9 @@ egress_keep(const struct conf *c, struct podman *p, int *replaced,
 		break;
 	}
 	failed.hash[0] = '\0';
+	/* The image it left, when nothing names it and no sandbox uses it. */
+	if (old[0] != '\0')
+		image_drop_unnamed(p, old);
 	r = 0;
 out:
 	json_decref(ins);

@@ -51,7 +51,7 @@ TEST_SUITES += test-supervisor
 # A few of those with the sandboxes under gVisor (deploy/vivarium-runsc).
 .PHONY: test-gvisor
 test-gvisor:
-	@scripts/deps build test podman
+	@scripts/deps build test podman gvisor
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor
 	@$(MAKE) --no-print-directory image-for-tests
 	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
@@ -85,7 +85,7 @@ bench-gvisor:
 
 # make run: the service on this machine, in the foreground (supervisor/run.sh).
 run:
-	@scripts/deps build podman
+	@scripts/deps build podman $(if $(filter runsc,$(VIVARIUM_RUNTIME)),gvisor)
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
 	@$(MAKE) --no-print-directory image
 	@BIN=$(BIN) supervisor/run.sh

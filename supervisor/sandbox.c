@@ -518,7 +518,7 @@ image_stale(const struct conf *c, struct podman *p, const json_t *ins,
  * Removes an image that nothing names any more (a rebuild took its tag)
  * once no container uses it; one still named, or still used, is kept.
  */
-static void
+void
 image_drop_unnamed(struct podman *p, const char *id)
 {
 	json_t		*ins;
@@ -856,11 +856,11 @@ sandbox_egress_reconnect(const struct conf *c, struct podman *p,
 {
 	struct names	 n;
 	struct perr	 one;
-	json_t		*nets, *net;
+	json_t		*nets, *net, *ins;
 	const char	*user;
 	char		 ip[INET_ADDRSTRLEN];
 	size_t		 i;
-	int		 r = 0;
+	int		 r = 0, running;
 
 	if (c->egress_container == NULL)
 		return 0;
@@ -869,6 +869,13 @@ sandbox_egress_reconnect(const struct conf *c, struct podman *p,
 	json_array_foreach(nets, i, net) {
 		if ((user = sandbox_label_user(net)) == NULL
 		    || sandbox_names(c, user, &n) == -1)
+			continue;
+		/* A stopped sandbox gets it at its start (sandbox_ensure). */
+		if (podman_container_inspect(p, n.container, &ins, &one) == -1)
+			continue;
+		running = podman_ctr_state(ins) == CTR_RUNNING;
+		json_decref(ins);
+		if (!running)
 			continue;
 		if (proxy_ip(c, p, &n, ip, sizeof(ip), &one) == -1
 		    || egress_connect(c, p, &n, ip, &one) == -1) {

@@ -414,11 +414,15 @@ int	sandbox_remove(const struct conf *, struct podman *, const char *user,
  */
 int	sandbox_image_info(const struct conf *, struct podman *, const char *id,
 	    int *current, long long *built, struct perr *err);
+/* Removes the image id when nothing names it any more (a rebuild took its
+ * tag) and no container uses it; else leaves it. */
+void	image_drop_unnamed(struct podman *, const char *id);
 /* Bytes the user's workspace image holds on disk (sparse), or -1 when the
  * workspace has no image (no quota). */
 long long sandbox_disk_used(const struct conf *, const char *user);
-/* Puts the egress proxy back on every user's network (a new proxy
- * container is on none); 0, or -1 with err (the first failure). */
+/* Puts the egress proxy back on the network of every running sandbox (a
+ * new proxy container is on none; a stopped sandbox gets it when it
+ * starts); 0, or -1 with err (the first failure). */
 int	sandbox_egress_reconnect(const struct conf *, struct podman *,
 	    struct perr *err);
 

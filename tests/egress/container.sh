@@ -61,7 +61,6 @@ U_INNER=egi$tag
 U_OTHER=egj$tag
 INNER_NET=vivarium-$U_INNER
 OTHER_NET=vivarium-$U_OTHER
-OTHER=vivtest-other-$tag
 BAD_NET=vivtest-badnet-$tag
 ALT_IMAGE=localhost/vivtest-egress-alt:$tag
 D=$VP_SVC_DIR/sv
@@ -157,8 +156,11 @@ sv noimage "image: localhost/vivtest-no-such-image:$tag" || :
 sv_stop
 said "a missing image is named" \
     "egress proxy is NOT running.*vivtest-no-such-image:$tag is not in Podman's storage" "$D/noimage.log"
-sv badnet "network: $BAD_NET" || :
+keep_net=$EG_NET
+EG_NET=$BAD_NET
+sv badnet || :
 sv_stop
+EG_NET=$keep_net
 said "an internal network is refused as the way out" "NOT running.*network $BAD_NET is internal" "$D/badnet.log"
 printf 'allow_ports: [0]\n' >"$D/bad.yaml"
 sv refused "config: $D/bad.yaml" || :
@@ -179,9 +181,19 @@ vpodman run -d --name "$ORIGIN" --network "$ORIGIN_NET" --image-volume ignore \
     --cap-drop ALL --read-only --entrypoint sh "$IMAGE" -c \
     "mkdir -p /tmp/www && echo hello-$tag >/tmp/www/hello.txt &&
      exec python3 -m http.server --bind 0.0.0.0 --directory /tmp/www 8000" >/dev/null
-# Another user's sandbox, on a network the proxy will be connected to.
+# Users' sandboxes as the supervisor would see them: containers named and
+# labelled for the users, running on their networks (the supervisor puts
+# its proxy on the networks of running sandboxes).  The other user's
+# serves files: the proxy must refuse to reach it.
+OTHER=vivarium-$U_OTHER
+INNER=vivarium-$U_INNER
+vp_on_exit "vpodman rm -f -t 0 $INNER"
+vpodman run -d --name "$INNER" --network "$INNER_NET" --image-volume ignore \
+    --label io.vivarium.managed=true --label io.vivarium.user="$U_INNER" \
+    --cap-drop ALL --read-only --entrypoint sleep "$IMAGE" infinity >/dev/null
 vp_on_exit "vpodman rm -f -t 0 $OTHER"
 vpodman run -d --name "$OTHER" --network "$OTHER_NET" --image-volume ignore \
+    --label io.vivarium.managed=true --label io.vivarium.user="$U_OTHER" \
     --cap-drop ALL --read-only --entrypoint sh "$IMAGE" -c \
     "mkdir -p /tmp/www && echo other-$tag >/tmp/www/hello.txt &&
      exec python3 -m http.server --bind 0.0.0.0 --directory /tmp/www 8000" >/dev/null
@@ -237,7 +249,8 @@ check "on its network and the users' networks there are ($nets)" \
 sleep 3
 check "a look later leaves it alone" test "$(eg_id)" = "$id1"
 vpodman stop -t 2 "$EG" >/dev/null
-if until_ok 20 sh -c 'test "$(vpodman inspect --format "{{.State.Status}}" "$1")" = running' - "$EG"; then
+eg_running() { test "$(eg_state)" = running; }
+if until_ok 20 eg_running; then
 	check "a stopped one is started again, not replaced" test "$(eg_id)" = "$id1"
 else
 	notok "a stopped one is started again ($(eg_state))"
@@ -301,13 +314,15 @@ check "the proxy logged the allowed request" \
 # Without the exception the same origin is private and refused: the
 # container is replaced for the new configuration at the next look.
 printf 'allow_ports: [80, 443, 8000]\n' >"$D/egress.yaml"
-if until_ok 20 sh -c 'test "$(vpodman inspect --format "{{.Id}}" "$1" 2>/dev/null)" != "$2" &&
-    test "$(vpodman inspect --format "{{.State.Status}}" "$1")" = running' - "$EG" "$id1"; then
+eg_replaced() { test "$(eg_id)" != "$id1" && eg_running; }
+if until_ok 20 eg_replaced; then
 	ok "a configuration change replaces it"
 else
 	notok "a configuration change replaces it ($(eg_state))"
 fi
 id2=$(eg_id)
+on_inner() { test "$(ip_on "$EG" "$INNER_NET" 2>/dev/null)" = "$proxy_ip"; }
+until_ok 10 on_inner || :
 ip2=$(ip_on "$EG" "$INNER_NET" 2>/dev/null || :)
 check "... put back on the user network it was on, at the same address ($ip2)" \
     test "$ip2" = "$proxy_ip"
@@ -331,6 +346,9 @@ check "an image change replaces it ($img)" \
 sv_stop
 
 # ---------------------------------------------------------------- make run
+# The stand-in sandboxes go: run.sh's supervisor is another service on the
+# same Podman, and would put its proxy on their networks too.
+vpodman rm -f -t 0 "$INNER" "$OTHER" >/dev/null 2>&1 || :
 # supervisor/run.sh as `make run` runs it, on this private service: its
 # supervisor makes the proxy (another one: other names), and a user's
 # sandbox fetches from the origin through it.
@@ -366,8 +384,8 @@ until curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; do
 	fi
 	sleep 0.2
 done
-check "run.sh's supervisor made the proxy" \
-    test "$(vpodman inspect --format '{{.State.Status}}' vivtest-egress-run-$tag 2>/dev/null)" = running
+st=$(vpodman inspect --format '{{.State.Status}}' "vivtest-egress-run-$tag" 2>&1)
+check "run.sh's supervisor made the proxy ($st)" test "$st" = running
 check "... from an egress section with manage: yes" \
     grep -q "manage: yes" "$run/supervisor.yaml"
 mcp() {

@@ -1,12 +1,12 @@
 #!/bin/sh
 # tests/gvisor/run.sh: a few supervisor tests with the sandboxes under
-# gVisor (make test-gvisor).  Needs runsc (scripts/deps podman), bin/ built,
+# gVisor (make test-gvisor).  Needs runsc (scripts/deps gvisor), bin/ built,
 # the sandbox image in the tests' private storage (make image-for-tests)
 # and the MCP SDK client.
 set -eu
 cd "$(dirname "$0")/../.."
 if [ ! -x /usr/bin/runsc ]; then
-	echo "test-gvisor: /usr/bin/runsc is missing (scripts/deps podman)" >&2
+	echo "test-gvisor: /usr/bin/runsc is missing (scripts/deps gvisor)" >&2
 	exit 1
 fi
 if [ ! -d tests/e2e/node_modules/@modelcontextprotocol/sdk ]; then

@@ -140,7 +140,7 @@ test('vivariumctl list and status go through the backend to the API server', asy
   const n = s.api.requests.length;
   let r = await s.ctl('list');
   assert.equal(r.code, 0, r.err);
-  for (const u of ['alice', 'bob', 'carl']) assert.match(r.out, new RegExp(`^${u}\\s+running`, 'm'), r.out);
+  for (const u of ['alice', 'bob', 'carl']) assert.match(r.out, new RegExp(`^${u}\\s+-\\s+running`, 'm'), r.out);
   assert.ok(s.api.requests.length > n, 'vivariumctl asked the API server');
   r = await s.ctl('--json', 'list');
   assert.equal(r.code, 0, r.err);

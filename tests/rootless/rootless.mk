@@ -4,7 +4,7 @@
 .PHONY: test-rootless
 TEST_SUITES += test-rootless
 test-rootless:
-	@scripts/deps build test podman
+	@scripts/deps build test podman rootless
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
 	@$(MAKE) --no-print-directory image-for-tests
 	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \

@@ -38,7 +38,7 @@ die() { say "$*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root: the test makes a user of its own"
 for c in useradd userdel setpriv newuidmap newgidmap slirp4netns podman node; do
-	command -v "$c" >/dev/null 2>&1 || die "$c is missing (scripts/deps podman test)"
+	command -v "$c" >/dev/null 2>&1 || die "$c is missing (scripts/deps podman rootless test)"
 done
 VERSION=${IMAGE_VERSION:-$(sed -n 's/^VERSION[[:space:]]*:=[[:space:]]*//p' Makefile)}
 IMAGE=${VIVARIUM_SANDBOX_IMAGE:-localhost/vivarium-sandbox:$VERSION}

@@ -407,7 +407,7 @@ test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', as
   assert.equal(st.agent_answers, true);
   r = ctl('--json', 'list');
   assert.ok(JSON.parse(r.out).some((x) => x.user === u && x.state === 'running'));
-  assert.match(ctl('list').out, new RegExp(`${u}\\s+running`));
+  assert.match(ctl('list').out, new RegExp(`${u}\\s+-\\s+running`));
   assert.equal(ctl('stop', u).code, 0);
   assert.equal(ctl('status', u).code, 5);
   assert.equal(ctl('remove-user', u).code, 0);

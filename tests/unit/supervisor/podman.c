@@ -320,8 +320,11 @@ test_egress_already_connected(void **state)
 	assert_int_equal(egress_connect(&c, p, &n, "10.89.7.254", &e), -1);
 	assert_non_null(strstr(e.msg, "is the egress proxy container"));
 	q = fake_last();
+	/* At its fixed address with a MAC made of it: a proxy made anew
+	 * there keeps the neighbours' ARP entries right. */
 	assert_string_equal(q.body, "{\"container\":\"vivarium-egress\","
-	    "\"aliases\":[\"egress\"],\"static_ips\":[\"10.89.7.254\"]}");
+	    "\"aliases\":[\"egress\"],\"static_mac\":\"02:76:0a:59:07:fe\","
+	    "\"static_ips\":[\"10.89.7.254\"]}");
 	done(p);
 }
 
