@@ -133,6 +133,17 @@ fail(const struct perr *e, const char *user)
 	return exit_for(e);
 }
 
+/* A command's leading flag: taken off the arguments, 1 when it was there. */
+static int
+take_flag(int *argc, char ***argv, const char *flag)
+{
+	if (*argc == 0 || strcmp((*argv)[0], flag) != 0)
+		return 0;
+	(*argc)--;
+	(*argv)++;
+	return 1;
+}
+
 /* A user id, as a new user is named (add-user, import). */
 static int
 check_id(const char *user)
@@ -286,11 +297,7 @@ cmd_remove(int argc, char **argv)
 	struct perr	 e;
 	int		 i, purge = 0, rc = EX_OK, r;
 
-	if (argc > 0 && strcmp(argv[0], "--purge") == 0) {
-		purge = 1;
-		argc--;
-		argv++;
-	}
+	purge = take_flag(&argc, &argv, "--purge");
 	if (argc < 1) {
 		usage(stderr);
 		return EX_USAGE;
@@ -1107,11 +1114,7 @@ cmd_import(int argc, char **argv)
 {
 	int	 r, replace = 0, replaced;
 
-	if (argc > 0 && strcmp(argv[0], "--replace") == 0) {
-		replace = 1;
-		argc--;
-		argv++;
-	}
+	replace = take_flag(&argc, &argv, "--replace");
 	if (argc != 1) {
 		usage(stderr);
 		return EX_USAGE;
@@ -1425,11 +1428,7 @@ cmd_restore(int argc, char **argv)
 	size_t		 i;
 	int		 fd, replace = 0, replaced, rc = EX_OK, r;
 
-	if (argc > 0 && strcmp(argv[0], "--replace") == 0) {
-		replace = 1;
-		argc--;
-		argv++;
-	}
+	replace = take_flag(&argc, &argv, "--replace");
 	if (argc != 1) {
 		usage(stderr);
 		return EX_USAGE;

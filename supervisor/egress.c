@@ -253,14 +253,7 @@ egress_container_spec(const struct conf *c, int rootful)
 	}
 	if (rootful && c->uid_base != 0) {
 		base = (json_int_t)idmap_host_id(c, 0, 0);
-		json_object_set_new(spec, "userns", json_pack("{s:s}",
-		    "nsmode", "private"));
-		json_object_set_new(spec, "idmappings", json_pack(
-		    "{s:[{s:I, s:I, s:I}], s:[{s:I, s:I, s:I}]}",
-		    "UIDMap", "container_id", (json_int_t)0, "host_id", base,
-		    "size", (json_int_t)UID_RANGE,
-		    "GIDMap", "container_id", (json_int_t)0, "host_id", base,
-		    "size", (json_int_t)UID_RANGE));
+		spec_userns(spec, base);
 		json_object_set_new(spec, "ipcns", json_pack("{s:s}", "nsmode",
 		    "none"));
 	}

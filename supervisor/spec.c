@@ -132,11 +132,9 @@ sandbox_ids_label(const struct conf *c, const struct sandbox_host *h,
  * its /dev/shm would stay mounted and the container could not be removed
  * once it had exited by itself.
  */
-static void
-userns_spec(const struct conf *c, const struct sandbox_host *h, json_t *spec)
+void
+spec_userns(json_t *spec, json_int_t base)
 {
-	json_int_t	 base = (json_int_t)idmap_host_id(c, h->slot, 0);
-
 	json_object_set_new(spec, "userns", json_pack("{s:s}", "nsmode",
 	    "private"));
 	json_object_set_new(spec, "idmappings", json_pack(
@@ -145,6 +143,14 @@ userns_spec(const struct conf *c, const struct sandbox_host *h, json_t *spec)
 	    "size", (json_int_t)UID_RANGE,
 	    "GIDMap", "container_id", (json_int_t)0, "host_id", base,
 	    "size", (json_int_t)UID_RANGE));
+}
+
+static void
+userns_spec(const struct conf *c, const struct sandbox_host *h, json_t *spec)
+{
+	json_int_t	 base = (json_int_t)idmap_host_id(c, h->slot, 0);
+
+	spec_userns(spec, base);
 	json_object_set_new(spec, "ipcns", json_pack("{s:s}", "nsmode",
 	    "private"));
 	json_array_append_new(json_object_get(spec, "mounts"), json_pack(

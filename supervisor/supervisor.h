@@ -356,6 +356,9 @@ int	sandbox_names(const struct conf *, const char *user, struct names *);
 json_t	*sandbox_network_spec(const struct conf *, const char *user,
 	    const char *isolate);
 json_t	*sandbox_volume_spec(const char *user, const struct sandbox_host *);
+/* A user namespace of its own for spec: ids 0-65535 inside are base and
+ * up on the host. */
+void	spec_userns(json_t *spec, json_int_t base);
 /* proxy_ip: the egress proxy's address on the user's network, or NULL. */
 json_t	*sandbox_container_spec(const struct conf *, const char *user,
 	    const char *proxy_ip, const struct sandbox_host *);

@@ -51,6 +51,7 @@ class State:
     def __init__(self):
         self.first = None          # the namespace: line
         self.not_restored = []     # (name, reason)
+        self.kept_store = None     # the store kept aside for them
         self.modules = {}          # alias -> module name, as restored
         self.imports = []          # dotted submodules kept imported
         self.values = []           # (name, value) stored for the next call
@@ -365,6 +366,8 @@ def _restore(cfg, ns, st):
         return
     st.first = "namespace: restored %d name(s)" % len(res.restored)
     st.not_restored = res.failed
+    if res.failed:
+        st.kept_store = _store.keep_copy(cfg.state_dir, path)
     st.imports = res.imports
     st.modules = dict(res.modules)
 
@@ -564,6 +567,9 @@ def _footer(cfg, st):
         if st.not_restored:
             items = ["%s (%s)" % (n, r) for n, r in sorted(st.not_restored)]
             lines.append("not restored: " + F.bounded_join(items, F.LIST_MAX, sep=", "))
+            if st.kept_store:
+                lines.append("the store as it was is kept as .vivarium/%s"
+                             % st.kept_store)
         if st.values:
             lines.append(F.vars_line(st.values))
         if st.aliases:

@@ -269,6 +269,32 @@ def count_names(path):
         return None
 
 
+UNRESTORED_PREFIX = "namespace.unrestored-"
+
+
+def keep_copy(state_dir, path):
+    """Keeps the store as it is now under namespace.unrestored-<time> (a
+    hard link: the store is replaced by rename, never written in place), so
+    that values this Python could not load (a new image's pandas) are not
+    lost when the next save leaves them out.  The same store kept already
+    is not kept twice; the newest few are kept.  Returns the name, or None."""
+    try:
+        names = sorted(n for n in os.listdir(state_dir) if n.startswith(UNRESTORED_PREFIX))
+        for n in names:
+            if os.path.samefile(os.path.join(state_dir, n), path):
+                return n
+        dest = os.path.join(state_dir, UNRESTORED_PREFIX +
+                            time.strftime("%Y%m%dT%H%M%S", time.gmtime()))
+        if os.path.exists(dest):
+            dest += "-%d" % len(names)
+        os.link(path, dest)
+        for n in names[:-(CORRUPT_KEEP - 1)] if CORRUPT_KEEP > 1 else names:
+            os.unlink(os.path.join(state_dir, n))
+        return os.path.basename(dest)
+    except OSError:
+        return None
+
+
 def move_aside(state_dir, path):
     """Renames a bad store to namespace.corrupt-<time>; keeps the newest few.
     Returns the new name relative to the workspace-ish state dir, or None."""

@@ -129,6 +129,16 @@ class Persist(Workspace):
                          r"^not restored: mylib \(module mylib: ModuleNotFoundError: .*\), "
                          r"t \(ModuleNotFoundError: .*\)$")
         self.assertEqual(r.line("namespace:"), "namespace: restored 1 name(s)")
+        # What could not be loaded (a new image's Python, a module gone)
+        # is not lost: the store as it was is kept, and said once.
+        kept = re.match(r"^the store as it was is kept as \.vivarium/(namespace\.unrestored-\S+)$",
+                        r.line("the store as it was") or "")
+        self.assertIsNotNone(kept, r.stdout)
+        with open(os.path.join(self.state_dir, kept.group(1)), "rb") as f:
+            self.assertIn(b"Thing", f.read())
+        r = self.ok("print(n + 1)")
+        self.assertEqual(r.stdout, "2\n")
+        self.assertIsNone(r.line("the store as it was"))
 
     def test_value_whose_unpickling_exits(self):
         self.ok("class Nasty:\n"

@@ -56,9 +56,14 @@ test('backup holds everything, small, and refuses a directory that exists', asyn
     await c.close();
   }
   const r = ctl('backup', bdir);
-  assert.equal(r.code, 0, r.out);
+  // The tests' Podman is shared: another test's user, half made or half
+  // removed, may fail to back up here; ours may not.
+  if (r.code !== 0) {
+    assert.equal(r.code, 1, r.out);
+    for (const u of [alice, bob]) assert.doesNotMatch(r.out, new RegExp(`${u}: not backed up`), r.out);
+  }
   const man = JSON.parse(readFileSync(join(bdir, 'MANIFEST'), 'utf8'));
-  assert.deepEqual(man.users.map((u) => u.user).sort(), [alice, bob].sort());
+  assert.deepEqual(man.users.map((u) => u.user).filter((u) => u.startsWith(TAG)).sort(), [alice, bob].sort());
   assert.equal(man.users.find((u) => u.user === alice).name, `alice-${TAG}`);
   for (const f of ['supervisor.yaml', 'token', 'link.key', `users/${alice}.tar`, `users/${bob}.tar`])
     assert.ok(existsSync(join(bdir, f)), `${f} is not in the backup: ${readdirSync(bdir)}`);
@@ -66,7 +71,11 @@ test('backup holds everything, small, and refuses a directory that exists', asyn
     assert.equal(statSync(join(bdir, f)).mode & 0o777, 0o600, f);
   // Two 5 GB quota images, sparse, with 1 MB each: the backup is their
   // content, not their size.
-  assert.ok(du(bdir) < 16 << 20, `the backup takes ${du(bdir)} bytes`);
+  const tars = du(join(bdir, 'users', `${alice}.tar`)) + du(join(bdir, 'users', `${bob}.tar`));
+  assert.ok(tars < 8 << 20, `their tars take ${tars} bytes`);
+  // Restore must not touch other tests' users of the shared Podman.
+  man.users = man.users.filter((u) => u.user.startsWith(TAG));
+  writeFileSync(join(bdir, 'MANIFEST'), JSON.stringify(man));
   const again = ctl('backup', bdir);
   assert.equal(again.code, 2, again.out);
   assert.match(again.out, /does not exist yet/);
@@ -89,13 +98,12 @@ test('restore brings users, token and link key back; refuses what is not a backu
 
   // Existing users are left alone without --replace.
   r = ctl('restore', bdir);
-  assert.equal(r.code, 0, r.out);
   assert.match(r.out, new RegExp(`${alice}: kept as it is`));
 
   assert.equal(ctl('remove-user', '--purge', alice, bob).code, 0);
   writeFileSync(tokenFile, 'another-token-0123456789\n', { mode: 0o600 });
   r = ctl('restore', bdir);
-  assert.equal(r.code, 0, r.out);
+  for (const u of [alice, bob]) assert.match(r.out, new RegExp(`${u}: workspace restored`), r.out);
   assert.equal(readFileSync(tokenFile, 'utf8'), `${TOKEN}\n`, 'the token LibreChat holds was not restored');
   assert.equal(readFileSync(`${tokenFile}.before-restore`, 'utf8'), 'another-token-0123456789\n');
   assert.match(ctl('list').out, new RegExp(`^${alice} +alice-${TAG} `, 'm'));

@@ -7,44 +7,29 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  TAG, IMAGE, user, startPodman, startSupervisor, stateDir, ctlBin, cleanup, imagePresent,
-} from './lib.mjs';
+import { TAG, user, stateDir, ctlBin, fileSupervisor } from './lib.mjs';
 
-const podmanSock = `/run/vsv-${TAG}.podman.sock`;
 const alice = user('alice');
 const bob = user('bob');
 const carol = user('carol');
-let podman, sv, state;
+const stack = fileSupervisor({ before, after }, []);
+const state = stateDir();
 
 const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'names-test', version: '0' } } });
 const ctl = (...args) => {
-  const r = spawnSync(ctlBin, ['-f', sv.conf, ...args], { encoding: 'utf8' });
+  const r = spawnSync(ctlBin, ['-f', stack.sv.conf, ...args], { encoding: 'utf8' });
   return { code: r.status, out: r.stdout + r.stderr };
 };
 
-before(async () => {
-  podman = await startPodman(podmanSock);
-  assert.ok(imagePresent(), `${IMAGE} is not in the test storage: run make image-for-tests`);
-  state = stateDir();
-  sv = await startSupervisor({ podmanSock, state });
-});
-
-after(async () => {
-  if (sv) await sv.stop();
-  cleanup();
-  if (podman) await podman.stop();
-});
-
 test('the name LibreChat sends is kept, cleaned, and shown', async () => {
-  let r = await sv.post(init, { userId: alice, headers: { 'x-user-name': `alice-${TAG}@example.org` } });
+  let r = await stack.sv.post(init, { userId: alice, headers: { 'x-user-name': `alice-${TAG}@example.org` } });
   assert.equal(r.status, 200, r.text);
   // A name with a right-to-left override, cleaned (control characters,
   // which no HTTP client sends in a header, are the unit test's).
   // (Header values go as bytes: the UTF-8 of U+202E, as LibreChat sends it.)
   const raw = Buffer.from(`bob\u202e-${TAG}\u200b`, 'utf8').toString('latin1');
-  r = await sv.post(init, { userId: bob, headers: { 'x-user-name': raw } });
+  r = await stack.sv.post(init, { userId: bob, headers: { 'x-user-name': raw } });
   assert.equal(r.status, 200, r.text);
   assert.equal(readFileSync(join(state, 'names', alice), 'utf8'), `alice-${TAG}@example.org\n`);
   assert.equal(readFileSync(join(state, 'names', bob), 'utf8'), `bob-${TAG}\n`);
@@ -70,7 +55,7 @@ test('a name nobody has, or two users share, is refused', async () => {
   let r = ctl('status', `nobody-${TAG}@example.org`);
   assert.equal(r.code, 2, r.out);
   assert.match(r.out, /is neither a user id nor the name of one/);
-  const res = await sv.post(init, { userId: carol, headers: { 'x-user-name': `alice-${TAG}@example.org` } });
+  const res = await stack.sv.post(init, { userId: carol, headers: { 'x-user-name': `alice-${TAG}@example.org` } });
   assert.equal(res.status, 200, res.text);
   r = ctl('status', `alice-${TAG}@example.org`);
   assert.equal(r.code, 2, r.out);
