@@ -1,4 +1,4 @@
-# deploy: how operators run it (README "Ways to run it").
+# deploy: how operators run it (README, docs/operating.md).
 #   make smoke       probe the running supervisor as LibreChat would
 #   make install     programs, runner, templates, examples, units, config
 #   make uninstall   all of it but the config and the token (PURGE=1: those too)
