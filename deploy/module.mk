@@ -1,11 +1,12 @@
-# deploy: how operators run it (README "Ways to run it").
+# deploy: how operators run it (README, docs/operating.md).
 #   make smoke       probe the running supervisor as LibreChat would
 #   make install     programs, runner, templates, examples, units, config
 #   make uninstall   all of it but the config and the token (PURGE=1: those too)
 #                    PREFIX, DESTDIR, BINDIR, LIBDIR, DATADIR, UNITDIR,
 #                    CONFDIR, STATEDIR: deploy/install.sh says where
 #   make test-deploy make run + make smoke, make install + the installed
-#                    supervisor, against the tests' Podman
+#                    supervisor, the nginx snippet of docs/operating.md,
+#                    against the tests' Podman
 #   make test-deploy-k8s  deploy/kubernetes/ validated (schemas, restricted
 #                    Pod Security) and checked against the programs and the
 #                    Kubernetes backend; no cluster, no Podman
@@ -21,7 +22,7 @@ smoke:
 	@supervisor/smoke.sh
 
 test-deploy:
-	@scripts/deps build test podman
+	@scripts/deps build test podman deploy
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl \
 		$(K8S_NODE_MODULES)
 	@$(MAKE) --no-print-directory image-for-tests

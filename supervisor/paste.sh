@@ -9,7 +9,9 @@
 #     reaches (0.0.0.0, or the bridge's gateway), and LibreChat names the
 #     host host.docker.internal (Docker: extra_hosts host-gateway, which
 #     LibreChat's docker-compose.yml has) or host.containers.internal
-#     (Podman adds it to every container).  README "LibreChat in a container".
+#     (Podman adds it to every container).  docs/operating.md, "LibreChat".
+# Then what LibreChat needs besides (a restart, the server picked in a
+# chat) and where file links point (links: public_url).
 set -eu
 [ $# -eq 3 ] || { echo "usage: paste.sh HOST PORT TOKEN" >&2; exit 2; }
 host=$1 port=$2 token=$3
@@ -73,7 +75,20 @@ that is the container itself.  Run the supervisor on an address it reaches
   VIVARIUM_SUPERVISOR_LISTEN=0.0.0.0:$port make run
 EOF
 fi
+case "$host" in
+127.*|::1|localhost|0.0.0.0|::) links="its default, http://$local_host:$port, opens only on this
+machine: set it to an address the users' browsers reach" ;;
+*) links="its default, http://$local_host:$port, works where browsers reach
+that address; behind a TLS reverse proxy, set it to the proxy's https:// address" ;;
+esac
 cat <<EOF
+
+Then restart LibreChat (it reads librechat.yaml and .env only at start), and in
+a chat pick vivarium in the MCP servers menu, or add its tools to an agent.
+
+File links the model gives out point at links: public_url in the supervisor's
+config; $links
+(docs/operating.md, "File links").
 
 Check it from this host: make smoke$( [ "$local_host:$port" = 127.0.0.1:8787 ] || echo " VIVARIUM_URL=http://$local_host:$port")
 =======================================================================================

@@ -42,7 +42,7 @@ if [ -z "$tok" ]; then
 	done
 	[ -n "$tokfile" ] || bad "no token found" \
 	    "set VIVARIUM_SUPERVISOR_TOKEN, or VIVARIUM_TOKEN_FILE to the file named by" \
-	    "token_file in the supervisor's config (make run: /var/lib/vivarium/token)"
+	    "token_file in the supervisor's config (make run and make install: /etc/vivarium/token)"
 	tok=$(head -n 1 "$tokfile")
 fi
 tokwhere=${tokfile:-VIVARIUM_SUPERVISOR_TOKEN}

@@ -56,6 +56,11 @@ t_grep "the entry sends the user id" 'X-User-ID: "{{LIBRECHAT_USER_ID}}"' "$D/ou
 t_grep "... and the user's name, for people" 'X-User-Name: "{{LIBRECHAT_USER_EMAIL}}"' "$D/out"
 t_grep "loopback: says how to serve a LibreChat container" \
     "VIVARIUM_SUPERVISOR_LISTEN=0.0.0.0:$port make run" "$D/out"
+t_grep "says to restart LibreChat" "restart LibreChat" "$D/out"
+t_grep "... and to pick the server in a chat or an agent" "MCP servers menu.*agent" "$D/out"
+t_grep "says where file links point and that loopback is this machine only" \
+    "public_url" "$D/out"
+t_grep "... with the default it would use" "default, http://127.0.0.1:$port, opens only" "$D/out"
 t_grep "names make smoke with the URL" "make smoke VIVARIUM_URL=http://127.0.0.1:$port" "$D/out"
 
 # The block is valid YAML with what LibreChat needs (python3-yaml when
