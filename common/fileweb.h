@@ -84,10 +84,12 @@ enum MHD_Result fileweb_access(const struct fileweb *,
 
 /*
  * An uploaded file's name made safe for the workspace's top level: the part
- * after the last / or \, without control characters, invalid UTF-8 (each
- * bad byte becomes '_'), leading dots and blanks or trailing dots and
- * blanks; at most 200 bytes (cut on a character boundary, the extension
- * kept); "upload" when nothing is left.  Unicode letters are kept.
+ * after the last / or \, without control characters (C0, DEL, C1),
+ * invisible ones (bidi controls, zero-width characters, the BOM: every
+ * format character, unicode_invisible in text.h), invalid UTF-8 (each bad
+ * byte becomes '_'), leading dots and blanks or trailing dots and blanks;
+ * at most 200 bytes (cut on a character boundary, the extension kept);
+ * "upload" when nothing is left.  Unicode letters are kept.
  */
 void	fw_clean_name(const char *in, char *out, size_t outlen);
 /* The Content-Type for a file name, by its extension. */

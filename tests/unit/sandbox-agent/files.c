@@ -69,6 +69,15 @@ test_clean_name(void **state)
 		{ "bad\xff\xfe.csv", "bad__.csv" },
 		{ "Äpfel – Übersicht.csv", "Äpfel – Übersicht.csv" },
 		{ "name. ", "name" },
+		/* Bidi and zero-width characters, the BOM, C1: removed. */
+		{ "rtl\xe2\x80\xaegpj.exe", "rtlgpj.exe" },		/* U+202E */
+		{ "pay\xe2\x80\x8bpal.pdf", "paypal.pdf" },		/* U+200B */
+		{ "\xef\xbb\xbf" "data.csv", "data.csv" },		/* U+FEFF */
+		{ "a\xe2\x81\xa6" "b\xe2\x81\xa9.txt", "ab.txt" },	/* U+2066/9 */
+		{ "x\xc2\x85y\xc2\xad.txt", "xy.txt" },		/* NEL, SHY */
+		{ "\xe2\x80\x8f.bashrc", "bashrc" },	/* then no hidden file */
+		{ "\xe2\x80\xae\xe2\x80\x8b", "upload" },
+		{ "caf\xc3\xa9\xe2\x80\x8c.txt", "caf\xc3\xa9.txt" },
 	};
 	char	 out[256], longname[600];
 	size_t	 i;
