@@ -5,6 +5,11 @@
  * the agent's /_files/ endpoints on its unix socket do the file side, as
  * the sandbox user, inside the sandbox.  Bytes stream both ways through
  * bounded buffers; nothing is held whole.
+ *
+ * What goes wrong on the way (Podman down, a socket not answering) is
+ * said in words that name host paths: the socket of Podman, the user's
+ * agent socket.  A link holder is anyone a link reached, so the page
+ * gets a plain sentence and the log gets the detail (unreachable()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +51,20 @@ fail(struct fw_error *e, unsigned int status, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * The sandbox could not be reached: the page says so in general words,
+ * the log says why (detail may name Podman's socket or the agent's).
+ */
+static void
+unreachable(struct fw_error *e, unsigned int status, const char *user,
+    const char *what, const char *detail)
+{
+	log_warnx("file link for user %s: %s: %s", user, what, detail);
+	fail(e, status, "The sandbox that holds these files is not available "
+	    "right now. Try again in a few minutes; if it keeps failing, tell "
+	    "whoever runs this server (its log says why).");
+}
+
 static struct sandbox *
 acquire(const char *user, unsigned stale, struct fw_error *e)
 {
@@ -57,8 +76,8 @@ acquire(const char *user, unsigned stale, struct fw_error *e)
 		return NULL;
 	}
 	if ((sb = pool_acquire(user, stale, &pe)) == NULL)
-		fail(e, pe.http == 503 ? 503 : 502, "The sandbox that holds "
-		    "these files could not be started: %s", pe.msg);
+		unreachable(e, pe.http == 503 ? 503 : 502, user, "the sandbox "
+		    "could not be started", pe.msg);
 	return sb;
 }
 
@@ -96,8 +115,7 @@ open_agent(const char *user, const char *method, const char *path,
 		if ((f->sb = acquire(user, gen, e)) == NULL)
 			goto fail;
 	}
-	fail(e, 502, "The sandbox that holds these files did not answer: %s",
-	    err);
+	unreachable(e, 502, user, "the sandbox's agent did not answer", err);
 	pool_release(f->sb);
 fail:
 	free(f);
@@ -252,7 +270,8 @@ sv_put_begin(void *arg, const char *user, const char *name,
 	r.chunked = 1;
 	if (agent_stream_open(&f->a, pool_addr(f->sb), &r,
 	    (int)(conf->agent_timeout * 1000), err, sizeof(err)) == -1) {
-		fail(e, 502, "The sandbox did not take the upload: %s", err);
+		unreachable(e, 502, user, "the sandbox did not take an upload",
+		    err);
 		svfile_close(f);
 		f = NULL;
 	}
@@ -278,9 +297,12 @@ sv_put_end(void *h, struct fw_error *e)
 	char		 err[512];
 	json_t		*j = NULL;
 
-	if (agent_stream_close(&f->a, err, sizeof(err)) == -1)
-		fail(e, 502, "The sandbox did not confirm the upload: %s", err);
-	else
+	if (agent_stream_close(&f->a, err, sizeof(err)) == -1) {
+		log_warnx("file link: the sandbox did not confirm an upload: %s",
+		    err);
+		fail(e, 502, "The sandbox did not confirm the upload, so it "
+		    "may not have been saved. Try again in a few minutes.");
+	} else
 		j = answer_json(f, 201, "path", ANSWER_MAX, e);
 	svfile_close(f);
 	return j;
