@@ -43,11 +43,19 @@ struct fw_reader {
 	void		(*close)(void *cookie);
 };
 
+/*
+ * The most the workspace page reads of a listing, as JSON: a relay
+ * refuses a longer answer (a sandbox writes it), and the agent stops its
+ * listing (marked truncated) before it would be this long.
+ */
+#define FW_LIST_MAX	(1u << 20)
+
 struct fw_backend {
 	/* The workspace file at path (checked as read_text_file checks it). */
 	int	(*open)(void *arg, const char *user, const char *path,
 		    struct fw_reader *, struct fw_error *);
-	/* New {"files": [{"path", "size", "mtime"}...], "truncated": bool}. */
+	/* New {"files": [{"path", "size", "mtime"}...], "truncated": bool},
+	 * under FW_LIST_MAX bytes as JSON. */
 	json_t	*(*list)(void *arg, const char *user, struct fw_error *);
 	/*
 	 * One uploaded file, name already cleaned (fw_clean_name).  begin

@@ -20,12 +20,12 @@
 
 #include "buf.h"
 #include "fileweb.h"
+#include "text.h"
 #include "link.h"
 #include "log.h"
 #include "supervisor.h"
 #include "banned.h"
 
-#define LIST_MAX	(16u << 20)
 #define ANSWER_MAX	(64u * 1024)
 
 static const struct conf	*conf;
@@ -133,16 +133,21 @@ svfile_close(struct svfile *f)
 	free(f);
 }
 
-/* Reads the rest of a (small) answer body into b; 0 or -1. */
+/*
+ * Reads the rest of a (small) answer body into b: 0, -1, or 1 when it is
+ * longer than b may hold (then nothing more is read).
+ */
 static int
 read_answer(struct svfile *f, struct buf *b)
 {
 	char	 tmp[16384];
 	ssize_t	 n;
 
+	if (f->a.head.content_length > (long long)b->max)
+		return 1;
 	while ((n = agent_read(&f->a, tmp, sizeof(tmp))) > 0)
 		if (buf_append(b, tmp, (size_t)n) == -1)
-			return -1;
+			return errno == ENOSPC ? 1 : -1;
 	return n == 0 ? 0 : -1;
 }
 
@@ -163,18 +168,26 @@ agent_refusal(struct svfile *f, struct fw_error *e)
 
 /*
  * The JSON answer of an agent whose head said want: an object with key,
- * or NULL with e filled (its refusal, or 502 for a reply not understood).
+ * or NULL with e filled (its refusal, or 502 for a reply not understood
+ * or longer than max: what, e.g. "list of files", names it then).
  */
 static json_t *
 answer_json(struct svfile *f, int want, const char *key, size_t max,
-    struct fw_error *e)
+    const char *what, struct fw_error *e)
 {
 	struct buf	 b = BUF_INIT(max);
 	json_t		*j = NULL;
+	char		 cap[32];
+	int		 r = 0;
 
 	if (f->a.head.status != want)
 		agent_refusal(f, e);
-	else if (read_answer(f, &b) == -1 ||
+	else if ((r = read_answer(f, &b)) == 1) {
+		human_size(max, cap, sizeof(cap));
+		fail(e, 502, "The sandbox's %s is larger than %s, the most "
+		    "read from a sandbox here, so it cannot be shown.", what,
+		    cap);
+	} else if (r == -1 ||
 	    (j = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||
 	    json_object_get(j, key) == NULL) {
 		json_decref(j);
@@ -239,7 +252,10 @@ sv_list(void *arg, const char *user, struct fw_error *e)
 
 	if ((f = open_agent(user, "GET", "/_files/list", e)) == NULL)
 		return NULL;
-	j = answer_json(f, 200, "files", LIST_MAX, e);
+	j = answer_json(f, 200, "files", FW_LIST_MAX, "list of files", e);
+	if (j == NULL && f->a.head.status == 200)
+		log_warnx("file link for user %s: the workspace page was "
+		    "refused: %s", user, e->msg);
 	svfile_close(f);
 	return j;
 }
@@ -303,7 +319,8 @@ sv_put_end(void *h, struct fw_error *e)
 		fail(e, 502, "The sandbox did not confirm the upload, so it "
 		    "may not have been saved. Try again in a few minutes.");
 	} else
-		j = answer_json(f, 201, "path", ANSWER_MAX, e);
+		j = answer_json(f, 201, "path", ANSWER_MAX, "answer to the "
+		    "upload", e);
 	svfile_close(f);
 	return j;
 }

@@ -1,7 +1,9 @@
 /*
- * Unit tests for supervisor/files.c, the relay behind file links: the pool
+ * Unit tests for supervisor/files.c, the relay behind file links: a
+ * scripted server on a unix socket plays the user's agent, and the pool
  * is stubbed.  What a link holder's page says when the sandbox cannot be
- * reached (never a host path: the detail goes to the log).
+ * reached (never a host path: the detail goes to the log), and how much
+ * of a sandbox's listing is read (FW_LIST_MAX, then a clear refusal).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,6 +54,78 @@ unsigned
 pool_gen(const struct sandbox *sb)
 {
 	return 1;
+}
+
+/* ---------------------------------------------------------------- agent */
+
+static struct {
+	int		 fd;
+	char		 path[108];
+	pthread_t	 thread;
+	const char	*head;
+	size_t		 body_len;	/* a listing of about this size */
+} srv;
+
+static void *
+srv_main(void *arg)
+{
+	char	 req[8192], entry[256];
+	size_t	 n = 0, sent;
+	ssize_t	 r;
+	int	 c, i;
+
+	if ((c = accept(srv.fd, NULL, NULL)) == -1)
+		return NULL;
+	while (n < sizeof(req) - 1 && (r = read(c, req + n,
+	    sizeof(req) - 1 - n)) > 0) {
+		n += (size_t)r;
+		req[n] = '\0';
+		if (strstr(req, "\r\n\r\n") != NULL)
+			break;
+	}
+	/* Stops at the first failed write: the relay hung up. */
+	if (write(c, srv.head, strlen(srv.head)) > 0 &&
+	    write(c, "{\"files\":[", 10) > 0) {
+		for (i = 0, sent = 10; sent < srv.body_len; i++) {
+			n = (size_t)snprintf(entry, sizeof(entry), "%s{\"path\":"
+			    "\"dir/file-%08d.csv\",\"size\":1,\"mtime\":1}",
+			    i ? "," : "", i);
+			if (write(c, entry, n) <= 0)
+				break;
+			sent += n;
+		}
+		(void)!write(c, "],\"truncated\":false}", 20);
+	}
+	close(c);
+	return NULL;
+}
+
+static void
+srv_start(const char *head, size_t body_len)
+{
+	struct sockaddr_un sun;
+
+	srv.head = head;
+	srv.body_len = body_len;
+	snprintf(srv.path, sizeof(srv.path), "/tmp/fakeagent-files.%d.sock",
+	    (int)getpid());
+	unlink(srv.path);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, srv.path, strlen(srv.path) + 1);
+	srv.fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(srv.fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(srv.fd, 4), 0);
+	agent_addr_unix(&fake_addr, srv.path);
+	pthread_create(&srv.thread, NULL, srv_main, NULL);
+}
+
+static void
+srv_stop(void)
+{
+	pthread_join(srv.thread, NULL);
+	close(srv.fd);
+	unlink(srv.path);
 }
 
 /* ---------------------------------------------------------------- stderr */
@@ -174,12 +248,58 @@ test_agent_socket_names_no_path(void **state)
 	assert_non_null(strstr(log, sock));
 }
 
+static void
+test_list_read_bounded(void **state)
+{
+	struct fw_error	 e;
+	json_t		*j;
+	char		 head[256];
+	const char	*log;
+
+	/* Control: a listing under the bound is read whole. */
+	srv_start("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	    "Connection: close\r\n\r\n", 200 * 1024);
+	memset(&e, 0, sizeof(e));
+	assert_non_null(j = sv_list(NULL, "alice", &e));
+	assert_true(json_array_size(json_object_get(j, "files")) > 3000);
+	json_decref(j);
+	srv_stop();
+
+	/* Said too long in the head: refused before reading. */
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: "
+	    "application/json\r\nContent-Length: %u\r\nConnection: close\r\n"
+	    "\r\n", 16u << 20);
+	srv_start(head, 16u << 20);
+	memset(&e, 0, sizeof(e));
+	capture_begin();
+	assert_null(sv_list(NULL, "alice", &e));
+	log = capture_end();
+	srv_stop();
+	assert_int_equal(e.status, 502);
+	assert_string_equal(e.msg, "The sandbox's list of files is larger than "
+	    "1.0 MB, the most read from a sandbox here, so it cannot be "
+	    "shown.");
+	assert_non_null(strstr(log, "user alice"));
+
+	/* Not said (read to the end): refused once past the bound. */
+	srv_start("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	    "Connection: close\r\n\r\n", 4u << 20);
+	memset(&e, 0, sizeof(e));
+	capture_begin();
+	assert_null(sv_list(NULL, "alice", &e));
+	(void)capture_end();
+	srv_stop();
+	assert_int_equal(e.status, 502);
+	assert_non_null(strstr(e.msg, "larger than 1.0 MB"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_podman_down_names_no_path, setup),
 		cmocka_unit_test_setup(test_agent_socket_names_no_path, setup),
+		cmocka_unit_test_setup(test_list_read_bounded, setup),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
