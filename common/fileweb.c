@@ -206,6 +206,12 @@ fw_clean_name(const char *in, char *out, size_t outlen)
 			q++;
 			continue;
 		}
+		/* Unseen but not without effect: "rtl<U+202E>gpj.exe" shows
+		 * as "rtlexe.jpg", U+200B makes two names look alike. */
+		if (unicode_invisible(utf8_code((const unsigned char *)q, k))) {
+			q += k;
+			continue;
+		}
 		memcpy(tmp + n, q, (size_t)k);
 		n += (size_t)k;
 		q += k;

@@ -43,11 +43,19 @@ struct fw_reader {
 	void		(*close)(void *cookie);
 };
 
+/*
+ * The most the workspace page reads of a listing, as JSON: a relay
+ * refuses a longer answer (a sandbox writes it), and the agent stops its
+ * listing (marked truncated) before it would be this long.
+ */
+#define FW_LIST_MAX	(1u << 20)
+
 struct fw_backend {
 	/* The workspace file at path (checked as read_text_file checks it). */
 	int	(*open)(void *arg, const char *user, const char *path,
 		    struct fw_reader *, struct fw_error *);
-	/* New {"files": [{"path", "size", "mtime"}...], "truncated": bool}. */
+	/* New {"files": [{"path", "size", "mtime"}...], "truncated": bool},
+	 * under FW_LIST_MAX bytes as JSON. */
 	json_t	*(*list)(void *arg, const char *user, struct fw_error *);
 	/*
 	 * One uploaded file, name already cleaned (fw_clean_name).  begin
@@ -84,10 +92,12 @@ enum MHD_Result fileweb_access(const struct fileweb *,
 
 /*
  * An uploaded file's name made safe for the workspace's top level: the part
- * after the last / or \, without control characters, invalid UTF-8 (each
- * bad byte becomes '_'), leading dots and blanks or trailing dots and
- * blanks; at most 200 bytes (cut on a character boundary, the extension
- * kept); "upload" when nothing is left.  Unicode letters are kept.
+ * after the last / or \, without control characters (C0, DEL, C1),
+ * invisible ones (bidi controls, zero-width characters, the BOM: every
+ * format character, unicode_invisible in text.h), invalid UTF-8 (each bad
+ * byte becomes '_'), leading dots and blanks or trailing dots and blanks;
+ * at most 200 bytes (cut on a character boundary, the extension kept);
+ * "upload" when nothing is left.  Unicode letters are kept.
  */
 void	fw_clean_name(const char *in, char *out, size_t outlen);
 /* The Content-Type for a file name, by its extension. */

@@ -8,6 +8,7 @@
 #include <syslog.h>
 
 #include "log.h"
+#include "text.h"
 #include "banned.h"
 
 static const char	*log_prog = "vivarium";
@@ -27,35 +28,47 @@ log_setverbose(int verbose)
 	log_verbose = verbose;
 }
 
+/*
+ * Writes one line: msg (and the text of errno code) escaped, so that no
+ * path, name or header a client sent can break the line, start one of
+ * its own or hide part of it (text_escape_line).  Every message goes
+ * through here: no caller has to remember which of its strings came from
+ * outside.  One write per line so lines of concurrent threads do not
+ * interleave.
+ */
+static void
+log_line(int code, const char *fmt, va_list ap)
+{
+	char	 msg[4096], line[8192];
+	size_t	 n;
+
+	/* Room for the error's text, however long the message. */
+	vsnprintf(msg, code != 0 ? sizeof(msg) - 128 : sizeof(msg), fmt, ap);
+	if (code != 0 && (n = strlen(msg)) + 3 < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - n, ": %s", strerror(code));
+	text_escape_line(line, sizeof(line), msg);
+	fprintf(stderr, "%s: %s\n", log_prog, line);
+	fflush(stderr);
+}
+
 void
 vlog(int pri, const char *fmt, va_list ap)
 {
-	char	 line[4096];
 	int	 saved = errno;
 
 	if (pri == LOG_DEBUG && !log_verbose) {
 		errno = saved;
 		return;
 	}
-	/* One write per line so lines from concurrent threads do not interleave. */
-	vsnprintf(line, sizeof(line), fmt, ap);
-	fprintf(stderr, "%s: %s\n", log_prog, line);
-	fflush(stderr);
+	log_line(0, fmt, ap);
 	errno = saved;
 }
 
 static void
 log_errno(int pri, int code, const char *fmt, va_list ap)
 {
-	char	 msg[3800];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (code != 0)
-		fprintf(stderr, "%s: %s: %s\n", log_prog, msg, strerror(code));
-	else
-		fprintf(stderr, "%s: %s\n", log_prog, msg);
-	fflush(stderr);
 	(void)pri;
+	log_line(code, fmt, ap);
 }
 
 void

@@ -4,6 +4,10 @@
  * Lines go to stderr as "prog: message" (journald and podman logs pick them
  * up).  log_warn and fatal append strerror(errno); the x variants do not.
  * errno is preserved across every call, so logging never hides an error.
+ * A message is escaped as a whole (text_escape_line in text.h): control
+ * characters, bytes that are not UTF-8 and invisible ones such as bidi
+ * overrides show as \xNN, so a path, name or header from a client can be
+ * logged as it is and still never forge, break or reorder a line.
  */
 #ifndef VIVARIUM_LOG_H
 #define VIVARIUM_LOG_H

@@ -70,13 +70,14 @@ build/fuzz/http1-%: tests/fuzz/http1/fuzz_%.c common/http1.c common/http1.h \
 # drops that, and libFuzzer still reports a crash on its own copy of stderr.
 $(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
 		egress-proxy/conf.c egress-proxy/egress.h common/buf.c \
-		common/config.c common/conftab.c common/yconf.c common/log.c
+		common/config.c common/conftab.c common/yconf.c common/log.c \
+		common/text.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
 		egress-proxy/conf.c common/buf.c common/config.c common/conftab.c \
-		common/yconf.c common/log.c \
+		common/yconf.c common/log.c common/text.c \
 		-lyaml -lpthread
 
 test-fuzz-egress:

@@ -216,6 +216,7 @@ json_t	*files_tool_workspace(const struct agent_ctx *, json_t *args);
 #define JOB_ID_LEN	24		/* hex digits */
 #define JOB_KEEP_S	3600		/* an uncollected result is kept this long */
 #define JOBS_MAX	32		/* background jobs kept at once */
+#define JOBS_PER_USER	8		/* of those, one user's (per-user mode) */
 
 struct job;
 struct run_limits;
@@ -252,8 +253,13 @@ void	job_last_line(struct job *, char *out, size_t outlen);
 void	job_output_so_far(struct job *, char *out, size_t outlen,
 	    unsigned long long *total);
 void	job_unref(struct job *);
-/* Background jobs: registering gives it an id; find takes a reference. */
-int	job_register(struct job *, char *err, size_t errlen);
+/*
+ * Background jobs: registering gives it an id; find takes a reference.
+ * Refused (-1, err naming the cap and the workspace's jobs) when the
+ * table holds JOBS_MAX jobs, or per_workspace of the job's workspace.
+ */
+int	job_register(struct job *, int per_workspace, char *err,
+	    size_t errlen);
 const char *job_id(struct job *);
 struct job *job_find(const char *workspace, const char *id);
 /* The oldest background job of the workspace not done yet (it runs, or

@@ -62,8 +62,29 @@ ws_open(const char *ws, const char *path, struct fw_reader *r,
 
 struct walk {
 	json_t	*files;
+	size_t	 bytes;		/* the JSON of files so far, at most */
 	int	 truncated;
 };
+
+/*
+ * An entry's JSON, at most: {"path":"...","size":N,"mtime":N}, with the
+ * path as jansson escapes it (a quote or backslash 2 bytes, a control
+ * character up to 6).  The listing stops before FW_LIST_MAX, the most a
+ * relay reads of it, less room for the object around the array.
+ */
+#define LIST_ENTRY_FIXED	72
+#define LIST_BYTES		(FW_LIST_MAX - 4096)
+
+static size_t
+entry_bytes(const char *path)
+{
+	const unsigned char	*p;
+	size_t			 n = LIST_ENTRY_FIXED;
+
+	for (p = (const unsigned char *)path; *p != '\0'; p++)
+		n += *p < 0x20 ? 6 : *p == '"' || *p == '\\' ? 2 : 1;
+	return n;
+}
 
 static void
 walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
@@ -83,7 +104,8 @@ walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
 		    strcmp(de->d_name, "..") == 0 ||
 		    (depth == 0 && strcmp(de->d_name, STATE_DIR) == 0))
 			continue;
-		if (json_array_size(w->files) >= LIST_MAX) {
+		if (json_array_size(w->files) >= LIST_MAX ||
+		    w->bytes >= LIST_BYTES) {
 			w->truncated = 1;
 			break;
 		}
@@ -97,6 +119,13 @@ walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
 
 			if (p == NULL)
 				continue;
+			if (w->bytes + entry_bytes(path) > LIST_BYTES) {
+				json_decref(p);
+				w->bytes = LIST_BYTES;	/* full: stop */
+				w->truncated = 1;
+				break;
+			}
+			w->bytes += entry_bytes(path);
 			json_array_append_new(w->files, json_pack("{s:o, s:I, "
 			    "s:I}", "path", p, "size", (json_int_t)st.st_size,
 			    "mtime", (json_int_t)st.st_mtime));
@@ -131,7 +160,7 @@ path_cmp(const void *a, const void *b)
 static json_t *
 ws_list(const char *ws, struct fw_error *e)
 {
-	struct walk	 w = { NULL, 0 };
+	struct walk	 w = { NULL, 0, 0 };
 	json_t		**v, *sorted, *out;
 	size_t		 i, n;
 	int		 fd;

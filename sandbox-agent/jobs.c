@@ -494,11 +494,58 @@ random_id(char *out)
 	return 0;
 }
 
-int
-job_register(struct job *j, char *err, size_t errlen)
+/*
+ * The refusal when the workspace of j has n jobs, its cap: what each is
+ * doing, so the caller can collect or stop one.  table_mtx held.
+ */
+static void
+refuse_workspace(const struct job *j, int n, char *err, size_t errlen)
 {
+	struct job	*o;
+	size_t		 len;
+	double		 now = clock_mono();
+	int		 done;
+
+	snprintf(err, errlen, "%s already has %d background jobs running or "
+	    "waiting to be collected, the most one user may keep (this server "
+	    "keeps %d in all, for every user):", j->label, n, JOBS_MAX);
+	for (o = table; o != NULL; o = o->next) {
+		if (strcmp(o->workspace, j->workspace) != 0)
+			continue;
+		pthread_mutex_lock(&o->mtx);
+		done = o->done;
+		pthread_mutex_unlock(&o->mtx);
+		len = strlen(err);
+		if (done)
+			snprintf(err + len, errlen - len, " %s (done, not "
+			    "collected)", o->id);
+		else
+			snprintf(err + len, errlen - len, " %s (running for "
+			    "%.0f s)", o->id, now - o->created);
+	}
+	len = strlen(err);
+	snprintf(err + len, errlen - len, ". Collect a finished one with "
+	    "job_status(job_id), or stop one with job_status(job_id, "
+	    "stop=true), then start this again.");
+}
+
+int
+job_register(struct job *j, int per_workspace, char *err, size_t errlen)
+{
+	struct job	*o;
+	int		 mine = 0;
+
 	pthread_mutex_lock(&table_mtx);
 	table_expire();
+	for (o = table; o != NULL; o = o->next)
+		if (strcmp(o->workspace, j->workspace) == 0)
+			mine++;
+	/* A user at its own cap hears so, even when the table is full too. */
+	if (per_workspace < JOBS_MAX && mine >= per_workspace) {
+		refuse_workspace(j, mine, err, errlen);
+		pthread_mutex_unlock(&table_mtx);
+		return -1;
+	}
 	if (ntable >= JOBS_MAX) {
 		pthread_mutex_unlock(&table_mtx);
 		snprintf(err, errlen, "%d background jobs are running or wait "

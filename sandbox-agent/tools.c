@@ -768,7 +768,7 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 	struct job		*job, *busy;
 	json_t			*code, *fresh, *bg, *out;
 	long			 asked, timeout_s;
-	char			 ebuf[512];
+	char			 ebuf[1024];
 	int			 tracked, r;
 
 	if (args_known("run_python", args, names, err) == -1)
@@ -827,7 +827,11 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 
 	if (json_is_true(bg)) {
 		busy = job_busy(ctx->workspace);
-		if (job_register(job, ebuf, sizeof(ebuf)) == -1) {
+		/* Users sharing this agent share its table: none fills it. */
+		if (job_register(job, cfg->user_header != NULL ? JOBS_PER_USER :
+		    JOBS_MAX, ebuf, sizeof(ebuf)) == -1) {
+			log_info("run_python: %s: background job refused: %s",
+			    ctx->label, ebuf);
 			job_unref(busy);
 			job_unref(job);
 			return tool_text(ebuf, strlen(ebuf), 1);

@@ -5,6 +5,11 @@
  * the agent's /_files/ endpoints on its unix socket do the file side, as
  * the sandbox user, inside the sandbox.  Bytes stream both ways through
  * bounded buffers; nothing is held whole.
+ *
+ * What goes wrong on the way (Podman down, a socket not answering) is
+ * said in words that name host paths: the socket of Podman, the user's
+ * agent socket.  A link holder is anyone a link reached, so the page
+ * gets a plain sentence and the log gets the detail (unreachable()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,12 +20,12 @@
 
 #include "buf.h"
 #include "fileweb.h"
+#include "text.h"
 #include "link.h"
 #include "log.h"
 #include "supervisor.h"
 #include "banned.h"
 
-#define LIST_MAX	(16u << 20)
 #define ANSWER_MAX	(64u * 1024)
 
 static const struct conf	*conf;
@@ -46,6 +51,20 @@ fail(struct fw_error *e, unsigned int status, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * The sandbox could not be reached: the page says so in general words,
+ * the log says why (detail may name Podman's socket or the agent's).
+ */
+static void
+unreachable(struct fw_error *e, unsigned int status, const char *user,
+    const char *what, const char *detail)
+{
+	log_warnx("file link for user %s: %s: %s", user, what, detail);
+	fail(e, status, "The sandbox that holds these files is not available "
+	    "right now. Try again in a few minutes; if it keeps failing, tell "
+	    "whoever runs this server (its log says why).");
+}
+
 static struct sandbox *
 acquire(const char *user, unsigned stale, struct fw_error *e)
 {
@@ -57,8 +76,8 @@ acquire(const char *user, unsigned stale, struct fw_error *e)
 		return NULL;
 	}
 	if ((sb = pool_acquire(user, stale, &pe)) == NULL)
-		fail(e, pe.http == 503 ? 503 : 502, "The sandbox that holds "
-		    "these files could not be started: %s", pe.msg);
+		unreachable(e, pe.http == 503 ? 503 : 502, user, "the sandbox "
+		    "could not be started", pe.msg);
 	return sb;
 }
 
@@ -96,8 +115,7 @@ open_agent(const char *user, const char *method, const char *path,
 		if ((f->sb = acquire(user, gen, e)) == NULL)
 			goto fail;
 	}
-	fail(e, 502, "The sandbox that holds these files did not answer: %s",
-	    err);
+	unreachable(e, 502, user, "the sandbox's agent did not answer", err);
 	pool_release(f->sb);
 fail:
 	free(f);
@@ -115,16 +133,21 @@ svfile_close(struct svfile *f)
 	free(f);
 }
 
-/* Reads the rest of a (small) answer body into b; 0 or -1. */
+/*
+ * Reads the rest of a (small) answer body into b: 0, -1, or 1 when it is
+ * longer than b may hold (then nothing more is read).
+ */
 static int
 read_answer(struct svfile *f, struct buf *b)
 {
 	char	 tmp[16384];
 	ssize_t	 n;
 
+	if (f->a.head.content_length > (long long)b->max)
+		return 1;
 	while ((n = agent_read(&f->a, tmp, sizeof(tmp))) > 0)
 		if (buf_append(b, tmp, (size_t)n) == -1)
-			return -1;
+			return errno == ENOSPC ? 1 : -1;
 	return n == 0 ? 0 : -1;
 }
 
@@ -145,18 +168,26 @@ agent_refusal(struct svfile *f, struct fw_error *e)
 
 /*
  * The JSON answer of an agent whose head said want: an object with key,
- * or NULL with e filled (its refusal, or 502 for a reply not understood).
+ * or NULL with e filled (its refusal, or 502 for a reply not understood
+ * or longer than max: what, e.g. "list of files", names it then).
  */
 static json_t *
 answer_json(struct svfile *f, int want, const char *key, size_t max,
-    struct fw_error *e)
+    const char *what, struct fw_error *e)
 {
 	struct buf	 b = BUF_INIT(max);
 	json_t		*j = NULL;
+	char		 cap[32];
+	int		 r = 0;
 
 	if (f->a.head.status != want)
 		agent_refusal(f, e);
-	else if (read_answer(f, &b) == -1 ||
+	else if ((r = read_answer(f, &b)) == 1) {
+		human_size(max, cap, sizeof(cap));
+		fail(e, 502, "The sandbox's %s is larger than %s, the most "
+		    "read from a sandbox here, so it cannot be shown.", what,
+		    cap);
+	} else if (r == -1 ||
 	    (j = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||
 	    json_object_get(j, key) == NULL) {
 		json_decref(j);
@@ -221,7 +252,10 @@ sv_list(void *arg, const char *user, struct fw_error *e)
 
 	if ((f = open_agent(user, "GET", "/_files/list", e)) == NULL)
 		return NULL;
-	j = answer_json(f, 200, "files", LIST_MAX, e);
+	j = answer_json(f, 200, "files", FW_LIST_MAX, "list of files", e);
+	if (j == NULL && f->a.head.status == 200)
+		log_warnx("file link for user %s: the workspace page was "
+		    "refused: %s", user, e->msg);
 	svfile_close(f);
 	return j;
 }
@@ -258,8 +292,8 @@ sv_put_begin(void *arg, const char *user, const char *name,
 		    sizeof(err)) == 0)
 			break;
 		if (!stale || attempt > 0) {
-			fail(e, 502, "The sandbox did not take the upload: %s",
-			    err);
+			unreachable(e, 502, user, "the sandbox did not take an "
+			    "upload", err);
 			svfile_close(f);
 			f = NULL;
 			break;
@@ -295,10 +329,14 @@ sv_put_end(void *h, struct fw_error *e)
 	char		 err[512];
 	json_t		*j = NULL;
 
-	if (agent_stream_close(&f->a, err, sizeof(err)) == -1)
-		fail(e, 502, "The sandbox did not confirm the upload: %s", err);
-	else
-		j = answer_json(f, 201, "path", ANSWER_MAX, e);
+	if (agent_stream_close(&f->a, err, sizeof(err)) == -1) {
+		log_warnx("file link: the sandbox did not confirm an upload: %s",
+		    err);
+		fail(e, 502, "The sandbox did not confirm the upload, so it "
+		    "may not have been saved. Try again in a few minutes.");
+	} else
+		j = answer_json(f, 201, "path", ANSWER_MAX, "answer to the "
+		    "upload", e);
 	svfile_close(f);
 	return j;
 }

@@ -335,6 +335,33 @@ describe('per-user workspaces (VIVARIUM_USER_HEADER)', () => {
     assert.ok(took < 3800, `two users' 2 s runs took ${took} ms (serialized would be over 4000)`);
   });
 
+  test('one user keeps at most 8 background jobs; others still get theirs', async () => {
+    const alice = await agent.connect({ headers: { 'X-User-ID': 'jobs-alice' } });
+    const bob = await agent.connect({ headers: { 'X-User-ID': 'jobs-bob' } });
+    const bg = (c) => run(c, 'import time\ntime.sleep(60)', { background: true });
+    const ids = [];
+    try {
+      for (let i = 0; i < 8; i++) {
+        const r = await bg(alice);
+        assert.equal(r.isError, false, textOf(r));
+        ids.push([alice, r.structuredContent.job_id]);
+      }
+      const refused = await bg(alice);
+      assert.equal(refused.isError, true);
+      const t = textOf(refused);
+      assert.match(t, /user jobs-alice already has 8 background jobs running or waiting to be collected, the most one user may keep/);
+      for (const [, id] of ids) assert.ok(t.includes(id), `${id} named in: ${t}`);
+      assert.match(t, /running for \d+ s/);
+      const rb = await bg(bob);
+      assert.equal(rb.isError, false, textOf(rb));
+      ids.push([bob, rb.structuredContent.job_id]);
+    } finally {
+      for (const [c, id] of ids) await c.callTool({ name: 'job_status', arguments: { job_id: id, stop: true } });
+      await alice.close();
+      await bob.close();
+    }
+  });
+
   test('missing or unsafe user ids get a clear 400', async () => {
     const ping = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
     let r = await agent.post(ping);

@@ -2,10 +2,12 @@
 // image, two users.  Run by `make test-files` (tests/files/run.sh).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
 import {
   supervisorTarget, launchBrowser, mint, parseToken, splitLink, get, upload, hmac, readMasterKey,
-  randomBytes, existsSync, join, MiB,
+  randomBytes, existsSync, join, MiB, TAG, user, userKey, now, sleep, rmSync,
 } from './lib.mjs';
+import { startSupervisor } from '../supervisor/lib.mjs';
 import {
   browserScenarios, badInputScenarios, capScenario, bigScenarios, keyScenarios, runPython, shareFile, uploadLink, workspaceLink,
 } from './scenarios.mjs';
@@ -123,6 +125,34 @@ test('two users: alice\'s links reach alice\'s workspace only', async () => {
   const x = await upload(`${U.origin}/up/${relabel}`, [{ name: 'relabel.txt', data: 'x' }]);
   assert.equal(x.status, 403, x.text);
   assert.ok(!existsSync(join(t.ws(alice), 'relabel.txt')) && !existsSync(join(t.ws(bob), 'relabel.txt')));
+});
+
+// A supervisor whose Podman is nowhere: what a link holder's page says
+// (no host path) and what the log says (the socket, for the operator).
+test('Podman unreachable: the link page names no host path, the log does', async () => {
+  const state = `/run/vsv-${TAG}-nopodman`;
+  const sock = `${state}/nowhere/podman.sock`;
+  mkdirSync(state, { recursive: true });
+  const sv = await startSupervisor({ podmanSock: sock, state });
+  try {
+    const u = user('nopodman');
+    const key = userKey(readMasterKey(join(state, 'link.key')), u);
+    const tok = mint(key, { purpose: 'w', user: u, expiry: now() + 600 });
+    for (const path of [`/ws/${tok}`, `/ws/${tok}/file/a.txt`]) {
+      const r = await get(`${sv.base}${path}`);
+      assert.equal(r.status, 503, r.text);
+      assert.match(r.text, /not available right now/);
+      assert.ok(!r.text.includes(state) && !/podman|\.sock|\/run\//i.test(r.text), r.text);
+    }
+    const up = await upload(`${sv.base}/ws/${tok}`, [{ name: 'x.txt', data: 'x' }]);
+    assert.equal(up.status, 503, up.text);
+    assert.ok(!up.text.includes(state), up.text);
+    for (let i = 0; i < 100 && !sv.stderr().includes(sock); i++) await sleep(50);
+    assert.match(sv.stderr(), new RegExp(`file link for user ${u}: the sandbox could not be started: .*${sock}`));
+  } finally {
+    await sv.stop();
+    rmSync(state, { recursive: true, force: true });
+  }
 });
 
 bigScenarios(env);

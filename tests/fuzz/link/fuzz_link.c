@@ -4,8 +4,9 @@
  * and fw_clean_name (common/fileweb.c).  Both take bytes from anyone with
  * a browser.  Besides the sanitizers it checks their promises: only a
  * token signed with our key passes, whatever else the input holds; a
- * cleaned name is never empty, never has a '/', a control character or a
- * leading dot, is valid UTF-8 and is stable (cleaning it again changes
+ * cleaned name is never empty, never has a '/', a control character, an
+ * invisible one (bidi, zero-width) or a leading dot, is valid UTF-8 and is
+ * stable (cleaning it again changes
  * nothing).  Built and run by `make test-fuzz-agent`.
  */
 #include <stdint.h>
@@ -15,6 +16,7 @@
 
 #include "fileweb.h"
 #include "link.h"
+#include "text.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -50,6 +52,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct buf		 t = BUF_INIT(1 << 16);
 	char			*s, out[256], again[256];
 	size_t			 i;
+	int			 seq;
 
 	if (!k.have_master) {
 		memset(k.master, 0x5a, sizeof(k.master));
@@ -74,9 +77,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    strchr(out, '/') != NULL || strchr(out, '\\') != NULL ||
 	    !utf8_ok((const unsigned char *)out))
 		abort();
-	for (i = 0; out[i] != '\0'; i++)
+	for (i = 0; out[i] != '\0'; i += (size_t)seq) {
 		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
 			abort();
+		seq = utf8_seq((const unsigned char *)out + i, strlen(out + i));
+		if (seq <= 0 || unicode_invisible(utf8_code(
+		    (const unsigned char *)out + i, seq)))
+			abort();
+	}
 	fw_clean_name(out, again, sizeof(again));
 	if (strcmp(out, again) != 0)
 		abort();

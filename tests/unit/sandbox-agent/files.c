@@ -69,6 +69,15 @@ test_clean_name(void **state)
 		{ "bad\xff\xfe.csv", "bad__.csv" },
 		{ "Äpfel – Übersicht.csv", "Äpfel – Übersicht.csv" },
 		{ "name. ", "name" },
+		/* Bidi and zero-width characters, the BOM, C1: removed. */
+		{ "rtl\xe2\x80\xaegpj.exe", "rtlgpj.exe" },		/* U+202E */
+		{ "pay\xe2\x80\x8bpal.pdf", "paypal.pdf" },		/* U+200B */
+		{ "\xef\xbb\xbf" "data.csv", "data.csv" },		/* U+FEFF */
+		{ "a\xe2\x81\xa6" "b\xe2\x81\xa9.txt", "ab.txt" },	/* U+2066/9 */
+		{ "x\xc2\x85y\xc2\xad.txt", "xy.txt" },		/* NEL, SHY */
+		{ "\xe2\x80\x8f.bashrc", "bashrc" },	/* then no hidden file */
+		{ "\xe2\x80\xae\xe2\x80\x8b", "upload" },
+		{ "caf\xc3\xa9\xe2\x80\x8c.txt", "caf\xc3\xa9.txt" },
 	};
 	char	 out[256], longname[600];
 	size_t	 i;
@@ -201,6 +210,44 @@ test_list_and_open(void **state)
 	assert_int_equal(e.status, 404);
 }
 
+/*
+ * A workspace whose full listing would pass FW_LIST_MAX as JSON: 1000
+ * names of 200 bytes, control characters most of them (6 bytes each as
+ * JSON).  The listing stops in time and says it did.
+ */
+static void
+test_list_bounded(void **state)
+{
+	struct fw_error	 e;
+	char		 dir[300], name[256];
+	json_t		*l;
+	char		*dump;
+	int		 dfd, fd, i;
+
+	snprintf(dir, sizeof(dir), "%s/big", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_true((dfd = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	for (i = 0; i < 1000; i++) {
+		memset(name, '\x01', 200);
+		snprintf(name, sizeof(name), "%04d", i);
+		name[4] = '\x01';
+		name[200] = '\0';
+		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	close(dfd);
+	memset(&e, 0, sizeof(e));
+	assert_non_null(l = ws_list(dir, &e));
+	assert_non_null(dump = json_dumps(l, JSON_COMPACT));
+	assert_true(strlen(dump) <= FW_LIST_MAX);
+	assert_true(json_is_true(json_object_get(l, "truncated")));
+	/* As many as fit, not a handful. */
+	assert_true(json_array_size(json_object_get(l, "files")) > 800);
+	free(dump);
+	json_decref(l);
+}
+
 static const char *
 text_of(json_t *r)
 {
@@ -292,6 +339,7 @@ main(void)
 		cmocka_unit_test(test_put_never_overwrites),
 		cmocka_unit_test(test_put_abort_and_cap_leave_nothing),
 		cmocka_unit_test(test_list_and_open),
+		cmocka_unit_test(test_list_bounded),
 		cmocka_unit_test(test_share_tool),
 	};
 

@@ -649,6 +649,94 @@ test_base64(void **state)
 	}
 }
 
+/* Starts a background job in workspace ws; its id into id, or NULL text. */
+static const char *
+start_bg(const char *ws, const char *label, char id[JOB_ID_LEN + 1])
+{
+	static char		 text[2048];
+	struct rpc_error	 err;
+	json_t			*r;
+	const char		*v;
+
+	ctx.workspace = ws;
+	ctx.label = label;
+	r = call("run_python", "{\"code\": \"x\", \"background\": true}", &err);
+	assert_non_null(r);
+	snprintf(text, sizeof(text), "%s", text_of(r));
+	v = json_string_value(json_object_get(json_object_get(r,
+	    "structuredContent"), "job_id"));
+	id[0] = '\0';
+	if (v != NULL)
+		snprintf(id, JOB_ID_LEN + 1, "%s", v);
+	if (json_is_true(json_object_get(r, "isError")))
+		assert_null(v);
+	json_decref(r);
+	return text;
+}
+
+static void
+collect(const char *ws, const char *id)
+{
+	struct rpc_error	 err;
+	char			 args[128];
+	json_t			*r;
+
+	ctx.workspace = ws;
+	snprintf(args, sizeof(args), "{\"job_id\": \"%s\", \"wait_seconds\": 5}",
+	    id);
+	r = call("job_status", args, &err);
+	assert_non_null(r);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r,
+	    "structuredContent"), "state")), "done");
+	json_decref(r);
+}
+
+static void
+test_jobs_per_user_cap(void **state)
+{
+	char		 a[JOBS_PER_USER + 1][JOB_ID_LEN + 1], b[JOB_ID_LEN + 1],
+			 one[JOBS_PER_USER + 1][JOB_ID_LEN + 1];
+	const char	*t;
+	int		 i;
+
+	/* Users sharing the agent: alice fills her share, not the table. */
+	cfg.user_header = "X-User-ID";
+	for (i = 0; i < JOBS_PER_USER; i++) {
+		t = start_bg("/tmp/users/alice", "user alice", a[i]);
+		assert_int_equal(strlen(a[i]), JOB_ID_LEN);
+	}
+	t = start_bg("/tmp/users/alice", "user alice", a[JOBS_PER_USER]);
+	assert_string_equal(a[JOBS_PER_USER], "");
+	assert_non_null(strstr(t, "user alice already has 8 background jobs"));
+	assert_non_null(strstr(t, "the most one user may keep"));
+	assert_non_null(strstr(t, "32 in all"));
+	for (i = 0; i < JOBS_PER_USER; i++)
+		assert_non_null(strstr(t, a[i]));	/* each of hers, named */
+	assert_non_null(strstr(t, "(done, not collected)"));
+	assert_non_null(strstr(t, "job_status(job_id, stop=true)"));
+	/* Bob still gets his. */
+	start_bg("/tmp/users/bob", "user bob", b);
+	assert_int_equal(strlen(b), JOB_ID_LEN);
+	/* One collected: alice may start one again. */
+	collect("/tmp/users/alice", a[0]);
+	start_bg("/tmp/users/alice", "user alice", a[0]);
+	assert_int_equal(strlen(a[0]), JOB_ID_LEN);
+	for (i = 0; i < JOBS_PER_USER; i++)
+		collect("/tmp/users/alice", a[i]);
+	collect("/tmp/users/bob", b);
+
+	/* One workspace of its own: the whole table is its. */
+	cfg.user_header = NULL;
+	for (i = 0; i <= JOBS_PER_USER; i++) {
+		start_bg("/tmp", "workspace", one[i]);
+		assert_int_equal(strlen(one[i]), JOB_ID_LEN);
+	}
+	for (i = 0; i <= JOBS_PER_USER; i++)
+		collect("/tmp", one[i]);
+	ctx.workspace = "/tmp";
+	ctx.label = "test";
+}
+
 int
 main(void)
 {
@@ -665,6 +753,7 @@ main(void)
 		cmocka_unit_test_setup(test_result_image_lines, reset),
 		cmocka_unit_test_setup(test_result_size_capped, reset),
 		cmocka_unit_test_setup(test_base64, reset),
+		cmocka_unit_test_setup(test_jobs_per_user_cap, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
