@@ -37,6 +37,15 @@
 #define MAX_CONNECTIONS		256
 #define IDLE_TIMEOUT_S		300
 #define FIRST_REQUEST_S		10	/* silence allowed before a request */
+/* A request's head, once begun, and then its body must be in within this
+ * (http_guard): a client sending them slowly holds a slot no longer. */
+#define REQUEST_DEADLINE_S	30
+/* File links on an open TCP listener: caps and the floor (http_guard). */
+#define LINK_MAX_TRANSFERS	64
+#define LINK_PER_ADDRESS	16
+#define LINK_PER_LINK		8
+#define LINK_MIN_RATE		1024	/* bytes a second ... */
+#define LINK_RATE_GRACE		60	/* ... over each window of seconds */
 
 static struct MHD_Daemon	*tcp_daemon, *unix_daemon;
 static const struct agent_config *conf;
@@ -206,8 +215,6 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	 */
 	int			 internal = on_unix || conf->secret_len > 0;
 
-	/* In a request: never evicted, and idle up to IDLE_TIMEOUT_S after. */
-	http_guard_trust(conn, IDLE_TIMEOUT_S);
 	if (strcmp(url, "/health") == 0) {
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return http_reply_empty(conn,
@@ -217,6 +224,12 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	/* Every call of a request: a later one must not skip the check. */
 	if (!on_unix && conf->secret_len > 0 && secret_refused(conn, url, &ret))
 		return ret;
+	/*
+	 * Only the supervisor gets here on an internal listener: its request
+	 * is never cut, and may stay idle up to IDLE_TIMEOUT_S after.
+	 */
+	if (internal)
+		http_guard_trust(conn, IDLE_TIMEOUT_S);
 	/*
 	 * File links: their pages on an open TCP listener, the raw file
 	 * endpoints the supervisor relays them to on the internal ones.
@@ -265,6 +278,9 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	if (*con_cls == NULL) {
 		enum http_collect c;
 
+		/* Its body must come within REQUEST_DEADLINE_S. */
+		if (!internal)
+			http_guard_receiving(conn);
 		c = http_collect(conn, con_cls, upload_data, upload_data_size,
 		    AGENT_MAX_BODY, &req);
 		if (*con_cls != NULL)
@@ -283,6 +299,8 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	case HTTP_COLLECT_DONE:
 		break;
 	}
+	/* The body is in: a run may take its time, and is never cut. */
+	http_guard_trust(conn, IDLE_TIMEOUT_S);
 	return mcp_post(conn, req);
 }
 
@@ -292,7 +310,7 @@ agent_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	if (*con_cls != NULL)
 		__atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
-	http_guard_untrust(conn);	/* idle again: may make room */
+	/* Idle again (http_guard_untrust): may make room. */
 	http_request_completed(cls, conn, con_cls, why);
 }
 
@@ -435,14 +453,24 @@ daemon_start(int fd, int is_unix)
 	/* The access handler's cls: non-NULL on the unix socket. */
 	static int unix_mark;
 
+	static const struct http_guard_limits lim = {
+		.soft = MAX_CONNECTIONS - 16,
+		.deadline = REQUEST_DEADLINE_S,
+		.xfer_max = LINK_MAX_TRANSFERS,
+		.xfer_per_address = LINK_PER_ADDRESS,
+		.xfer_per_link = LINK_PER_LINK,
+		.min_rate = LINK_MIN_RATE,
+		.grace = LINK_RATE_GRACE,
+	};
 	struct MHD_Daemon *d;
-
 	struct http_guard *guard;
 
-	/* Silent connections (no request yet, or idle between requests)
+	/*
+	 * Connections that are silent, slow or only moving a link's file
 	 * make room for new ones near the cap, so /health and the
-	 * supervisor always get in; one in a request never does. */
-	if ((guard = http_guard_new(MAX_CONNECTIONS - 16)) == NULL) {
+	 * supervisor always get in; a request being worked on never does.
+	 */
+	if ((guard = http_guard_new(&lim)) == NULL) {
 		close(fd);
 		return NULL;
 	}
