@@ -72,12 +72,13 @@ mcp_refuse(struct MHD_Connection *conn, unsigned int status, const char *msg)
 
 /*
  * VIVARIUM_AGENT_SECRET: on TCP every request but /health carries it as
- * Authorization: Bearer.  Sent twice or cut by a NUL is as wrong as a
- * wrong one.  Answers 401 and returns 1 when refused.  Neither the secret
- * nor what was sent is ever logged.
+ * Authorization: Bearer; VIVARIUM_AGENT_TOKEN: every /mcp request does.
+ * Sent twice or cut by a NUL is as wrong as a wrong one.  Answers 401 and
+ * returns 1 when refused.  Neither the value nor what was sent is ever
+ * logged.
  */
 static int
-secret_refused(struct MHD_Connection *conn, const char *url,
+bearer_refused(struct MHD_Connection *conn, const char *url, int token,
     enum MHD_Result *ret)
 {
 	struct MHD_Response	*resp;
@@ -88,14 +89,17 @@ secret_refused(struct MHD_Connection *conn, const char *url,
 
 	auth = http_header_strict(conn, "Authorization", &refused, why,
 	    sizeof(why));
-	if (!refused && bearer_ok(auth, conf->secret, conf->secret_len))
+	if (!refused && (token ? bearer_ok(auth, conf->token, conf->token_len) :
+	    bearer_ok(auth, conf->secret, conf->secret_len)))
 		return 0;
 	log_warnx("refused a request for %.200s on TCP: %s", url,
-	    refused ? why : auth == NULL ? "no Authorization header" :
+	    refused ? why : auth == NULL ? "no Authorization header" : token ?
+	    "not the agent token (VIVARIUM_AGENT_TOKEN)" :
 	    "not the agent secret (VIVARIUM_AGENT_SECRET)");
-	e = jsonrpc_error(NULL, -32000, "Unauthorized: this agent needs "
-	    "Authorization: Bearer <its VIVARIUM_AGENT_SECRET> on every "
-	    "request but /health");
+	e = jsonrpc_error(NULL, -32000, "%s", token ? "Unauthorized: this "
+	    "agent needs Authorization: Bearer <its VIVARIUM_AGENT_TOKEN> on "
+	    "/mcp" : "Unauthorized: this agent needs Authorization: Bearer "
+	    "<its VIVARIUM_AGENT_SECRET> on every request but /health");
 	resp = e != NULL ? http_response_json(e) : NULL;
 	json_decref(e);
 	if (resp == NULL) {
@@ -222,13 +226,20 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		return http_reply_text(conn, 200, "ok");
 	}
 	/* Every call of a request: a later one must not skip the check. */
-	if (!on_unix && conf->secret_len > 0 && secret_refused(conn, url, &ret))
+	if (!on_unix && conf->secret_len > 0 && bearer_refused(conn, url, 0,
+	    &ret))
+		return ret;
+	/* The standalone agent's token: on all but /health and link pages,
+	 * which carry their own signature. */
+	if (!on_unix && conf->token_len > 0 && !fileweb_match(url) &&
+	    bearer_refused(conn, url, 1, &ret))
 		return ret;
 	/*
-	 * Only the supervisor gets here on an internal listener: its request
-	 * is never cut, and may stay idle up to IDLE_TIMEOUT_S after.
+	 * Only the supervisor gets here on an internal listener, and only a
+	 * token holder past the check above: the request is never cut, and
+	 * may stay idle up to IDLE_TIMEOUT_S after.
 	 */
-	if (internal)
+	if (internal || (conf->token_len > 0 && !fileweb_match(url)))
 		http_guard_trust(conn, IDLE_TIMEOUT_S);
 	/*
 	 * File links: their pages on an open TCP listener, the raw file
@@ -279,7 +290,7 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		enum http_collect c;
 
 		/* Its body must come within REQUEST_DEADLINE_S. */
-		if (!internal)
+		if (!internal && conf->token_len == 0)
 			http_guard_receiving(conn);
 		c = http_collect(conn, con_cls, upload_data, upload_data_size,
 		    AGENT_MAX_BODY, &req);
@@ -511,6 +522,11 @@ agent_http_start(const struct agent_config *cfg)
 		if (cfg->secret_len > 0)
 			log_info("TCP requests but /health need the agent "
 			    "secret (Authorization: Bearer)");
+		else if (cfg->token_len > 0)
+			log_info("/mcp requests need the agent token "
+			    "(Authorization: Bearer)");
+		else if (agent_config_exposed(cfg))
+			log_warnx("%s", agent_exposed_warning);
 	}
 	return 0;
 fail:
