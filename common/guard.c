@@ -58,6 +58,7 @@ struct guard_conn {
 	int			 fd;
 	enum guard_class	 cls;
 	int			 evicted;	/* shut down, not yet closed */
+	int			 bearer;	/* proved a token: working for good */
 	unsigned char		 addr[16];	/* IPv4 as ::ffff:a.b.c.d;
 						 * zeros on a unix socket */
 	unsigned char		 link[16];	/* transfer: the link's digest */
@@ -429,9 +430,22 @@ http_guard_receiving(struct MHD_Connection *conn)
 }
 
 void
+http_guard_bearer(struct MHD_Connection *conn, unsigned timeout_s)
+{
+	struct guard_conn *c;
+
+	http_guard_trust(conn, timeout_s);
+	if ((c = conn_guarded(conn)) != NULL)
+		c->bearer = 1;	/* only this connection's thread reads it */
+}
+
+void
 http_guard_untrust(struct MHD_Connection *conn)
 {
-	conn_enter(conn, GC_IDLE);
+	struct guard_conn *c;
+
+	if ((c = conn_guarded(conn)) != NULL)
+		conn_enter(conn, c->bearer ? GC_WORKING : GC_IDLE);
 }
 
 int

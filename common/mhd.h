@@ -104,14 +104,17 @@ void	http_request_completed(void *cls, struct MHD_Connection *,
  *		per link), and cut when it moves fewer than min_rate bytes a
  *		second over a window of grace seconds.
  *   working	a request that proved a bearer token, or whose body is in and
- *		that the server works on (http_guard_trust): never cut.
+ *		that the server works on (http_guard_trust): never cut.  A
+ *		connection that proved the token stays working between its
+ *		requests (http_guard_bearer).
  *
  * When a new connection arrives with more than soft open, the oldest idle
  * one is shut down to make room, else the oldest receiving one, else the
  * oldest transfer; a working one never is.  So neither silent nor slow
  * clients, nor link holders, lock out a client that speaks (and /health).
- * A request's end makes its connection idle again.  Deadlines and rates
- * are read from the kernel (TCP_INFO); a unix socket has neither rule.
+ * A request's end makes its connection idle again, but for a bearer's.
+ * Deadlines and rates are read from the kernel (TCP_INFO); on a unix
+ * socket only the body deadline holds.
  * One guard per daemon; pass it as MHD_OPTION_NOTIFY_CONNECTION,
  * http_guard_notify, guard, and call http_request_completed (or
  * http_guard_untrust) when a request ends.
@@ -136,6 +139,9 @@ void	http_guard_notify(void *guard, struct MHD_Connection *,
 	    void **socket_context, enum MHD_ConnectionNotificationCode);
 /* Working: never cut; sets its inactivity timeout (seconds, 0: leave it). */
 void	http_guard_trust(struct MHD_Connection *, unsigned timeout_s);
+/* Working for good: the connection proved a bearer token (the supervisor's
+ * LibreChat), so even idle between requests it is never evicted. */
+void	http_guard_bearer(struct MHD_Connection *, unsigned timeout_s);
 /* Receiving: its body must come within the deadline. */
 void	http_guard_receiving(struct MHD_Connection *);
 /* Idle again (http_request_completed calls it). */

@@ -360,7 +360,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		 * run that stays silent for longer would be cut off), and is
 		 * never evicted to make room.
 		 */
-		http_guard_trust(conn, (unsigned)(conf.agent_timeout + 60));
+		http_guard_bearer(conn, (unsigned)(conf.agent_timeout + 60));
 		if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
 		    sizeof(why)) == -1)
 			return reply_error(conn, 400, "%s", why);
