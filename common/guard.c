@@ -407,7 +407,10 @@ conn_enter(struct MHD_Connection *conn, enum guard_class cls)
 {
 	struct guard_conn *c;
 
-	if ((c = conn_guarded(conn)) == NULL || c->cls == cls)
+	/* Idle to idle too: a request answered without a class of its own
+	 * (/health, a refusal) restarts the head deadline's clock. */
+	if ((c = conn_guarded(conn)) == NULL || (c->cls == cls &&
+	    cls == GC_WORKING))
 		return;
 	pthread_mutex_lock(&c->g->mtx);
 	guard_enter(c, cls, clock_mono());
