@@ -449,6 +449,18 @@ error_page(struct MHD_Connection *conn, const struct fw_error *e)
 	    "Something went wrong", e->msg[0] ? e->msg : "unknown error");
 }
 
+/* A transfer cap is full (http_guard_transfer): try again later. */
+static enum MHD_Result
+busy_page(struct MHD_Connection *conn, const char *why)
+{
+	char	 msg[512];
+
+	snprintf(msg, sizeof(msg), "The server is busy: %s. Try again in a "
+	    "minute.", why);
+	log_info("file link: refused a transfer: %s", why);
+	return page_message(conn, 503, "Busy", msg);
+}
+
 /* ------------------------------------------------------------ files */
 
 struct reader_state {
@@ -890,7 +902,10 @@ upload_more(struct MHD_Connection *conn, struct upload *u,
 		*size = 0;
 		return MHD_YES;
 	}
-	/* The whole body is in: the form must have ended properly. */
+	/* The whole body is in: the form must have ended properly.  What
+	 * is left is the sandbox's work (putting the file in place), not
+	 * the client's pace. */
+	http_guard_trust(conn, u->fw->work_timeout);
 	complete = MHD_destroy_post_processor(u->pp) == MHD_YES;
 	u->pp = NULL;
 	if (!complete || u->failed) {
@@ -927,6 +942,7 @@ fileweb_access(const struct fileweb *fw, struct MHD_Connection *conn,
 	struct link		 l;
 	enum link_check		 c;
 	enum route_kind		 want;
+	char			 why[256];
 	int			 get;
 
 	if (req != NULL)
@@ -943,15 +959,20 @@ fileweb_access(const struct fileweb *fw, struct MHD_Connection *conn,
 	    fw->max_lifetime, &l);
 	if (c != LINK_OK)
 		return refuse_link(conn, c, &l);
-	/* Authentic: as a request past the token is, it may take its time. */
-	if (fw->trust_timeout > 0)
-		http_guard_trust(conn, fw->trust_timeout);
 	want = rt.kind == RK_DOWNLOAD ? RK_DOWNLOAD : rt.kind == RK_UPLOAD ?
 	    RK_UPLOAD : RK_WORKSPACE;
 	if ((want == RK_DOWNLOAD && l.purpose != LINK_DOWNLOAD) ||
 	    (want == RK_UPLOAD && l.purpose != LINK_UPLOAD) ||
 	    (want == RK_WORKSPACE && l.purpose != LINK_WORKSPACE))
 		return refuse_purpose(conn, &l, want);
+	/*
+	 * A valid link earns no trust: its transfer is counted against the
+	 * caps of link traffic and must keep moving (http_guard_transfer),
+	 * so link holders never take the slots /mcp and /health need.
+	 */
+	if (http_guard_transfer(conn, rt.token, rt.toklen, why,
+	    sizeof(why)) == -1)
+		return busy_page(conn, why);
 	switch (rt.kind) {
 	case RK_DOWNLOAD:
 		if (!get)

@@ -78,9 +78,10 @@ struct fileweb {
 	const struct fw_backend	*be;
 	long			 max_lifetime;	/* seconds; longer links refused */
 	unsigned long long	 upload_max;	/* bytes per upload request */
-	/* A checked link trusts its connection for this long (http_guard);
-	 * 0: leave the connection as it is. */
-	unsigned		 trust_timeout;
+	/* Once an upload's body is in, the connection may be silent this
+	 * long while the backend puts the files in place (http_guard_trust;
+	 * 0: leave its timeout). */
+	unsigned		 work_timeout;
 };
 
 /* 1 when url is one of the routes above (then fileweb_access answers). */

@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +114,7 @@ http_request_completed(void *cls, struct MHD_Connection *conn,
 {
 	struct http_request *req = *con_cls;
 
+	http_guard_untrust(conn);	/* between requests: idle again */
 	if (req == NULL)
 		return;
 	if (req->release != NULL)
@@ -375,127 +375,4 @@ http_header_strict(struct MHD_Connection *conn, const char *name,
 		return NULL;
 	}
 	return w.values[w.at];
-}
-
-/* ------------------------------------------------------------ guard */
-
-struct guard_conn {
-	struct guard_conn	*prev, *next;	/* oldest first */
-	struct http_guard	*g;
-	int			 fd;
-	int			 trusted;
-	int			 evicted;
-};
-
-struct http_guard {
-	pthread_mutex_t		 mtx;
-	struct guard_conn	*head, *tail;
-	unsigned		 open, soft;
-};
-
-struct http_guard *
-http_guard_new(unsigned soft_limit)
-{
-	struct http_guard *g;
-
-	if ((g = calloc(1, sizeof(*g))) == NULL)
-		return NULL;
-	pthread_mutex_init(&g->mtx, NULL);
-	g->soft = soft_limit;
-	return g;
-}
-
-void
-http_guard_free(struct http_guard *g)
-{
-	if (g == NULL)
-		return;
-	pthread_mutex_destroy(&g->mtx);
-	free(g);
-}
-
-void
-http_guard_notify(void *cls, struct MHD_Connection *conn,
-    void **socket_context, enum MHD_ConnectionNotificationCode code)
-{
-	struct http_guard	*g = cls;
-	struct guard_conn	*c, *v;
-	const union MHD_ConnectionInfo *ci;
-
-	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		if ((c = calloc(1, sizeof(*c))) == NULL)
-			return;	/* unguarded: it just cannot be evicted */
-		ci = MHD_get_connection_info(conn,
-		    MHD_CONNECTION_INFO_CONNECTION_FD);
-		c->fd = ci != NULL ? ci->connect_fd : -1;
-		c->g = g;
-		pthread_mutex_lock(&g->mtx);
-		c->prev = g->tail;
-		if (g->tail != NULL)
-			g->tail->next = c;
-		else
-			g->head = c;
-		g->tail = c;
-		g->open++;
-		/* Over the soft limit: the oldest silent one makes room.  The
-		 * shutdown wakes its thread, which sees EOF and closes it;
-		 * under the lock, so the fd is still that connection's (the
-		 * CLOSED notification, which unlinks it, comes first). */
-		if (g->open > g->soft)
-			for (v = g->head; v != NULL && v != c; v = v->next)
-				if (!v->trusted && !v->evicted && v->fd >= 0) {
-					(void)shutdown(v->fd, SHUT_RDWR);
-					v->evicted = 1;
-					break;
-				}
-		pthread_mutex_unlock(&g->mtx);
-		*socket_context = c;
-		return;
-	}
-	if (code != MHD_CONNECTION_NOTIFY_CLOSED || (c = *socket_context) == NULL)
-		return;
-	pthread_mutex_lock(&g->mtx);
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		g->head = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	else
-		g->tail = c->prev;
-	g->open--;
-	pthread_mutex_unlock(&g->mtx);
-	*socket_context = NULL;
-	free(c);
-}
-
-void
-http_guard_trust(struct MHD_Connection *conn, unsigned timeout_s)
-{
-	const union MHD_ConnectionInfo *ci;
-	struct guard_conn	*c;
-
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	if (ci != NULL && (c = ci->socket_context) != NULL && !c->trusted) {
-		pthread_mutex_lock(&c->g->mtx);
-		c->trusted = 1;
-		pthread_mutex_unlock(&c->g->mtx);
-	}
-	if (timeout_s > 0)
-		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
-		    timeout_s);
-}
-
-void
-http_guard_untrust(struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *ci;
-	struct guard_conn	*c;
-
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	if (ci != NULL && (c = ci->socket_context) != NULL && c->trusted) {
-		pthread_mutex_lock(&c->g->mtx);
-		c->trusted = 0;
-		pthread_mutex_unlock(&c->g->mtx);
-	}
 }

@@ -8,7 +8,7 @@
  *     with a clear 413 when it is too big;
  *   - building and queueing JSON (and plain-text) responses;
  *   - reading request headers, strictly where they carry identity;
- *   - a guard against idle connections (http_guard).
+ *   - a guard that keeps slots for clients that speak (http_guard, guard.c).
  *
  * The Origin check is plain strings and lives in origin.h.
  *
@@ -92,28 +92,67 @@ void	http_request_completed(void *cls, struct MHD_Connection *,
 	    void **con_cls, enum MHD_RequestTerminationCode);
 
 /*
- * A guard against idle connections taking every slot of a daemon.  Each
- * connection starts untrusted; the access handler calls http_guard_trust
- * once a request has earned it (the supervisor: the token checked; the
- * agent: a request head arrived) and may give it a longer inactivity
- * timeout then.  When a new connection arrives with more than soft_limit
- * open, the oldest untrusted one is shut down to make room, so a flood of
- * silent connections never locks out a client that speaks (and /health
- * stays answerable).  One guard per daemon; pass it as
- * MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, guard.
+ * A guard that keeps every slot of a daemon from being held by clients
+ * that do not earn it (guard.c).  Each connection is in one class:
+ *
+ *   idle	no request yet, or between requests.  Once a request's first
+ *		bytes come, its head must be in within the deadline.
+ *   receiving	a head is in and its body is coming (http_guard_receiving):
+ *		the body must be in within the deadline.
+ *   transfer	a file link's upload, download or page (http_guard_transfer):
+ *		counted against caps of its own (in total, per client address,
+ *		per link), and cut when it moves fewer than min_rate bytes a
+ *		second over a window of grace seconds.
+ *   working	a request that proved a bearer token, or whose body is in and
+ *		that the server works on (http_guard_trust): never cut.  A
+ *		connection that proved the token stays working between its
+ *		requests (http_guard_bearer).
+ *
+ * When a new connection arrives with more than soft open, the oldest idle
+ * one is shut down to make room, else the oldest receiving one, else the
+ * oldest transfer; a working one never is.  So neither silent nor slow
+ * clients, nor link holders, lock out a client that speaks (and /health).
+ * A request's end makes its connection idle again, but for a bearer's.
+ * Deadlines and rates are read from the kernel (TCP_INFO); on a unix
+ * socket only the body deadline holds.
+ * One guard per daemon; pass it as MHD_OPTION_NOTIFY_CONNECTION,
+ * http_guard_notify, guard, and call http_request_completed (or
+ * http_guard_untrust) when a request ends.
  */
 struct http_guard;
 
-struct http_guard *http_guard_new(unsigned soft_limit);
+struct http_guard_limits {
+	unsigned	 soft;		/* open connections before room is made */
+	unsigned	 deadline;	/* s for a head, and a body; 0: none */
+	unsigned	 xfer_max;	/* transfers at once */
+	unsigned	 xfer_per_address;
+	unsigned	 xfer_per_link;
+	unsigned long long min_rate;	/* bytes/s a transfer moves; 0: no rule */
+	unsigned	 grace;		/* s: the window min_rate is measured over */
+};
+
+/* limits copied; NULL when out of memory or the watch thread cannot start. */
+struct http_guard *http_guard_new(const struct http_guard_limits *);
 /* After MHD_stop_daemon, which has closed every connection it watched. */
 void	http_guard_free(struct http_guard *);
 void	http_guard_notify(void *guard, struct MHD_Connection *,
 	    void **socket_context, enum MHD_ConnectionNotificationCode);
-/* Marks the connection trusted and sets its inactivity timeout (seconds,
- * 0: leave it). */
+/* Working: never cut; sets its inactivity timeout (seconds, 0: leave it). */
 void	http_guard_trust(struct MHD_Connection *, unsigned timeout_s);
-/* Makes it evictable again (the agent: its request is over). */
+/* Working for good: the connection proved a bearer token (the supervisor's
+ * LibreChat), so even idle between requests it is never evicted. */
+void	http_guard_bearer(struct MHD_Connection *, unsigned timeout_s);
+/* Receiving: its body must come within the deadline. */
+void	http_guard_receiving(struct MHD_Connection *);
+/* Idle again (http_request_completed calls it). */
 void	http_guard_untrust(struct MHD_Connection *);
+/*
+ * A file link's transfer, link being the token (any bytes that name the
+ * link): 0 and the connection in class transfer, its inactivity timeout
+ * the grace; or -1 with why filled when a cap is reached (answer 503).
+ */
+int	http_guard_transfer(struct MHD_Connection *, const void *link,
+	    size_t linklen, char *why, size_t whylen);
 
 /* ------------------------------------------------------------ responses */
 

@@ -1,7 +1,7 @@
 # common/: the static archive $(COMMON_LIB) (see the Makefile).  The modules
 # that need a library, and which programs link them:
 #   yconf.c            libyaml          (the supervisor, vivarium-egress)
-#   mhd.c, fileweb.c   libmicrohttpd, jansson  (the agent, the supervisor)
+#   mhd.c, guard.c, fileweb.c  libmicrohttpd, jansson  (the agent, the supervisor)
 #   jsonrpc.c          jansson          (the agent, the supervisor)
 # Every other module needs only libc.  A new common/*.c joins the archive by
 # itself; add its library here and to the PKGS_ of the programs using it.
@@ -17,3 +17,4 @@ $(eval $(call unit_test,common_text,tests/unit/common/text.c,,))
 $(eval $(call unit_test,common_bearer,tests/unit/common/bearer.c,,))
 $(eval $(call unit_test,common_proof,tests/unit/common/proof.c,,))
 $(eval $(call unit_test,common_log,tests/unit/common/log.c,,))
+$(eval $(call unit_test,common_guard,tests/unit/common/guard.c,,))

@@ -70,11 +70,22 @@ struct agent_config {
 	 */
 	char		 secret[AGENT_SECRET_MAX + 1];
 	size_t		 secret_len;
+	/*
+	 * VIVARIUM_AGENT_TOKEN(_FILE): what /mcp requests on TCP must carry
+	 * as Authorization: Bearer, for a standalone agent reached beyond
+	 * loopback; link pages and /health stay open.  token_len 0: none.
+	 */
+	char		 token[AGENT_SECRET_MAX + 1];
+	size_t		 token_len;
 };
 
 /* Fills cfg from the environment; every problem goes to diag. 0 or -1. */
 int	agent_config_load(struct agent_config *cfg, struct confdiag *diag);
 void	agent_config_release(struct agent_config *);
+/* 1 when the TCP listener is reachable beyond loopback (VIVARIUM_HOST). */
+int	agent_config_exposed(const struct agent_config *);
+/* What is logged at start when it is, with no token or secret. */
+extern const char agent_exposed_warning[];
 /* Loads (on first start: makes) the link key file; 0, or -1 with err. */
 int	agent_config_links(struct agent_config *, char *err, size_t errlen);
 

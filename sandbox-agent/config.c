@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,7 @@ load_listen(struct agent_config *cfg, struct confdiag *d)
 	const char	*v;
 	int		 rc;
 
-	cfg->host = config_env_str("VIVARIUM_HOST", "0.0.0.0");
+	cfg->host = config_env_str("VIVARIUM_HOST", "127.0.0.1");
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -170,10 +171,10 @@ secret_valid(const char *s, size_t len, const char *name, struct confdiag *d)
 	return 1;
 }
 
-/* The secret from a file: one line; a final newline is not part of it. */
+/* A secret from a file: one line; a final newline is not part of it. */
 static void
-secret_from_file(struct agent_config *cfg, const char *path,
-    struct confdiag *d)
+secret_from_file(const char *var, const char *path, char *out,
+    size_t *outlen, struct confdiag *d)
 {
 	char		 b[AGENT_SECRET_MAX + 4];
 	struct stat	 st;
@@ -182,42 +183,40 @@ secret_from_file(struct agent_config *cfg, const char *path,
 	int		 fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
-		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": %s", path,
-		    strerror(errno));
+		confdiag_add(d, 0, "%s=\"%s\": %s", var, path, strerror(errno));
 		return;
 	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		/* A FIFO would block the start; a directory says nothing. */
-		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": not a "
-		    "regular file", path);
+		confdiag_add(d, 0, "%s=\"%s\": not a regular file", var, path);
 		goto done;
 	}
 	while (len < sizeof(b) && (n = read(fd, b + len, sizeof(b) - len)) != 0) {
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
-			confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": %s",
-			    path, strerror(errno));
+			confdiag_add(d, 0, "%s=\"%s\": %s", var, path,
+			    strerror(errno));
 			goto done;
 		}
 		len += (size_t)n;
 	}
 	if (len == sizeof(b)) {
 		/* Filled the buffer: longer than any secret and its newline. */
-		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET_FILE=\"%s\": longer "
-		    "than %d characters; expected one line of %d to %d "
-		    "printable ASCII characters", path, AGENT_SECRET_MAX,
-		    AGENT_SECRET_MIN, AGENT_SECRET_MAX);
+		confdiag_add(d, 0, "%s=\"%s\": longer than %d characters; "
+		    "expected one line of %d to %d printable ASCII characters",
+		    var, path, AGENT_SECRET_MAX, AGENT_SECRET_MIN,
+		    AGENT_SECRET_MAX);
 		goto done;
 	}
 	if (len > 0 && b[len - 1] == '\n')
 		len--;
 	if (len > 0 && b[len - 1] == '\r')
 		len--;
-	if (secret_valid(b, len, "VIVARIUM_AGENT_SECRET_FILE", d)) {
-		memcpy(cfg->secret, b, len);
-		cfg->secret[len] = '\0';
-		cfg->secret_len = len;
+	if (secret_valid(b, len, var, d)) {
+		memcpy(out, b, len);
+		out[len] = '\0';
+		*outlen = len;
 	}
 done:
 	explicit_bzero(b, sizeof(b));
@@ -225,36 +224,100 @@ done:
 }
 
 /*
- * The per-sandbox secret of the TCP listener (docs/agent.md, "Reached over
- * a network").  Copied, then wiped from the environment block and removed
+ * A bearer value from var or var_FILE into out (AGENT_SECRET_MAX + 1
+ * bytes).  Copied, then wiped from the environment block and removed
  * from the environment, so no run inherits it and even this process's
  * /proc/PID/environ no longer shows it.
  */
 static void
-load_secret(struct agent_config *cfg, struct confdiag *d)
+load_bearer(const char *var, const char *filevar, char *out, size_t *outlen,
+    struct confdiag *d)
 {
-	char	*v = getenv("VIVARIUM_AGENT_SECRET");
-	const char *file = config_env_str("VIVARIUM_AGENT_SECRET_FILE", NULL);
+	char	*v = getenv(var);
+	const char *file = config_env_str(filevar, NULL);
 	size_t	 len;
 
 	if (v != NULL && *v != '\0' && file != NULL)
-		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET and "
-		    "VIVARIUM_AGENT_SECRET_FILE are both set; set one");
+		confdiag_add(d, 0, "%s and %s are both set; set one", var,
+		    filevar);
 	else if (v != NULL && *v != '\0') {
 		len = strlen(v);
-		if (secret_valid(v, len, "VIVARIUM_AGENT_SECRET", d)) {
-			memcpy(cfg->secret, v, len + 1);
-			cfg->secret_len = len;
+		if (secret_valid(v, len, var, d)) {
+			memcpy(out, v, len + 1);
+			*outlen = len;
 		}
 	} else if (file != NULL)
-		secret_from_file(cfg, file, d);
+		secret_from_file(filevar, file, out, outlen, d);
 	if (v != NULL)
 		explicit_bzero(v, strlen(v));
-	unsetenv("VIVARIUM_AGENT_SECRET");
-	unsetenv("VIVARIUM_AGENT_SECRET_FILE");
+	unsetenv(var);
+	unsetenv(filevar);
+}
+
+/*
+ * The per-sandbox secret of the TCP listener (docs/agent.md, "Reached over
+ * a network"), and the token of a standalone agent reached beyond
+ * loopback ("Listening beyond loopback").
+ */
+static void
+load_secret(struct agent_config *cfg, struct confdiag *d)
+{
+	load_bearer("VIVARIUM_AGENT_SECRET", "VIVARIUM_AGENT_SECRET_FILE",
+	    cfg->secret, &cfg->secret_len, d);
+	load_bearer("VIVARIUM_AGENT_TOKEN", "VIVARIUM_AGENT_TOKEN_FILE",
+	    cfg->token, &cfg->token_len, d);
 	if (cfg->secret_len > 0 && cfg->port < 0)
 		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET guards the TCP "
 		    "listener, and VIVARIUM_PORT=off turns it off");
+	if (cfg->token_len > 0 && cfg->port < 0)
+		confdiag_add(d, 0, "VIVARIUM_AGENT_TOKEN guards the TCP "
+		    "listener, and VIVARIUM_PORT=off turns it off");
+	if (cfg->secret_len > 0 && cfg->token_len > 0)
+		confdiag_add(d, 0, "VIVARIUM_AGENT_SECRET and "
+		    "VIVARIUM_AGENT_TOKEN are both set: the secret makes the "
+		    "TCP listener the supervisor's, the token guards a "
+		    "standalone agent's; set one");
+}
+
+const char agent_exposed_warning[] = "the TCP listener (VIVARIUM_HOST) is "
+    "reachable beyond loopback with no token: anyone who reaches it runs "
+    "code as this user.  Set VIVARIUM_AGENT_TOKEN (clients send "
+    "Authorization: Bearer <it>), or leave VIVARIUM_HOST unset to listen on "
+    "127.0.0.1 only";
+
+/*
+ * 1 when the TCP listener's address is reachable from beyond this
+ * machine: anything but 127.0.0.0/8 and ::1 (0.0.0.0 and :: are every
+ * address).
+ */
+int
+agent_config_exposed(const struct agent_config *cfg)
+{
+	struct addrinfo	 hints, *res, *ai;
+	const unsigned char *a;
+	int		 exposed = 0;
+
+	if (cfg->port < 0)
+		return 0;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(cfg->host, NULL, &hints, &res) != 0)
+		return 1;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET) {
+			a = (const unsigned char *)&((const struct sockaddr_in *)
+			    (const void *)ai->ai_addr)->sin_addr;
+			exposed |= a[0] != 127;
+		} else if (ai->ai_family == AF_INET6)
+			exposed |= !IN6_IS_ADDR_LOOPBACK(&((const struct
+			    sockaddr_in6 *)(const void *)ai->ai_addr)->sin6_addr);
+		else
+			exposed = 1;
+	}
+	freeaddrinfo(res);
+	return exposed;
 }
 
 static void
@@ -482,6 +545,7 @@ agent_config_release(struct agent_config *cfg)
 	free(cfg->pythonpath);
 	free(cfg->link_key_file);
 	explicit_bzero(cfg->secret, sizeof(cfg->secret));
+	explicit_bzero(cfg->token, sizeof(cfg->token));
 	/* Wipes the link keys with the rest. */
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -38,6 +38,15 @@
 #define MAX_CONNECTIONS		256
 #define IDLE_TIMEOUT_S		300
 #define FIRST_REQUEST_S		10	/* silence allowed before a request */
+/* A request's head, once begun, and then its body must be in within this
+ * (http_guard): a client sending them slowly holds a slot no longer. */
+#define REQUEST_DEADLINE_S	30
+/* File links on an open TCP listener: caps and the floor (http_guard). */
+#define LINK_MAX_TRANSFERS	64
+#define LINK_PER_ADDRESS	16
+#define LINK_PER_LINK		8
+#define LINK_MIN_RATE		1024	/* bytes a second ... */
+#define LINK_RATE_GRACE		60	/* ... over each window of seconds */
 
 static struct MHD_Daemon	*tcp_daemon, *unix_daemon;
 static const struct agent_config *conf;
@@ -64,12 +73,13 @@ mcp_refuse(struct MHD_Connection *conn, unsigned int status, const char *msg)
 
 /*
  * VIVARIUM_AGENT_SECRET: on TCP every request but /health carries it as
- * Authorization: Bearer.  Sent twice or cut by a NUL is as wrong as a
- * wrong one.  Answers 401 and returns 1 when refused.  Neither the secret
- * nor what was sent is ever logged.
+ * Authorization: Bearer; VIVARIUM_AGENT_TOKEN: every /mcp request does.
+ * Sent twice or cut by a NUL is as wrong as a wrong one.  Answers 401 and
+ * returns 1 when refused.  Neither the value nor what was sent is ever
+ * logged.
  */
 static int
-secret_refused(struct MHD_Connection *conn, const char *url,
+bearer_refused(struct MHD_Connection *conn, const char *url, int token,
     enum MHD_Result *ret)
 {
 	struct MHD_Response	*resp;
@@ -80,14 +90,17 @@ secret_refused(struct MHD_Connection *conn, const char *url,
 
 	auth = http_header_strict(conn, "Authorization", &refused, why,
 	    sizeof(why));
-	if (!refused && bearer_ok(auth, conf->secret, conf->secret_len))
+	if (!refused && (token ? bearer_ok(auth, conf->token, conf->token_len) :
+	    bearer_ok(auth, conf->secret, conf->secret_len)))
 		return 0;
 	log_warnx("refused a request for %.200s on TCP: %s", url,
-	    refused ? why : auth == NULL ? "no Authorization header" :
+	    refused ? why : auth == NULL ? "no Authorization header" : token ?
+	    "not the agent token (VIVARIUM_AGENT_TOKEN)" :
 	    "not the agent secret (VIVARIUM_AGENT_SECRET)");
-	e = jsonrpc_error(NULL, -32000, "Unauthorized: this agent needs "
-	    "Authorization: Bearer <its VIVARIUM_AGENT_SECRET> on every "
-	    "request but /health");
+	e = jsonrpc_error(NULL, -32000, "%s", token ? "Unauthorized: this "
+	    "agent needs Authorization: Bearer <its VIVARIUM_AGENT_TOKEN> on "
+	    "/mcp" : "Unauthorized: this agent needs Authorization: Bearer "
+	    "<its VIVARIUM_AGENT_SECRET> on every request but /health");
 	resp = e != NULL ? http_response_json(e) : NULL;
 	json_decref(e);
 	if (resp == NULL) {
@@ -249,8 +262,6 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	 */
 	int			 internal = on_unix || conf->secret_len > 0;
 
-	/* In a request: never evicted, and idle up to IDLE_TIMEOUT_S after. */
-	http_guard_trust(conn, IDLE_TIMEOUT_S);
 	if (strcmp(url, "/health") == 0) {
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return http_reply_empty(conn,
@@ -272,8 +283,21 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		    hc == HTTP_COLLECT_FAILED ? MHD_NO : MHD_YES;
 	}
 	/* Every call of a request: a later one must not skip the check. */
-	if (!on_unix && conf->secret_len > 0 && secret_refused(conn, url, &ret))
+	if (!on_unix && conf->secret_len > 0 && bearer_refused(conn, url, 0,
+	    &ret))
 		return ret;
+	/* The standalone agent's token: on all but /health and link pages,
+	 * which carry their own signature. */
+	if (!on_unix && conf->token_len > 0 && !fileweb_match(url) &&
+	    bearer_refused(conn, url, 1, &ret))
+		return ret;
+	/*
+	 * Only the supervisor gets here on an internal listener, and only a
+	 * token holder past the check above: the request is never cut, and
+	 * may stay idle up to IDLE_TIMEOUT_S after.
+	 */
+	if (internal || (conf->token_len > 0 && !fileweb_match(url)))
+		http_guard_trust(conn, IDLE_TIMEOUT_S);
 	/*
 	 * File links: their pages on an open TCP listener, the raw file
 	 * endpoints the supervisor relays them to on the internal ones.
@@ -322,6 +346,9 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	if (*con_cls == NULL) {
 		enum http_collect c;
 
+		/* Its body must come within REQUEST_DEADLINE_S. */
+		if (!internal && conf->token_len == 0)
+			http_guard_receiving(conn);
 		c = http_collect(conn, con_cls, upload_data, upload_data_size,
 		    AGENT_MAX_BODY, &req);
 		if (*con_cls != NULL)
@@ -340,6 +367,8 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	case HTTP_COLLECT_DONE:
 		break;
 	}
+	/* The body is in: a run may take its time, and is never cut. */
+	http_guard_trust(conn, IDLE_TIMEOUT_S);
 	return mcp_post(conn, req);
 }
 
@@ -349,7 +378,7 @@ agent_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	if (*con_cls != NULL)
 		__atomic_sub_fetch(&active, 1, __ATOMIC_SEQ_CST);
-	http_guard_untrust(conn);	/* idle again: may make room */
+	/* Idle again (http_guard_untrust): may make room. */
 	http_request_completed(cls, conn, con_cls, why);
 }
 
@@ -492,14 +521,24 @@ daemon_start(int fd, int is_unix)
 	/* The access handler's cls: non-NULL on the unix socket. */
 	static int unix_mark;
 
+	static const struct http_guard_limits lim = {
+		.soft = MAX_CONNECTIONS - 16,
+		.deadline = REQUEST_DEADLINE_S,
+		.xfer_max = LINK_MAX_TRANSFERS,
+		.xfer_per_address = LINK_PER_ADDRESS,
+		.xfer_per_link = LINK_PER_LINK,
+		.min_rate = LINK_MIN_RATE,
+		.grace = LINK_RATE_GRACE,
+	};
 	struct MHD_Daemon *d;
-
 	struct http_guard *guard;
 
-	/* Silent connections (no request yet, or idle between requests)
+	/*
+	 * Connections that are silent, slow or only moving a link's file
 	 * make room for new ones near the cap, so /health and the
-	 * supervisor always get in; one in a request never does. */
-	if ((guard = http_guard_new(MAX_CONNECTIONS - 16)) == NULL) {
+	 * supervisor always get in; a request being worked on never does.
+	 */
+	if ((guard = http_guard_new(&lim)) == NULL) {
 		close(fd);
 		return NULL;
 	}
@@ -540,6 +579,11 @@ agent_http_start(const struct agent_config *cfg)
 		if (cfg->secret_len > 0)
 			log_info("TCP requests but /health need the agent "
 			    "secret (Authorization: Bearer)");
+		else if (cfg->token_len > 0)
+			log_info("/mcp requests need the agent token "
+			    "(Authorization: Bearer)");
+		else if (agent_config_exposed(cfg))
+			log_warnx("%s", agent_exposed_warning);
 	}
 	return 0;
 fail:

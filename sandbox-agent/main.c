@@ -40,8 +40,14 @@ usage(FILE *f)
 "\n"
 "Configuration comes from the environment (defaults in brackets):\n"
 "  VIVARIUM_WORKDIR            workspace directory [/workspace]\n"
-"  VIVARIUM_HOST, VIVARIUM_PORT  TCP listener [0.0.0.0, 8000]; PORT=off: none,\n"
-"                              PORT=0: any free port (logged)\n"
+"  VIVARIUM_HOST, VIVARIUM_PORT  TCP listener [127.0.0.1, 8000]; PORT=off:\n"
+"                              none, PORT=0: any free port (logged);\n"
+"                              HOST=0.0.0.0 (or ::, or an address of this\n"
+"                              machine) listens beyond loopback: set a token\n"
+"  VIVARIUM_AGENT_TOKEN        /mcp requests on TCP need Authorization:\n"
+"                              Bearer <it> (32-128 printable characters;\n"
+"                              link pages stay open) [none]\n"
+"  VIVARIUM_AGENT_TOKEN_FILE   the same, read from this file\n"
 "  VIVARIUM_SOCKET             also listen on this unix socket\n"
 "  VIVARIUM_AGENT_SECRET       TCP requests but /health need Authorization:\n"
 "                              Bearer <it> (32-128 printable characters;\n"
@@ -98,6 +104,12 @@ print_config(const struct agent_config *c)
 	if (c->port >= 0)
 		printf("tcp secret         %s\n", c->secret_len > 0 ? "set: every "
 		    "request but /health needs it" : "(none)");
+	if (c->port >= 0)
+		printf("tcp token          %s\n", c->token_len > 0 ? "set: /mcp "
+		    "needs it" : "(none)");
+	if (c->port >= 0 && c->secret_len == 0 && c->token_len == 0 &&
+	    agent_config_exposed(c))
+		printf("warning            %s\n", agent_exposed_warning);
 	printf("socket             %s", c->socket ? c->socket : "(none)");
 	if (c->socket)
 		printf(" (mode %04o)", (unsigned int)c->socket_mode);

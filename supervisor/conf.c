@@ -146,6 +146,11 @@ conf_defaults(struct conf *c)
 	c->upload_lifetime = 3600;
 	c->link_max_lifetime = 7 * 86400;
 	c->upload_max = 2ULL << 30;
+	c->link_max_transfers = 128;
+	c->link_max_per_address = 32;
+	c->link_max_per_link = 8;
+	c->link_min_rate = 1024;
+	c->link_rate_grace = 60;
 	c->kube.agent_port = 8700;
 	c->kube.uid_base = KUBE_UID_BASE;
 	c->kube.user_namespace = KUBE_USERNS_AUTO;
@@ -550,6 +555,13 @@ static const struct conf_key links_keys[] = {
 	    YEAR),
 	V("max_lifetime", NULL, CONF_DURATION, C(link_max_lifetime), 60, YEAR),
 	V("upload_max", NULL, CONF_SIZE, C(upload_max), 1024, 1LL << 40),
+	V("max_transfers", NULL, CONF_LONG, C(link_max_transfers), 1, 65536),
+	V("max_transfers_per_address", NULL, CONF_LONG,
+	    C(link_max_per_address), 1, 65536),
+	V("max_transfers_per_link", NULL, CONF_LONG, C(link_max_per_link), 1,
+	    65536),
+	V("min_rate", NULL, CONF_SIZE, C(link_min_rate), 0, 1LL << 30),
+	V("rate_grace", NULL, CONF_DURATION, C(link_rate_grace), 5, 3600),
 };
 
 #define K(f)		offsetof(struct conf, kube.f)
@@ -873,6 +885,22 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 	    c->upload_lifetime > c->link_max_lifetime)
 		confdiag_add(d, 0, "links: download_lifetime and upload_lifetime "
 		    "may not be longer than max_lifetime");
+	/* Link traffic alone must never fill the daemon (docs/supervisor.md,
+	 * "Link traffic"). */
+	if (c->link_max_transfers > c->max_connections - 32)
+		confdiag_add(d, 0, "links: max_transfers (%ld) must leave room "
+		    "for /mcp and /health: at most max_connections - 32 (%ld)",
+		    c->link_max_transfers, c->max_connections - 32);
+	if (c->link_max_per_address >= c->max_per_address)
+		confdiag_add(d, 0, "links: max_transfers_per_address (%ld) must "
+		    "be below max_connections_per_address (%ld), so an address "
+		    "that holds links (a reverse proxy) still reaches /mcp",
+		    c->link_max_per_address, c->max_per_address);
+	if (c->link_min_rate > 0 && c->link_rate_grace <= c->ready_timeout)
+		confdiag_add(d, 0, "links: rate_grace (%lds) must be longer than "
+		    "ready_timeout (%lds): a download's first window includes "
+		    "starting the sandbox", c->link_rate_grace,
+		    c->ready_timeout);
 	if (c->kube.egress_host == NULL
 	    && parse_kube_egress(c, c->kube.egress_proxy) == -1)
 		confdiag_add(d, 0, "kubernetes: egress_proxy \"%s\" is not "

@@ -361,8 +361,8 @@ files_init(const struct conf *c)
 	web.be = &relay_backend;
 	web.max_lifetime = c->link_max_lifetime;
 	web.upload_max = c->upload_max;
-	/* Until then, the short auth_timeout of every unchecked connection. */
-	web.trust_timeout = (unsigned)(c->agent_timeout + 60);
+	/* An upload's last file is saved by the sandbox: as long as a run. */
+	web.work_timeout = (unsigned)(c->agent_timeout + 60);
 }
 
 int

@@ -360,7 +360,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		 * run that stays silent for longer would be cut off), and is
 		 * never evicted to make room.
 		 */
-		http_guard_trust(conn, (unsigned)(conf.agent_timeout + 60));
+		http_guard_bearer(conn, (unsigned)(conf.agent_timeout + 60));
 		if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
 		    sizeof(why)) == -1)
 			return reply_error(conn, 400, "%s", why);
@@ -603,10 +603,22 @@ main(int argc, char **argv)
 			fatalx("listen address %s: %s", conf.listen_host,
 			    gai_strerror(gai));
 		memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-		/* Room is made while a few slots are still free, so the new
-		 * connection that triggers it is taken. */
-		guard = http_guard_new((unsigned)(conf.max_connections > 32 ?
-		    conf.max_connections - 16 : conf.max_connections / 2));
+		struct http_guard_limits lim = {
+			/* Room is made while a few slots are still free, so
+			 * the new connection that triggers it is taken. */
+			.soft = (unsigned)(conf.max_connections > 32 ?
+			    conf.max_connections - 16 :
+			    conf.max_connections / 2),
+			/* A head, once begun, as long as silence before it. */
+			.deadline = (unsigned)conf.auth_timeout,
+			.xfer_max = (unsigned)conf.link_max_transfers,
+			.xfer_per_address = (unsigned)conf.link_max_per_address,
+			.xfer_per_link = (unsigned)conf.link_max_per_link,
+			.min_rate = conf.link_min_rate,
+			.grace = (unsigned)conf.link_rate_grace,
+		};
+
+		guard = http_guard_new(&lim);
 		if (guard == NULL)
 			fatal("http_guard_new");
 		/*
@@ -614,7 +626,8 @@ main(int argc, char **argv)
 		 * past FD_SETSIZE, so about 1,100 idle connections locked
 		 * everyone out.  Before the token a connection gets
 		 * auth_timeout of silence, and the oldest of them makes room
-		 * when the total nears max_connections (http_guard).
+		 * when the total nears max_connections; link transfers have
+		 * caps below it and a floor rate (http_guard).
 		 */
 		d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION
 		    | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG

@@ -149,6 +149,12 @@ struct conf {
 	long		 upload_lifetime;
 	long		 link_max_lifetime;
 	unsigned long long upload_max;		/* bytes per upload */
+	/* Link transfers: caps, and the floor they must keep (http_guard). */
+	long		 link_max_transfers;
+	long		 link_max_per_address;
+	long		 link_max_per_link;
+	unsigned long long link_min_rate;	/* bytes a second */
+	long		 link_rate_grace;	/* seconds */
 	struct link_keys link_keys;		/* conf_link_keys() fills it */
 	struct kube_conf kube;
 };

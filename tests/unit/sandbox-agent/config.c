@@ -26,7 +26,8 @@ static const char *const vars[] = {
 	"VIVARIUM_LINK_KEY_FILE", "VIVARIUM_DOWNLOAD_LIFETIME",
 	"VIVARIUM_UPLOAD_LIFETIME", "VIVARIUM_LINK_MAX_LIFETIME",
 	"VIVARIUM_UPLOAD_MAX_BYTES", "VIVARIUM_AGENT_SECRET",
-	"VIVARIUM_AGENT_SECRET_FILE", NULL
+	"VIVARIUM_AGENT_SECRET_FILE", "VIVARIUM_AGENT_TOKEN",
+	"VIVARIUM_AGENT_TOKEN_FILE", NULL
 };
 
 static int
@@ -65,7 +66,9 @@ test_defaults(void **state)
 	load(&c, &n);
 	assert_int_equal(n, 0);
 	assert_string_equal(c.workdir, "/tmp");
-	assert_string_equal(c.host, "0.0.0.0");
+	/* Loopback unless told otherwise. */
+	assert_string_equal(c.host, "127.0.0.1");
+	assert_false(agent_config_exposed(&c));
 	assert_int_equal(c.port, 8000);
 	assert_null(c.socket);
 	assert_int_equal(c.max_timeout, 300);
@@ -493,6 +496,72 @@ test_secret(void **state)
 	assert_int_equal(secret_taken("VIVARIUM_AGENT_SECRET", ""), 0);
 }
 
+/* The standalone agent's token: the secret's rules, its own names. */
+static void
+test_token(void **state)
+{
+	static const char s64[] = "0123456789abcdef0123456789abcdef"
+	    "0123456789abcdef0123456789abcdef";
+	struct agent_config	 c;
+	const char		*path;
+	int			 n;
+
+	setenv("VIVARIUM_AGENT_TOKEN", s64, 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.token_len, 64);
+	assert_string_equal(c.token, s64);
+	assert_int_equal(c.secret_len, 0);
+	/* Gone from the environment: no run inherits it. */
+	assert_null(getenv("VIVARIUM_AGENT_TOKEN"));
+	agent_config_release(&c);
+	path = secret_file(s64, 64);
+	setenv("VIVARIUM_AGENT_TOKEN_FILE", path, 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(c.token, s64);
+	agent_config_release(&c);
+	unlink(path);
+	secret_refused("VIVARIUM_AGENT_TOKEN", "short", "VIVARIUM_AGENT_TOKEN: 5 "
+	    "characters", "short");
+	setenv("VIVARIUM_AGENT_SECRET", s64, 1);
+	secret_refused("VIVARIUM_AGENT_TOKEN", s64, "VIVARIUM_AGENT_SECRET and "
+	    "VIVARIUM_AGENT_TOKEN are both set", "0123456789");
+	unsetenv("VIVARIUM_AGENT_SECRET");
+	setenv("VIVARIUM_PORT", "off", 1);
+	setenv("VIVARIUM_SOCKET", "/tmp/x.sock", 1);
+	secret_refused("VIVARIUM_AGENT_TOKEN", s64, "VIVARIUM_AGENT_TOKEN guards",
+	    "0123456789");
+	unsetenv("VIVARIUM_PORT");
+	unsetenv("VIVARIUM_SOCKET");
+}
+
+/* Which listen addresses reach beyond this machine. */
+static void
+test_exposed(void **state)
+{
+	static const struct {
+		const char	*host;
+		int		 exposed;
+	} cases[] = {
+		{ "127.0.0.1", 0 }, { "127.0.0.2", 0 }, { "::1", 0 },
+		{ "localhost", 0 }, { "0.0.0.0", 1 }, { "::", 1 },
+	};
+	struct agent_config	 c;
+	size_t			 i;
+
+	memset(&c, 0, sizeof(c));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		c.host = cases[i].host;
+		c.port = 8000;
+		if (agent_config_exposed(&c) != cases[i].exposed)
+			fail_msg("%s: exposed should be %d", cases[i].host,
+			    cases[i].exposed);
+		c.port = -1;	/* no TCP listener: nothing exposed */
+		assert_false(agent_config_exposed(&c));
+	}
+}
+
 int
 main(void)
 {
@@ -506,6 +575,8 @@ main(void)
 		cmocka_unit_test_setup(test_sweep, clean_env),
 		cmocka_unit_test_setup(test_links, clean_env),
 		cmocka_unit_test_setup(test_secret, clean_env),
+		cmocka_unit_test_setup(test_token, clean_env),
+		cmocka_unit_test_setup(test_exposed, clean_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -603,10 +603,73 @@ test_token(void **state)
 	assert_false(route_token_ok(NULL, t));
 }
 
+/* links.*: the transfer caps and the floor, and caps that leave no room. */
+static void
+test_link_traffic(void **state)
+{
+	struct conf	 c;
+	struct confdiag	 d;
+	const char	*p, *t;
+
+	clear_env();
+	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef", 1);
+	confdiag_init(&d, NULL);
+	assert_int_equal(conf_load(&c, NULL, &d), 0);
+	assert_int_equal(c.link_max_transfers, 128);
+	assert_int_equal(c.link_max_per_address, 32);
+	assert_int_equal(c.link_max_per_link, 8);
+	assert_int_equal(c.link_min_rate, 1024);
+	assert_int_equal(c.link_rate_grace, 60);
+	confdiag_release(&d);
+	conf_release(&c);
+
+	p = write_conf("max_connections: 64\nmax_connections_per_address: 64\n"
+	    "links:\n  max_transfers: 32\n  max_transfers_per_address: 32\n"
+	    "  max_transfers_per_link: 4\n  min_rate: 1m\n  rate_grace: 45s\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.link_max_transfers, 32);
+	assert_int_equal(c.link_max_per_address, 32);
+	assert_int_equal(c.link_max_per_link, 4);
+	assert_int_equal(c.link_min_rate, 1 << 20);
+	assert_int_equal(c.link_rate_grace, 45);
+	confdiag_release(&d);
+	conf_release(&c);
+
+	/* No room left for /mcp, in total and per address; a window shorter
+	 * than starting a sandbox: all three named in one run. */
+	p = write_conf("max_connections: 64\nmax_connections_per_address: 16\n"
+	    "ready_timeout: 30s\n"
+	    "links:\n  max_transfers: 33\n  max_transfers_per_address: 16\n"
+	    "  rate_grace: 30s\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), -1);
+	t = buf_str(&d.text);
+	assert_int_equal(d.count, 3);
+	assert_non_null(strstr(t, "max_transfers (33) must leave room for "
+	    "/mcp and /health: at most max_connections - 32 (32)"));
+	assert_non_null(strstr(t, "max_transfers_per_address (16) must be "
+	    "below max_connections_per_address (16)"));
+	assert_non_null(strstr(t, "rate_grace (30s) must be longer than "
+	    "ready_timeout (30s)"));
+	confdiag_release(&d);
+	conf_release(&c);
+	/* No floor: no window to check. */
+	p = write_conf("ready_timeout: 30s\nlinks:\n  min_rate: 0\n"
+	    "  rate_grace: 10s\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	confdiag_release(&d);
+	conf_release(&c);
+	unlink(p);
+	clear_env();
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_link_traffic),
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_ids_and_quota_refused),
 		cmocka_unit_test(test_defaults_and_env),
