@@ -23,75 +23,37 @@
 #include <pthread.h>
 
 #include "log.h"
+#include "text.h"
 #include "supervisor.h"
 #include "banned.h"
 
 #define NAMES_DIR	"names"
 
-/* One UTF-8 sequence at s (n bytes left): its length and code point, or 0. */
-static size_t
-utf8_one(const unsigned char *s, size_t n, unsigned long *cp)
-{
-	size_t	 len, i;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, *cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, *cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, *cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		*cp = (*cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && *cp < 0x800) || (len == 4 && (*cp < 0x10000 ||
-	    *cp > 0x10ffff)) || (*cp >= 0xd800 && *cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-/* Unicode's format characters (Cf) that hide or reorder text. */
-static int
-is_format(unsigned long cp)
-{
-	return cp == 0xad || (cp >= 0x600 && cp <= 0x605) || cp == 0x61c
-	    || cp == 0x6dd || cp == 0x70f || cp == 0x180e
-	    || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e)
-	    || (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff
-	    || (cp >= 0xfff9 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe007f);
-}
-
 int
 name_clean(const char *in, char *out, size_t len)
 {
 	const unsigned char	*s = (const unsigned char *)in;
-	size_t			 n = strlen(in), k, o = 0;
+	size_t			 n = strlen(in), o = 0;
 	unsigned long		 cp;
+	int			 k;
 
 	if (len == 0)
 		return -1;
 	while (n > 0) {
-		if ((k = utf8_one(s, n, &cp)) == 0) {
+		/* Not UTF-8 (or cut off): that byte goes. */
+		if ((k = utf8_seq(s, n)) <= 0) {
 			s++, n--;
 			continue;
 		}
-		if (cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0)
-		    && !is_format(cp) && !(o == 0 && cp == ' ')) {
-			if (o + k >= len || o + k > NAME_MAX_BYTES)
+		cp = utf8_code(s, k);
+		if (cp >= 0x20 && cp != 0x7f && !unicode_invisible(cp)
+		    && !(o == 0 && cp == ' ')) {
+			if (o + (size_t)k >= len || o + (size_t)k > NAME_MAX_BYTES)
 				break;
-			memcpy(out + o, s, k);
-			o += k;
+			memcpy(out + o, s, (size_t)k);
+			o += (size_t)k;
 		}
-		s += k, n -= k;
+		s += k, n -= (size_t)k;
 	}
 	while (o > 0 && out[o - 1] == ' ')
 		o--;
