@@ -6,6 +6,7 @@
  * same truth.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,9 +71,56 @@ host_ids(const struct conf *c, const struct sandbox_host *h,
 
 	if (sscanf(c->sandbox_user, "%u:%u%c", &u, &g, &extra) != 2)
 		return -1;
-	*uid = h->slot != 0 ? idmap_host_id(c, h->slot, u) : u;
-	*gid = h->slot != 0 ? idmap_host_id(c, h->slot, g) : g;
+	if (h->slot != 0) {
+		*uid = idmap_host_id(c, h->slot, u);
+		*gid = idmap_host_id(c, h->slot, g);
+	} else if (h->rootless && h->sub_size != 0) {
+		/* Container id n is the namespace's n + 1: sub_uid + n. */
+		*uid = h->sub_uid + u;
+		*gid = h->sub_gid + g;
+	} else {
+		*uid = u;
+		*gid = g;
+	}
 	return 0;
+}
+
+/*
+ * A POSIX ACL as the kernel takes it in system.posix_acl_access and
+ * system.posix_acl_default (little-endian; entries sorted by tag, then
+ * id): the owner rwx, one more user with perm, nobody else.  Set by
+ * descriptor, so no library is needed.
+ */
+#define ACL_XATTR_VERSION	2
+#define ACL_TAG_USER_OBJ	0x01
+#define ACL_TAG_USER		0x02
+#define ACL_TAG_GROUP_OBJ	0x04
+#define ACL_TAG_MASK		0x10
+#define ACL_TAG_OTHER		0x20
+
+static int
+acl_set(int fd, const char *xattr, unsigned long uid, unsigned int perm)
+{
+	static const uint16_t tags[] = { ACL_TAG_USER_OBJ, ACL_TAG_USER,
+	    ACL_TAG_GROUP_OBJ, ACL_TAG_MASK, ACL_TAG_OTHER };
+	const uint16_t	 perms[] = { 7, (uint16_t)perm, 0, 7, 0 };
+	unsigned char	 b[4 + 5 * 8], *q = b + 4;
+	uint32_t	 v;
+	uint16_t	 t;
+	size_t		 i;
+
+	v = htole32(ACL_XATTR_VERSION);
+	memcpy(b, &v, 4);
+	for (i = 0; i < 5; i++, q += 8) {
+		t = htole16(tags[i]);
+		memcpy(q, &t, 2);
+		t = htole16(perms[i]);
+		memcpy(q + 2, &t, 2);
+		v = htole32(tags[i] == ACL_TAG_USER ? (uint32_t)uid :
+		    UINT32_MAX);
+		memcpy(q + 4, &v, 4);
+	}
+	return fsetxattr(fd, xattr, b, sizeof(b), 0);
 }
 
 /*
@@ -180,6 +229,22 @@ rundir_make(const struct conf *c, const struct names *n,
 			    n->rundir, strerror(errno));
 			goto fail;
 		}
+	} else if (numeric && h->rootless && h->sub_size != 0) {
+		/*
+		 * Rootless, the sandbox user is a subordinate id we cannot
+		 * chown to: it gets an ACL entry instead, and what it makes
+		 * there (its socket, 0660) gets one for us by default.
+		 */
+		if (fchmod(rfd, 0700) == -1
+		    || acl_set(rfd, "system.posix_acl_access", uid, 7) == -1
+		    || acl_set(rfd, "system.posix_acl_default", geteuid(), 7)
+		    == -1) {
+			perr_set(e, 500, "cannot give %s to the sandbox user "
+			    "(host uid %lu) with an ACL: %s (the file system "
+			    "needs POSIX ACLs)", n->rundir, uid,
+			    strerror(errno));
+			goto fail;
+		}
 	} else if (numeric) {
 		if (fchmod(rfd, 0700) == -1) {
 			perr_set(e, 500, "cannot set the mode of %s: %s",
@@ -240,6 +305,9 @@ host_find(const struct conf *c, struct podman *p, const char *user,
 		return -1;
 	if (rootless) {
 		h->rootless = 1;
+		if (sandbox_rootless_ids(c, p, &h->sub_uid, &h->sub_gid,
+		    &h->sub_size) == -1)
+			h->sub_size = 0;
 		return 0;
 	}
 	if (c->uid_base != 0 && idmap_slot(c, user, create, &h->slot, e) == -1)
@@ -282,6 +350,29 @@ sandbox_quota_usable(const struct conf *c, struct podman *p, char *why,
 		snprintf(why, len, "%s, so workspaces have no quota and one "
 		    "sandbox can fill the disk they are on", tools_why);
 	return tools;
+}
+
+/*
+ * Rootless: the part of the user's subordinate ranges a sandbox gets
+ * (Podman's namespace ids 1..size), when it holds the sandbox user; -1
+ * when not (no ranges, too small, or sandbox.user a name): keep-id then.
+ */
+int
+sandbox_rootless_ids(const struct conf *c, const struct podman *p,
+    unsigned long *uid, unsigned long *gid, unsigned long *size)
+{
+	unsigned int	 u, g;
+	char		 extra;
+
+	*size = p->sub_size < ROOTLESS_IDS ? p->sub_size : ROOTLESS_IDS;
+	*uid = p->sub_uid;
+	*gid = p->sub_gid;
+	if (sscanf(c->sandbox_user, "%u:%u%c", &u, &g, &extra) != 2
+	    || u >= *size || g >= *size) {
+		*size = 0;
+		return -1;
+	}
+	return 0;
 }
 
 /*

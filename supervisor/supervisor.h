@@ -330,13 +330,20 @@ int	files_access(struct MHD_Connection *, const char *url,
  * builders stay pure: the user's id slot (idmap.c; 0: no user namespace
  * of its own, as under rootless Podman or with uid_base 0) and its
  * workspace image (quota.c; NULL: a plain volume, without a quota);
- * rootless when Podman is (the sandbox user is then mapped onto ours).
+ * rootless when Podman is.  Rootless, sub_size ids of the user's
+ * subordinate range (host ids from sub_uid and sub_gid, its namespace's
+ * ids 1..sub_size) are the container's 0..sub_size-1; with none that
+ * fit, the sandbox user is mapped onto ours (keep-id).
  */
 struct sandbox_host {
 	long		 slot;
 	const char	*image;
 	int		 rootless;
+	unsigned long	 sub_uid, sub_gid, sub_size;
 };
+
+/* Rootless: the most ids of the subordinate range a sandbox gets. */
+#define ROOTLESS_IDS	65536UL
 
 /* Names and paths of one user's objects. */
 struct names {
@@ -355,6 +362,12 @@ int	sandbox_names(const struct conf *, const char *user, struct names *);
  */
 json_t	*sandbox_network_spec(const struct conf *, const char *user,
 	    const char *isolate);
+/* The user's link key, for the agent to read and remove at start. */
+#define SANDBOX_LINK_KEY	"link.key"
+#define SANDBOX_LINK_KEY_IN	"/run/vivarium/" SANDBOX_LINK_KEY
+struct podman;
+int	sandbox_rootless_ids(const struct conf *, const struct podman *,
+	    unsigned long *uid, unsigned long *gid, unsigned long *size);
 json_t	*sandbox_volume_spec(const char *user, const struct sandbox_host *);
 /* proxy_ip: the egress proxy's address on the user's network, or NULL. */
 json_t	*sandbox_container_spec(const struct conf *, const char *user,

@@ -16,6 +16,10 @@ const origin = process.env.VRL_ORIGIN;
 const egress = process.env.VRL_EGRESS;
 const state = `${process.env.XDG_RUNTIME_DIR}/vivarium`;
 const uid = process.getuid();
+// This user's subordinate uids (run.sh's useradd gave it a range).
+const [subuid, subcount] = readFileSync('/etc/subuid', 'utf8').split('\n')
+  .map((l) => l.split(':')).filter((f) => f[0] === process.env.USER)
+  .map((f) => [Number(f[1]), Number(f[2])])[0];
 let sv;
 
 // The user's own Podman, through the socket the supervisor uses.
@@ -32,7 +36,7 @@ before(async () => {
   assert.ok(sock && origin && egress, 'run by tests/rootless/run.sh');
   mkdirSync(state, { recursive: true, mode: 0o700 });
   // The first container pays for the copy of the image's layers that
-  // keep-id's uid mapping needs (about 10 s here).
+  // the subordinate uid mapping needs (about 10 s here).
   sv = await startSupervisor({ podmanSock: sock, state, readyTimeout: '120s',
     extra: ['egress:', '  manage: yes', `  container: ${egress}`, '  port: 3128',
       `  config: ${process.env.VRL_EGRESS_CONFIG}`].join('\n') });
@@ -67,14 +71,25 @@ test('two users: own containers, networks and workspaces; they cannot reach each
     assert.equal(P('network', 'inspect', '-f', '{{.Internal}} {{.DNSEnabled}}', name), 'true false');
     assert.equal(P('volume', 'exists', `${name}-workspace`), '');
     assert.equal(P('inspect', '-f', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', name).trim(), name);
-    // keep-id: the sandbox user is the supervisor's uid, so its socket
-    // directory and the agent's socket need no chown and no wider mode.
+    // The sandbox user (1000) is one of this user's subordinate ids, not
+    // the supervisor's uid: the run directory stays ours, given to it by
+    // an ACL; the agent's socket is its own, 0660 for our ACL entry.
     const d = statSync(`${state}/users/${u}`), s = statSync(`${state}/users/${u}/agent.sock`);
-    assert.equal(d.uid, uid); assert.equal(d.mode & 0o777, 0o700);
-    assert.ok(s.isSocket()); assert.equal(s.uid, uid); assert.equal(s.mode & 0o777, 0o600);
+    assert.equal(d.uid, uid); assert.equal(d.mode & 0o707, 0o700);
+    assert.ok(s.isSocket()); assert.equal(s.uid, subuid + 1000, 'the agent is subordinate id 1000');
+    assert.notEqual(s.uid, uid); assert.equal(s.mode & 0o777, 0o660);
+    // On the host, no process of the container is the supervisor's uid.
+    const pid1 = P('inspect', '-f', '{{.State.Pid}}', name);
+    const kids = readFileSync(`/proc/${pid1}/task/${pid1}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    assert.ok(kids.length > 0, 'the agent runs under the container\'s init');
+    for (const p of [pid1, ...kids]) {
+      const st = readFileSync(`/proc/${p}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)[1];
+      assert.notEqual(Number(st), uid, `container process ${p} runs as the supervisor's uid`);
+      assert.ok(Number(st) >= subuid && Number(st) < subuid + subcount, `process ${p}: uid ${st}`);
+    }
   }
   r = await runPython(ca, "print('MAP', ' '.join(open('/proc/self/uid_map').read().split()))");
-  assert.match(r.text, /MAP 0 1 1000 1000 0 1 1001 1001 \d+/, `uid map: ${r.text}`);
+  assert.match(r.text, /MAP 0 1 65536$/m, `uid map: ${r.text}`);
 
   // As in the rootful suite, with a shorter wait.
   const ip = (u) => P('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${u}`);

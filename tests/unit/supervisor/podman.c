@@ -247,14 +247,23 @@ create_missing_image(const char *info, int rootless)
 	/* A volume that appeared meanwhile (500 "already exists") is fine;
 	 * the missing image is the error, and it says what to do. */
 	assert_int_equal(sandbox_create(&c, p, "bob", &e), -1);
-	assert_non_null(strstr(e.msg, "make image"));
+	if (strstr(e.msg, "make image") == NULL)
+		fail_msg("%s", e.msg);
 	assert_non_null(strstr(e.msg, c.image));
-	/* Rootless: the sandbox user is the supervisor's own uid, so the
-	 * socket directory and socket need no chown and no wider mode.
+	/* Rootless without subordinate ids: the sandbox user is the
+	 * supervisor's own uid (keep-id); with them (2), the range.
 	 * Rootful: a user namespace of the sandbox's own (its slot's ids). */
 	q = fake_last();
 	assert_non_null(strstr(q.target, "/containers/create"));
-	if (rootless) {
+	if (rootless == 2) {
+		/* Subordinate ids: the namespace's 1..65536, not our uid. */
+		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
+		    "\"private\"}"));
+		assert_non_null(strstr(q.body, "\"UIDMap\":[{\"container_id\":0,"
+		    "\"host_id\":1,\"size\":65536}]"));
+		assert_non_null(strstr(q.body, "\"VIVARIUM_SOCKET_MODE\":\"0660\""));
+		assert_null(strstr(q.body, "keep-id"));
+	} else if (rootless) {
 		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
 		    "\"keep-id\",\"value\":\"uid=1000,gid=1000\"}"));
 		assert_null(strstr(q.body, "idmappings"));
@@ -285,6 +294,12 @@ static void
 test_create_rootless_keep_id(void **state)
 {
 	create_missing_image("info-rootless.http", 1);
+}
+
+static void
+test_create_rootless_subids(void **state)
+{
+	create_missing_image("info-rootless-subids.http", 2);
 }
 
 static void
@@ -396,6 +411,7 @@ main(void)
 		cmocka_unit_test(test_connection_closed),
 		cmocka_unit_test(test_create_missing_image),
 		cmocka_unit_test(test_create_rootless_keep_id),
+		cmocka_unit_test(test_create_rootless_subids),
 		cmocka_unit_test(test_egress_already_connected),
 		cmocka_unit_test(test_proxy_ip),
 	};

@@ -378,6 +378,52 @@ test_userns_and_quota(void **state)
 	json_decref(s);
 }
 
+/*
+ * Rootless with a subordinate range: the sandbox's ids 0..65535 are the
+ * rootless namespace's 1..65536, none of them the supervisor's uid (0
+ * there), and the agent's socket lets the group in for the run
+ * directory's ACL.  Without one, keep-id, the supervisor's own uid.
+ */
+static void
+test_userns_rootless(void **state)
+{
+	struct sandbox_host	 h = { .rootless = 1, .sub_uid = 100000,
+	    .sub_gid = 200000, .sub_size = 65536 };
+	json_t			*s, *m;
+	const json_t		*o;
+
+	s = sandbox_container_spec(&cf, "alice", NULL, &h);
+	assert_string_equal(str(json_object_get(s, "userns"), "nsmode"),
+	    "private");
+	m = json_object_get(s, "idmappings");
+	for (int i = 0; i < 2; i++) {
+		o = json_array_get(json_object_get(m, i == 0 ? "UIDMap" :
+		    "GIDMap"), 0);
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "container_id")), 0);
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "host_id")), 1);
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "size")), 65536);
+	}
+	assert_string_equal(str(json_object_get(s, "env"),
+	    "VIVARIUM_SOCKET_MODE"), "0660");
+	assert_string_equal(str(json_object_get(s, "labels"),
+	    SANDBOX_IDS_LABEL), "sub:100000+65536");
+	json_decref(s);
+
+	h.sub_size = 0;
+	s = sandbox_container_spec(&cf, "alice", NULL, &h);
+	assert_string_equal(str(json_object_get(s, "userns"), "nsmode"),
+	    "keep-id");
+	assert_null(json_object_get(s, "idmappings"));
+	assert_null(json_object_get(json_object_get(s, "env"),
+	    "VIVARIUM_SOCKET_MODE"));
+	assert_string_equal(str(json_object_get(s, "labels"),
+	    SANDBOX_IDS_LABEL), "shared");
+	json_decref(s);
+}
+
 int
 main(void)
 {
@@ -391,6 +437,7 @@ main(void)
 		cmocka_unit_test(test_link_env),
 		cmocka_unit_test(test_network_and_volume),
 		cmocka_unit_test(test_userns_and_quota),
+		cmocka_unit_test(test_userns_rootless),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
