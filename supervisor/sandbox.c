@@ -170,6 +170,53 @@ state_dir_open(const struct conf *c, struct perr *e)
  * chmod it back.  Not root (rootless), it goes to the sandbox user as
  * before, or to everyone when sandbox.user is a name.
  */
+/*
+ * The user's link key, for the agent to read and remove as it starts
+ * (spec.c, sandbox_link_env_file): made anew at every start, whatever
+ * the sandbox left under that name (unlinked first, then O_EXCL).  As
+ * root with a numeric sandbox.user (gid not -1) ours with the sandbox's
+ * group, 0640; otherwise 0644, in a directory under the 0700 state
+ * directory.
+ */
+static int
+rundir_key(const struct conf *c, const char *user, const struct names *n,
+    int rfd, long gid, struct perr *e)
+{
+	char	 hex[LINK_KEY_HEX + 2];
+	ssize_t	 w;
+	int	 fd, root = geteuid() == 0 && gid != -1;
+
+	if (unlinkat(rfd, SANDBOX_LINK_KEY, 0) == -1 && errno != ENOENT) {
+		perr_set(e, 500, "cannot remove %s/" SANDBOX_LINK_KEY ": %s",
+		    n->rundir, strerror(errno));
+		return -1;
+	}
+	if (link_user_key_hex(&c->link_keys, user, hex) == -1)
+		return 0;	/* links are off */
+	hex[LINK_KEY_HEX] = '\n';
+	if ((fd = openat(rfd, SANDBOX_LINK_KEY, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
+		explicit_bzero(hex, sizeof(hex));
+		perr_set(e, 500, "cannot create %s/" SANDBOX_LINK_KEY ": %s",
+		    n->rundir, strerror(errno));
+		return -1;
+	}
+	w = write(fd, hex, LINK_KEY_HEX + 1);
+	explicit_bzero(hex, sizeof(hex));
+	if (w != LINK_KEY_HEX + 1
+	    || (root && fchown(fd, 0, (gid_t)gid) == -1)
+	    || fchmod(fd, root ? 0640 : 0644) == -1) {
+		perr_set(e, 500, "cannot write %s/" SANDBOX_LINK_KEY ": %s",
+		    n->rundir, w == -1 || w == LINK_KEY_HEX + 1 ?
+		    strerror(errno) : "short write");
+		close(fd);
+		(void)unlinkat(rfd, SANDBOX_LINK_KEY, 0);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static int
 rundir_make(const struct conf *c, const struct names *n,
     const struct sandbox_host *h, struct perr *e)
@@ -256,7 +303,7 @@ rundir_make(const struct conf *c, const struct names *n,
 		    strerror(errno));
 		goto fail;
 	}
-	r = 0;
+	r = rundir_key(c, user, n, rfd, numeric ? (long)gid : -1, e);
 fail:
 	if (rfd != -1)
 		close(rfd);
@@ -284,6 +331,29 @@ rundir_seal(const struct names *n)
 	if (fchmod(fd, 0750) == -1)
 		log_warn("%s: fchmod", n->rundir);
 	close(fd);
+}
+
+/*
+ * Rootless: the part of the user's subordinate ranges a sandbox gets
+ * (Podman's namespace ids 1..size), when it holds the sandbox user; -1
+ * when not (no ranges, too small, or sandbox.user a name): keep-id then.
+ */
+int
+sandbox_rootless_ids(const struct conf *c, const struct podman *p,
+    unsigned long *uid, unsigned long *gid, unsigned long *size)
+{
+	unsigned int	 u, g;
+	char		 extra;
+
+	*size = p->sub_size < ROOTLESS_IDS ? p->sub_size : ROOTLESS_IDS;
+	*uid = p->sub_uid;
+	*gid = p->sub_gid;
+	if (sscanf(c->sandbox_user, "%u:%u%c", &u, &g, &extra) != 2
+	    || u >= *size || g >= *size) {
+		*size = 0;
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -350,29 +420,6 @@ sandbox_quota_usable(const struct conf *c, struct podman *p, char *why,
 		snprintf(why, len, "%s, so workspaces have no quota and one "
 		    "sandbox can fill the disk they are on", tools_why);
 	return tools;
-}
-
-/*
- * Rootless: the part of the user's subordinate ranges a sandbox gets
- * (Podman's namespace ids 1..size), when it holds the sandbox user; -1
- * when not (no ranges, too small, or sandbox.user a name): keep-id then.
- */
-int
-sandbox_rootless_ids(const struct conf *c, const struct podman *p,
-    unsigned long *uid, unsigned long *gid, unsigned long *size)
-{
-	unsigned int	 u, g;
-	char		 extra;
-
-	*size = p->sub_size < ROOTLESS_IDS ? p->sub_size : ROOTLESS_IDS;
-	*uid = p->sub_uid;
-	*gid = p->sub_gid;
-	if (sscanf(c->sandbox_user, "%u:%u%c", &u, &g, &extra) != 2
-	    || u >= *size || g >= *size) {
-		*size = 0;
-		return -1;
-	}
-	return 0;
 }
 
 /*
@@ -683,7 +730,7 @@ running_stale(const struct conf *c, const char *user,
 		return k;
 	if ((links = json_object()) == NULL)
 		return NULL;
-	sandbox_link_env(c, user, links);
+	sandbox_link_env_file(c, user, links);
 	k = env_stale(ins, links);
 	if (k != NULL)
 		snprintf(why, sizeof(why), "its file links are signed with "

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "sha256.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -238,6 +239,38 @@ sandbox_link_env(const struct conf *c, const char *user, json_t *env)
 }
 
 /*
+ * The same for Podman, but the key itself goes in a file of the run
+ * directory (sandbox.c writes it at every start; the agent reads and
+ * removes it): in the environment, PID 1 and every process of the
+ * sandbox would show it in /proc/<pid>/environ.  A digest of it stays,
+ * so that a changed key still tells an old container from a new one.
+ */
+void
+sandbox_link_env_file(const struct conf *c, const char *user, json_t *env)
+{
+	struct sha256	 s;
+	unsigned char	 d[SHA256_LEN];
+	char		 sum[17];
+	const char	*hex;
+	int		 i;
+
+	sandbox_link_env(c, user, env);
+	if ((hex = json_string_value(json_object_get(env,
+	    "VIVARIUM_LINK_KEY"))) == NULL)
+		return;
+	sha256_init(&s);
+	sha256_update(&s, "vivarium link key digest\n", 25);
+	sha256_update(&s, hex, strlen(hex));
+	sha256_final(&s, d);
+	for (i = 0; i < 8; i++)
+		snprintf(sum + 2 * i, 3, "%02x", d[i]);
+	json_object_del(env, "VIVARIUM_LINK_KEY");
+	json_object_set_new(env, "VIVARIUM_LINK_KEY_FILE",
+	    json_string(SANDBOX_LINK_KEY_IN));
+	json_object_set_new(env, "VIVARIUM_LINK_KEY_SUM", json_string(sum));
+}
+
+/*
  * With no DNS the proxy can only be named by its address; nothing is local
  * but the proxy, so everything goes to it (no_proxy empty).  Both cases,
  * since programs differ in which they read.  New reference, or NULL.
@@ -282,7 +315,7 @@ sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
 		json_object_update(env, px);
 		json_decref(px);
 	}
-	sandbox_link_env(c, user, env);
+	sandbox_link_env_file(c, user, env);
 	return env;
 }
 

@@ -383,6 +383,8 @@ json_t	*sandbox_env(const struct conf *, const char *user,
 json_t	*sandbox_proxy_env(const char *proxy_ip, long port);
 /* Of that, the file-link variables, added to env; none without a key. */
 void	sandbox_link_env(const struct conf *, const char *user, json_t *env);
+void	sandbox_link_env_file(const struct conf *, const char *user,
+	    json_t *env);
 /*
  * The egress proxy's fixed address on a network: the last usable address
  * of its IPv4 subnet (Podman hands out addresses from the low end).  From

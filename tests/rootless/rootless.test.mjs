@@ -97,6 +97,35 @@ test('two users: own containers, networks and workspaces; they cannot reach each
   await ca.close(); await cb.close();
 });
 
+test('the link key is in no environment and no file a run can read; links still work', async () => {
+  const c = await sv.client(user('alice'));
+  // Every process of the sandbox: PID 1 (Podman's init), the agent and
+  // the run itself.  The agent is not dumpable: its environ is closed.
+  const r = await runPython(c, `import os, re
+for p in sorted(os.listdir('/proc'), key=lambda x: (len(x), x)):
+    if not p.isdigit(): continue
+    try:
+        e = open('/proc/%s/environ' % p, 'rb').read()
+    except OSError as x:
+        print('CLOSED', p, type(x).__name__); continue
+    names = [v.split(b'=')[0].decode() for v in e.split(b'\\0') if v.startswith(b'VIVARIUM_LINK')]
+    print('PROC', p, ','.join(names), 'HEX' if re.search(rb'[0-9a-f]{64}', e) else 'clean')
+print('FILE', os.path.exists('/run/vivarium/link.key'), sorted(os.listdir('/run/vivarium')))
+open('report.txt', 'w').write('linked-rootless')`);
+  assert.doesNotMatch(r.text, /VIVARIUM_LINK_KEY(,|\s|$)/m, `a key in an environment: ${r.text}`);
+  assert.doesNotMatch(r.text, /PROC \d+ .* HEX/, `a key in an environment: ${r.text}`);
+  assert.match(r.text, /PROC 1 /, r.text);
+  assert.match(r.text, /CLOSED \d+ PermissionError/, `the agent's environ is readable: ${r.text}`);
+  assert.match(r.text, /FILE False \['agent\.sock'\]/, r.text);
+  // The agent read the key from the file: its links open.
+  const l = await c.callTool({ name: 'share_file', arguments: { path: 'report.txt' } });
+  assert.ok(!l.isError && l.structuredContent?.url, JSON.stringify(l));
+  const res = await fetch(l.structuredContent.url);
+  assert.equal(res.status, 200, l.structuredContent.url);
+  assert.equal(await res.text(), 'linked-rootless');
+  await c.close();
+});
+
 test('egress: the sandbox reaches the web through the real proxy, and nothing directly', async (t) => {
   const u = user('alice');
   const c = await sv.client(u);

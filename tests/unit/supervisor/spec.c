@@ -258,7 +258,7 @@ static void
 test_link_env(void **state)
 {
 	json_t	*env;
-	char	 hex[LINK_KEY_HEX + 1];
+	char	 hex[LINK_KEY_HEX + 1], sum[17];
 
 	memset(hex, 'a', LINK_KEY_HEX);
 	hex[LINK_KEY_HEX] = '\0';
@@ -270,11 +270,30 @@ test_link_env(void **state)
 	cf.upload_max = 1048576;
 	env = sandbox_env(&cf, "alice", NULL);
 	assert_string_equal(str(env, "VIVARIUM_LINK_USER"), "alice");
-	assert_string_equal(str(env, "VIVARIUM_LINK_KEY"), hex);
+	/* Podman's: not the key itself, which every /proc/<pid>/environ
+	 * would show, but where the agent finds it and a digest of it. */
+	assert_null(json_object_get(env, "VIVARIUM_LINK_KEY"));
+	assert_string_equal(str(env, "VIVARIUM_LINK_KEY_FILE"),
+	    "/run/vivarium/link.key");
+	assert_int_equal(strlen(str(env, "VIVARIUM_LINK_KEY_SUM")), 16);
+	assert_null(strstr(str(env, "VIVARIUM_LINK_KEY_SUM"), "aaaa"));
 	assert_string_equal(str(env, "VIVARIUM_PUBLIC_URL"),
 	    "https://files.example.org");
 	assert_string_equal(str(env, "VIVARIUM_DOWNLOAD_LIFETIME"), "600");
 	assert_string_equal(str(env, "VIVARIUM_UPLOAD_MAX_BYTES"), "1048576");
+	snprintf(sum, sizeof(sum), "%s", str(env, "VIVARIUM_LINK_KEY_SUM"));
+	json_decref(env);
+	/* Kubernetes' (kspec.c): the key itself. */
+	env = json_object();
+	sandbox_link_env(&cf, "alice", env);
+	assert_string_equal(str(env, "VIVARIUM_LINK_KEY"), hex);
+	json_decref(env);
+	/* Another key, another digest: an old container is told apart. */
+	hex[0] = 'b';
+	assert_int_equal(link_keys_set_user(&cf.link_keys, "alice", hex, NULL,
+	    0), 0);
+	env = sandbox_env(&cf, "alice", NULL);
+	assert_string_not_equal(str(env, "VIVARIUM_LINK_KEY_SUM"), sum);
 	json_decref(env);
 	/* No key for bob: bob's sandbox signs nothing. */
 	env = sandbox_env(&cf, "bob", NULL);
