@@ -315,21 +315,29 @@ fail:
 }
 
 /* Once the agent listens: no more entries in its run directory (it may
- * still list it). */
+ * still list it).  As root by the mode; rootless in the subordinate
+ * range by the sandbox's ACL entry, r-x. */
 static void
-rundir_seal(const struct names *n)
+rundir_seal(const struct conf *c, const struct names *n,
+    const struct sandbox_host *h)
 {
-	int	 fd;
+	unsigned long	 uid, gid;
+	int		 fd, acl;
 
-	if (geteuid() != 0)
+	acl = h->rootless && h->sub_size != 0 && host_ids(c, h, &uid, &gid)
+	    == 0;
+	if (geteuid() != 0 && !acl)
 		return;
 	if ((fd = open(n->rundir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
 		log_warn("%s", n->rundir);
 		return;
 	}
-	if (fchmod(fd, 0750) == -1)
+	if (geteuid() == 0 && fchmod(fd, 0750) == -1)
 		log_warn("%s: fchmod", n->rundir);
+	else if (geteuid() != 0 && acl_set(fd, "system.posix_acl_access",
+	    uid, 5) == -1)
+		log_warn("%s: setting its ACL", n->rundir);
 	close(fd);
 }
 
@@ -779,7 +787,7 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 /* Polls the agent until it answers, watching the container meanwhile. */
 static int
 wait_ready(const struct conf *c, struct podman *p, const struct names *n,
-    struct perr *e)
+    const struct sandbox_host *h, struct perr *e)
 {
 	double	 deadline = clock_mono() + (double)c->ready_timeout;
 	double	 next_look = clock_mono() + 1.0;
@@ -790,7 +798,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 	agent_addr_unix(&a, n->sock);
 	for (;;) {
 		if (agent_probe(&a, 2000) == 0) {
-			rundir_seal(n);
+			rundir_seal(c, n, h);
 			return 0;
 		}
 		if (clock_mono() > deadline) {
@@ -862,7 +870,7 @@ again:
 	ins = NULL;
 	switch (st) {
 	case CTR_RUNNING:
-		return wait_ready(c, p, &n, e);
+		return wait_ready(c, p, &n, &h, e);
 	case CTR_TRANSIENT:
 		if (++tries > 50) {
 			perr_set(e, 503, "the sandbox %s is stuck %s; try again "
@@ -890,7 +898,7 @@ again:
 		    n.container);
 		if (podman_call(p, "POST", path, NULL, NULL, NULL, e) == -1)
 			return -1;
-		return wait_ready(c, p, &n, e);
+		return wait_ready(c, p, &n, &h, e);
 	}
 	case CTR_STOPPED:
 	case CTR_OTHER:
@@ -929,7 +937,7 @@ again:
 	    || egress_connect(c, p, &n, ip, e) == -1)
 		log_warnx("%s: the egress proxy is not connected: %s",
 		    n.container, e->msg);
-	return wait_ready(c, p, &n, e);
+	return wait_ready(c, p, &n, &h, e);
 }
 
 /* RFC 3339 as Podman writes it ("2026-11-30T10:11:12.5Z", or an offset)

@@ -111,12 +111,18 @@ for p in sorted(os.listdir('/proc'), key=lambda x: (len(x), x)):
     names = [v.split(b'=')[0].decode() for v in e.split(b'\\0') if v.startswith(b'VIVARIUM_LINK')]
     print('PROC', p, ','.join(names), 'HEX' if re.search(rb'[0-9a-f]{64}', e) else 'clean')
 print('FILE', os.path.exists('/run/vivarium/link.key'), sorted(os.listdir('/run/vivarium')))
+try:
+    open('/run/vivarium/planted', 'w'); print('PLANTED')
+except OSError as x:
+    print('SEALED', type(x).__name__)
 open('report.txt', 'w').write('linked-rootless')`);
   assert.doesNotMatch(r.text, /VIVARIUM_LINK_KEY(,|\s|$)/m, `a key in an environment: ${r.text}`);
   assert.doesNotMatch(r.text, /PROC \d+ .* HEX/, `a key in an environment: ${r.text}`);
   assert.match(r.text, /PROC 1 /, r.text);
   assert.match(r.text, /CLOSED \d+ PermissionError/, `the agent's environ is readable: ${r.text}`);
   assert.match(r.text, /FILE False \['agent\.sock'\]/, r.text);
+  // Once the agent listens, its run directory takes no new entries.
+  assert.match(r.text, /SEALED PermissionError/, r.text);
   // The agent read the key from the file: its links open.
   const l = await c.callTool({ name: 'share_file', arguments: { path: 'report.txt' } });
   assert.ok(!l.isError && l.structuredContent?.url, JSON.stringify(l));
