@@ -167,8 +167,10 @@ state_dir_open(const struct conf *c, struct perr *e)
  * As root it stays ours, with the sandbox's group: 0730 while the agent
  * starts (it makes its socket), then rundir_seal makes it 0750, so the
  * sandbox cannot write a byte more into the host's filesystem there, nor
- * chmod it back.  Not root (rootless), it goes to the sandbox user as
- * before, or to everyone when sandbox.user is a name.
+ * chmod it back.  Rootless with a subordinate range, it stays ours,
+ * 0700, and the sandbox's host uid gets an ACL entry (rwx while the
+ * agent starts, r-x after).  Rootless with keep-id the sandbox user is
+ * us; with a named sandbox.user it is open to everyone.
  */
 /*
  * The user's link key, for the agent to read and remove as it starts
