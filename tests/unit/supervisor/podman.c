@@ -236,7 +236,7 @@ create_missing_image(const char *info, int rootless)
 	char		 dir[] = "/tmp/svtestXXXXXX";
 	struct stat	 st;
 	struct fake_request	 q;
-	char		 rundir[128];
+	char		 rundir[128], target[128], key[512];
 
 	assert_non_null(mkdtemp(dir));
 	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef0123", 1);
@@ -244,9 +244,43 @@ create_missing_image(const char *info, int rootless)
 	confdiag_init(&d, NULL);
 	assert_int_equal(conf_load(&c, NULL, &d), 0);
 	confdiag_release(&d);
+	/*
+	 * The link key goes in the run directory, for the agent to read and
+	 * remove; not in the environment.  What the sandbox left at that
+	 * name (here a symlink) is replaced, not followed.
+	 */
+	assert_int_equal(conf_link_keys(&c, key, sizeof(key)), 0);
+	snprintf(rundir, sizeof(rundir), "%s/users", dir);
+	assert_int_equal(mkdir(rundir, 0755), 0);
+	snprintf(rundir, sizeof(rundir), "%s/users/bob", dir);
+	assert_int_equal(mkdir(rundir, 0700), 0);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	snprintf(rundir, sizeof(rundir), "%s/users/bob/link.key", dir);
+	assert_int_equal(symlink(target, rundir), 0);
 	/* A volume that appeared meanwhile (500 "already exists") is fine;
 	 * the missing image is the error, and it says what to do. */
 	assert_int_equal(sandbox_create(&c, p, "bob", &e), -1);
+	assert_int_equal(lstat(rundir, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(access(target, F_OK), -1);
+	assert_int_equal(st.st_size, LINK_KEY_HEX + 1);
+	if (geteuid() == 0 && rootless == 0) {
+		/* Ours, read through the sandbox's group. */
+		assert_int_equal(st.st_mode & 0777, 0640);
+		assert_int_equal(st.st_uid, 0);
+		assert_int_not_equal(st.st_gid, 0);
+	}
+	assert_non_null(link_user_key_hex(&c.link_keys, "bob", key) == 0 ?
+	    key : NULL);
+	{
+		char	 got[LINK_KEY_HEX + 2] = "";
+		FILE	*f = fopen(rundir, "r");
+
+		assert_non_null(f);
+		assert_non_null(fgets(got, sizeof(got), f));
+		fclose(f);
+		assert_memory_equal(got, key, LINK_KEY_HEX);
+	}
 	if (strstr(e.msg, "make image") == NULL)
 		fail_msg("%s", e.msg);
 	assert_non_null(strstr(e.msg, c.image));
@@ -255,6 +289,9 @@ create_missing_image(const char *info, int rootless)
 	 * Rootful: a user namespace of the sandbox's own (its slot's ids). */
 	q = fake_last();
 	assert_non_null(strstr(q.target, "/containers/create"));
+	assert_null(strstr(q.body, "\"VIVARIUM_LINK_KEY\""));
+	assert_non_null(strstr(q.body, "\"VIVARIUM_LINK_KEY_FILE\":"
+	    "\"/run/vivarium/link.key\""));
 	if (rootless == 2) {
 		/* Subordinate ids: the namespace's 1..65536, not our uid. */
 		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
