@@ -333,6 +333,36 @@ test_create_rootless_keep_id(void **state)
 	create_missing_image("info-rootless.http", 1);
 }
 
+/* The ACL as the kernel takes it: the mode's group bits become the
+ * mask, the named user is there with its permissions. */
+static void
+test_acl_set(void **state)
+{
+	char		 dir[] = "/tmp/svaclXXXXXX";
+	unsigned char	 b[64];
+	struct stat	 st;
+	int		 fd;
+	ssize_t		 n;
+
+	assert_non_null(mkdtemp(dir));
+	assert_true((fd = open(dir, O_RDONLY | O_DIRECTORY)) != -1);
+	assert_int_equal(fchmod(fd, 0700), 0);
+	assert_int_equal(acl_set(fd, "system.posix_acl_access", 123456, 5), 0);
+	assert_int_equal(acl_set(fd, "system.posix_acl_default", 654321, 7), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0770);
+	n = fgetxattr(fd, "system.posix_acl_access", b, sizeof(b));
+	assert_int_equal(n, 4 + 5 * 8);
+	/* the second entry: ACL_USER, r-x, 123456 (little-endian) */
+	assert_int_equal(b[12], ACL_TAG_USER);
+	assert_int_equal(b[14], 5);
+	assert_int_equal(b[16] | b[17] << 8 | b[18] << 16 | b[19] << 24, 123456);
+	assert_int_equal(fgetxattr(fd, "system.posix_acl_default", b,
+	    sizeof(b)), 4 + 5 * 8);
+	close(fd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void
 test_create_rootless_subids(void **state)
 {
@@ -449,6 +479,7 @@ main(void)
 		cmocka_unit_test(test_create_missing_image),
 		cmocka_unit_test(test_create_rootless_keep_id),
 		cmocka_unit_test(test_create_rootless_subids),
+		cmocka_unit_test(test_acl_set),
 		cmocka_unit_test(test_egress_already_connected),
 		cmocka_unit_test(test_proxy_ip),
 	};
