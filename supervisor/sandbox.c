@@ -156,23 +156,6 @@ state_dir_open(const struct conf *c, struct perr *e)
 }
 
 /*
- * The directory bind-mounted at /run/vivarium: <state_dir>/users/<user>.
- * Made and handed over through descriptors (mkdirat, openat with
- * O_NOFOLLOW, fchown), never by path, so neither a symlink planted at
- * users/ or users/<user> nor a rename racing with us makes the supervisor
- * chown or mount anything else; an entry that is not the directory
- * expected (a file, a link, another owner's directory) is refused, not
- * repaired.
- *
- * As root it stays ours, with the sandbox's group: 0730 while the agent
- * starts (it makes its socket), then rundir_seal makes it 0750, so the
- * sandbox cannot write a byte more into the host's filesystem there, nor
- * chmod it back.  Rootless with a subordinate range, it stays ours,
- * 0700, and the sandbox's host uid gets an ACL entry (rwx while the
- * agent starts, r-x after).  Rootless with keep-id the sandbox user is
- * us; with a named sandbox.user it is open to everyone.
- */
-/*
  * The user's link key, for the agent to read and remove as it starts
  * (spec.c, sandbox_link_env_file): made anew at every start, whatever
  * the sandbox left under that name (unlinked first, then O_EXCL).  As
@@ -219,6 +202,23 @@ rundir_key(const struct conf *c, const char *user, const struct names *n,
 	return 0;
 }
 
+/*
+ * The directory bind-mounted at /run/vivarium: <state_dir>/users/<user>.
+ * Made and handed over through descriptors (mkdirat, openat with
+ * O_NOFOLLOW, fchown), never by path, so neither a symlink planted at
+ * users/ or users/<user> nor a rename racing with us makes the supervisor
+ * chown or mount anything else; an entry that is not the directory
+ * expected (a file, a link, another owner's directory) is refused, not
+ * repaired.
+ *
+ * As root it stays ours, with the sandbox's group: 0730 while the agent
+ * starts (it makes its socket), then rundir_seal makes it 0750, so the
+ * sandbox cannot write a byte more into the host's filesystem there, nor
+ * chmod it back.  Rootless with a subordinate range, it stays ours,
+ * 0700, and the sandbox's host uid gets an ACL entry (rwx while the
+ * agent starts, r-x after).  Rootless with keep-id the sandbox user is
+ * us; with a named sandbox.user it is open to everyone.
+ */
 static int
 rundir_make(const struct conf *c, const struct names *n,
     const struct sandbox_host *h, struct perr *e)
