@@ -339,12 +339,6 @@ load_warm(struct agent_config *cfg, struct confdiag *d)
 }
 
 /*
- * File links.  In a sandbox the supervisor hands over one user's key
- * (VIVARIUM_LINK_KEY, VIVARIUM_LINK_USER) and its own public URL; an agent
- * that serves its own links on TCP keeps a master key in a file, made on
- * first start.  With neither, the link tools say links are not set up.
- */
-/*
  * One user's key from the file VIVARIUM_LINK_KEY_FILE (with
  * VIVARIUM_LINK_USER), which the supervisor writes into the run directory
  * before every start: read once and removed, so runs find it neither
@@ -383,6 +377,12 @@ user_key_take(const char *file, char hex[LINK_KEY_HEX + 2],
 	return 0;
 }
 
+/*
+ * File links.  In a sandbox the supervisor hands over one user's key
+ * (VIVARIUM_LINK_KEY, VIVARIUM_LINK_USER) and its own public URL; an agent
+ * that serves its own links on TCP keeps a master key in a file, made on
+ * first start.  With neither, the link tools say links are not set up.
+ */
 static void
 load_links(struct agent_config *cfg, struct confdiag *d)
 {

@@ -52,6 +52,9 @@ test('an ordinary user runs the supervisor against its rootless Podman', () => {
   const st = readFileSync(`/proc/${sv.proc.pid}/status`, 'utf8');
   assert.match(st, new RegExp(`^Uid:\\s+${uid}\\s+${uid}\\s`, 'm'), 'the supervisor runs as the user');
   assert.match(sv.stderr(), new RegExp(`Podman 4\\.\\d+\\.\\d+ at ${sock}`));
+  // What an escape lands as, said at start: a subordinate id, not us.
+  assert.match(sv.stderr(), new RegExp(`WARNING: every sandbox runs as the same host uid ${subuid + 1000} ` +
+    `\\(sandbox user 1000:1000, one of this user's subordinate ids, not the supervisor's\\)`), sv.stderr());
 });
 
 test('two users: own containers, networks and workspaces; they cannot reach each other', async () => {
