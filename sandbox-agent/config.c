@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -401,6 +402,45 @@ load_warm(struct agent_config *cfg, struct confdiag *d)
 }
 
 /*
+ * One user's key from the file VIVARIUM_LINK_KEY_FILE (with
+ * VIVARIUM_LINK_USER), which the supervisor writes into the run directory
+ * before every start: read once and removed, so runs find it neither
+ * there nor in any process's environment.  Missing or unreadable (the
+ * container was started by hand, not by the supervisor): links are off,
+ * said in the log.
+ */
+static int
+user_key_take(const char *file, char hex[LINK_KEY_HEX + 2],
+    struct confdiag *d)
+{
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC))
+	    == -1) {
+		/* The sandbox still runs code: said, not fatal. */
+		log_warnx("VIVARIUM_LINK_KEY_FILE=%s: %s (the supervisor "
+		    "writes it at every start): file links are off", file,
+		    strerror(errno));
+		return -1;
+	}
+	n = read(fd, hex, LINK_KEY_HEX + 1);
+	close(fd);
+	if (unlink(file) == -1)
+		log_warn("VIVARIUM_LINK_KEY_FILE=%s: removing it", file);
+	if (n > 0 && hex[n - 1] == '\n')
+		n--;
+	if (n != LINK_KEY_HEX) {
+		explicit_bzero(hex, LINK_KEY_HEX + 2);
+		confdiag_add(d, 0, "VIVARIUM_LINK_KEY_FILE=%s: expected %d hex "
+		    "digits, one user's key", file, LINK_KEY_HEX);
+		return -1;
+	}
+	hex[n] = '\0';
+	return 0;
+}
+
+/*
  * File links.  In a sandbox the supervisor hands over one user's key
  * (VIVARIUM_LINK_KEY, VIVARIUM_LINK_USER) and its own public URL; an agent
  * that serves its own links on TCP keeps a master key in a file, made on
@@ -410,7 +450,7 @@ static void
 load_links(struct agent_config *cfg, struct confdiag *d)
 {
 	const char	*hex, *file, *url;
-	char		 def[PATH_MAX], err[512];
+	char		 def[PATH_MAX], err[512], filehex[LINK_KEY_HEX + 2];
 
 
 	config_env_duration(d, "VIVARIUM_DOWNLOAD_LIFETIME", 86400, 60,
@@ -437,6 +477,15 @@ load_links(struct agent_config *cfg, struct confdiag *d)
 
 	hex = config_env_str("VIVARIUM_LINK_KEY", NULL);
 	cfg->link_user = config_env_str("VIVARIUM_LINK_USER", NULL);
+	file = config_env_str("VIVARIUM_LINK_KEY_FILE", NULL);
+	if (hex == NULL && cfg->link_user != NULL && file != NULL) {
+		/* The supervisor's way: a file in the run directory. */
+		if (user_key_take(file, filehex, d) == -1) {
+			cfg->link_user = NULL;
+			return;
+		}
+		hex = filehex;
+	}
 	if (hex != NULL || cfg->link_user != NULL) {
 		if (hex == NULL || cfg->link_user == NULL)
 			confdiag_add(d, 0, "VIVARIUM_LINK_KEY and "
@@ -449,9 +498,14 @@ load_links(struct agent_config *cfg, struct confdiag *d)
 			cfg->links = 1;
 		/*
 		 * Copied: runs need not inherit it (a print(os.environ) would
-		 * put it in the chat).  Code in the sandbox could still find
-		 * it; it signs links to this workspace only.
+		 * put it in the chat), and wiped where it was, which is what
+		 * /proc/<pid>/environ shows.  From the environment PID 1 keeps
+		 * it too: the supervisor passes a file instead.
 		 */
+		if (hex == filehex)
+			explicit_bzero(filehex, sizeof(filehex));
+		else
+			explicit_bzero((char *)(uintptr_t)hex, strlen(hex));
 		unsetenv("VIVARIUM_LINK_KEY");
 		return;
 	}

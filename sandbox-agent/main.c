@@ -2,6 +2,7 @@
  * vivarium-agent: the MCP server that runs Python for a model, inside a
  * sandbox (or on a host for single-user use).  See docs/agent.md.
  */
+#include <sys/prctl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -84,7 +85,9 @@ usage(FILE *f)
 "  VIVARIUM_PUBLIC_URL         the address browsers use for this agent\n"
 "                              [http://HOST:PORT of the TCP listener]\n"
 "  VIVARIUM_LINK_KEY_FILE      signing key, made on first start (0600)\n"
-"                              [WORKDIR/.vivarium/link.key]\n"
+"                              [WORKDIR/.vivarium/link.key]; with\n"
+"                              VIVARIUM_LINK_USER one user's key, read and\n"
+"                              removed at start\n"
 "  VIVARIUM_LINK_KEY, VIVARIUM_LINK_USER  one user's key, set by the\n"
 "                              supervisor in its sandboxes\n"
 "  VIVARIUM_DOWNLOAD_LIFETIME  how long share_file links last [24h]\n"
@@ -203,6 +206,14 @@ main(int argc, char **argv)
 		agent_config_release(&cfg);
 		return 0;
 	}
+	/*
+	 * Holding a user's link key or the agent secret: runs (the same
+	 * uid) may not read them out of our memory through /proc/<pid>/mem
+	 * or ptrace.  Runs are exec'd, which makes them dumpable again.
+	 */
+	if ((cfg.link_user != NULL || cfg.secret_len > 0)
+	    && prctl(PR_SET_DUMPABLE, 0) == -1)
+		log_warn("prctl(PR_SET_DUMPABLE)");
 
 	/*
 	 * Block the stop signals before any thread exists, so every thread

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -106,6 +107,37 @@ pm_tick(struct backend *b)
 		log_warnx("%s", e.msg);
 }
 
+/*
+ * What an escape from a rootless sandbox lands as, said plainly: one of
+ * this user's subordinate ids, shared by every sandbox (one range for
+ * all), or with no range to use the supervisor itself.
+ */
+static void
+rootless_say(const struct conf *c, struct podman *p, backend_say say)
+{
+	unsigned long	 uid, gid, size;
+	unsigned int	 u, g;
+
+	if (sandbox_rootless_ids(c, p, &uid, &gid, &size) == 0
+	    && sscanf(c->sandbox_user, "%u:%u", &u, &g) == 2) {
+		backend_sayf(say, 1, "WARNING: every sandbox runs as the same "
+		    "host uid %lu (sandbox user %s, one of this user's "
+		    "subordinate ids, not the supervisor's): rootless Podman "
+		    "has one id range for all of them, so an escape from one "
+		    "sandbox can reach the others' processes and run "
+		    "directories", uid + u, c->sandbox_user);
+		return;
+	}
+	backend_sayf(say, 1, "WARNING: every sandbox runs as the supervisor's "
+	    "own host uid %u (keep-id): %s, so an escape from a sandbox lands "
+	    "as the supervisor, with its token, link keys, every user's socket "
+	    "and the Podman socket.  Give this user a subordinate range "
+	    "(/etc/subuid, /etc/subgid) of at least %s ids", (unsigned)geteuid(),
+	    p->sub_size == 0 ? "this user has no subordinate ids" :
+	    "sandbox.user is a name or outside this user's subordinate range",
+	    "65536");
+}
+
 static int
 pm_check(struct backend *b, backend_say say, struct perr *e)
 {
@@ -121,11 +153,11 @@ pm_check(struct backend *b, backend_say say, struct perr *e)
 	if (sandbox_quota_usable(c, p, why, sizeof(why)) == 0 && why[0] != '\0')
 		backend_sayf(say, 1, "WARNING: workspace quotas are NOT enforced: %s",
 		    why);
-	if (podman_rootless(p, e) == 1 || c->uid_base == 0)
+	if (podman_rootless(p, e) == 1)
+		rootless_say(c, p, say);
+	else if (c->uid_base == 0)
 		backend_sayf(say, 1, "WARNING: every sandbox runs as the same host uid "
-		    "(%s): %s", c->sandbox_user, c->uid_base == 0
-		    ? "uid_base is 0" : "rootless Podman has no id ranges to "
-		    "give each its own");
+		    "(%s): uid_base is 0", c->sandbox_user);
 	egress_check(c, p, say);
 	if (!c->runsc)
 		return 0;

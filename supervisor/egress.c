@@ -253,7 +253,7 @@ egress_container_spec(const struct conf *c, int rootful)
 	}
 	if (rootful && c->uid_base != 0) {
 		base = (json_int_t)idmap_host_id(c, 0, 0);
-		spec_userns(spec, base);
+		spec_userns(spec, base, (json_int_t)UID_RANGE);
 		json_object_set_new(spec, "ipcns", json_pack("{s:s}", "nsmode",
 		    "none"));
 	}

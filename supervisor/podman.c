@@ -823,10 +823,42 @@ podman_archive_put(struct podman *p, const char *name, const char *path,
 	return archive_call(p, 1, name, path, source, arg, -1, e);
 }
 
-/* Whether an /info reply says the service is rootless. */
-static int
-info_rootless(const json_t *info)
+/* The entry for namespace id 1 of an idMappings list: the first
+ * subordinate id.  0 when there is none. */
+static unsigned long
+info_sub(const json_t *map, unsigned long *size)
 {
+	const json_t	*m;
+	size_t		 i;
+
+	json_array_foreach(map, i, m) {
+		if (json_integer_value(json_object_get(m, "container_id")) != 1
+		    || json_integer_value(json_object_get(m, "host_id")) <= 0
+		    || json_integer_value(json_object_get(m, "size")) <= 0)
+			continue;
+		*size = (unsigned long)json_integer_value(json_object_get(m,
+		    "size"));
+		return (unsigned long)json_integer_value(json_object_get(m,
+		    "host_id"));
+	}
+	*size = 0;
+	return 0;
+}
+
+/* Whether an /info reply says the service is rootless; notes its
+ * subordinate ranges. */
+static int
+info_rootless(struct podman *p, const json_t *info)
+{
+	const json_t	*ids;
+	unsigned long	 us, gs;
+
+	ids = json_object_get(json_object_get(info, "host"), "idMappings");
+	p->sub_uid = info_sub(json_object_get(ids, "uidmap"), &us);
+	p->sub_gid = info_sub(json_object_get(ids, "gidmap"), &gs);
+	p->sub_size = us < gs ? us : gs;
+	if (p->sub_uid == 0 || p->sub_gid == 0)
+		p->sub_size = 0;
 	return json_is_true(json_object_get(json_object_get(json_object_get(
 	    info, "host"), "security"), "rootless"));
 }
@@ -847,7 +879,7 @@ podman_limits_enforced(struct podman *p, char *why, size_t whylen,
 	cg = json_string_value(json_object_get(host, "cgroupVersion"));
 	ctl = json_object_get(host, "cgroupControllers");
 	why[0] = '\0';
-	p->rootless = info_rootless(r);
+	p->rootless = info_rootless(p, r);
 	if (!p->rootless)
 		goto done;
 	if (cg != NULL && strcmp(cg, "v1") == 0) {
@@ -922,7 +954,7 @@ podman_rootless(struct podman *p, struct perr *e)
 		return p->rootless;
 	if (podman_call(p, "GET", PODMAN_API "/info", NULL, &r, NULL, e) == -1)
 		return -1;
-	p->rootless = info_rootless(r);
+	p->rootless = info_rootless(p, r);
 	json_decref(r);
 	return p->rootless;
 }

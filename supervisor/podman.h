@@ -28,6 +28,11 @@ struct podman {
 	char	 version[32];
 	/* Learned from /info on first need (-1 until then). */
 	int	 rootless;
+	/*
+	 * Rootless: the first host uid and gid of the user's subordinate
+	 * ranges (its namespace's ids 1..sub_size), 0 when it has none.
+	 */
+	unsigned long	 sub_uid, sub_gid, sub_size;
 	/* Called after every failed call (may be NULL): metrics. */
 	void	(*on_error)(const struct perr *);
 };

@@ -6,6 +6,7 @@
  * same truth.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,9 +71,56 @@ host_ids(const struct conf *c, const struct sandbox_host *h,
 
 	if (sscanf(c->sandbox_user, "%u:%u%c", &u, &g, &extra) != 2)
 		return -1;
-	*uid = h->slot != 0 ? idmap_host_id(c, h->slot, u) : u;
-	*gid = h->slot != 0 ? idmap_host_id(c, h->slot, g) : g;
+	if (h->slot != 0) {
+		*uid = idmap_host_id(c, h->slot, u);
+		*gid = idmap_host_id(c, h->slot, g);
+	} else if (h->rootless && h->sub_size != 0) {
+		/* Container id n is the namespace's n + 1: sub_uid + n. */
+		*uid = h->sub_uid + u;
+		*gid = h->sub_gid + g;
+	} else {
+		*uid = u;
+		*gid = g;
+	}
 	return 0;
+}
+
+/*
+ * A POSIX ACL as the kernel takes it in system.posix_acl_access and
+ * system.posix_acl_default (little-endian; entries sorted by tag, then
+ * id): the owner rwx, one more user with perm, nobody else.  Set by
+ * descriptor, so no library is needed.
+ */
+#define ACL_XATTR_VERSION	2
+#define ACL_TAG_USER_OBJ	0x01
+#define ACL_TAG_USER		0x02
+#define ACL_TAG_GROUP_OBJ	0x04
+#define ACL_TAG_MASK		0x10
+#define ACL_TAG_OTHER		0x20
+
+static int
+acl_set(int fd, const char *xattr, unsigned long uid, unsigned int perm)
+{
+	static const uint16_t tags[] = { ACL_TAG_USER_OBJ, ACL_TAG_USER,
+	    ACL_TAG_GROUP_OBJ, ACL_TAG_MASK, ACL_TAG_OTHER };
+	const uint16_t	 perms[] = { 7, (uint16_t)perm, 0, 7, 0 };
+	unsigned char	 b[4 + 5 * 8], *q = b + 4;
+	uint32_t	 v;
+	uint16_t	 t;
+	size_t		 i;
+
+	v = htole32(ACL_XATTR_VERSION);
+	memcpy(b, &v, 4);
+	for (i = 0; i < 5; i++, q += 8) {
+		t = htole16(tags[i]);
+		memcpy(q, &t, 2);
+		t = htole16(perms[i]);
+		memcpy(q + 2, &t, 2);
+		v = htole32(tags[i] == ACL_TAG_USER ? (uint32_t)uid :
+		    UINT32_MAX);
+		memcpy(q + 4, &v, 4);
+	}
+	return fsetxattr(fd, xattr, b, sizeof(b), 0);
 }
 
 /*
@@ -107,6 +156,53 @@ state_dir_open(const struct conf *c, struct perr *e)
 }
 
 /*
+ * The user's link key, for the agent to read and remove as it starts
+ * (spec.c, sandbox_link_env_file): made anew at every start, whatever
+ * the sandbox left under that name (unlinked first, then O_EXCL).  As
+ * root with a numeric sandbox.user (gid not -1) ours with the sandbox's
+ * group, 0640; otherwise 0644, in a directory under the 0700 state
+ * directory.
+ */
+static int
+rundir_key(const struct conf *c, const char *user, const struct names *n,
+    int rfd, long gid, struct perr *e)
+{
+	char	 hex[LINK_KEY_HEX + 2];
+	ssize_t	 w;
+	int	 fd, root = geteuid() == 0 && gid != -1;
+
+	if (unlinkat(rfd, SANDBOX_LINK_KEY, 0) == -1 && errno != ENOENT) {
+		perr_set(e, 500, "cannot remove %s/" SANDBOX_LINK_KEY ": %s",
+		    n->rundir, strerror(errno));
+		return -1;
+	}
+	if (link_user_key_hex(&c->link_keys, user, hex) == -1)
+		return 0;	/* links are off */
+	hex[LINK_KEY_HEX] = '\n';
+	if ((fd = openat(rfd, SANDBOX_LINK_KEY, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
+		explicit_bzero(hex, sizeof(hex));
+		perr_set(e, 500, "cannot create %s/" SANDBOX_LINK_KEY ": %s",
+		    n->rundir, strerror(errno));
+		return -1;
+	}
+	w = write(fd, hex, LINK_KEY_HEX + 1);
+	explicit_bzero(hex, sizeof(hex));
+	if (w != LINK_KEY_HEX + 1
+	    || (root && fchown(fd, 0, (gid_t)gid) == -1)
+	    || fchmod(fd, root ? 0640 : 0644) == -1) {
+		perr_set(e, 500, "cannot write %s/" SANDBOX_LINK_KEY ": %s",
+		    n->rundir, w == -1 || w == LINK_KEY_HEX + 1 ?
+		    strerror(errno) : "short write");
+		close(fd);
+		(void)unlinkat(rfd, SANDBOX_LINK_KEY, 0);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
  * The directory bind-mounted at /run/vivarium: <state_dir>/users/<user>.
  * Made and handed over through descriptors (mkdirat, openat with
  * O_NOFOLLOW, fchown), never by path, so neither a symlink planted at
@@ -118,8 +214,10 @@ state_dir_open(const struct conf *c, struct perr *e)
  * As root it stays ours, with the sandbox's group: 0730 while the agent
  * starts (it makes its socket), then rundir_seal makes it 0750, so the
  * sandbox cannot write a byte more into the host's filesystem there, nor
- * chmod it back.  Not root (rootless), it goes to the sandbox user as
- * before, or to everyone when sandbox.user is a name.
+ * chmod it back.  Rootless with a subordinate range, it stays ours,
+ * 0700, and the sandbox's host uid gets an ACL entry (rwx while the
+ * agent starts, r-x after).  Rootless with keep-id the sandbox user is
+ * us; with a named sandbox.user it is open to everyone.
  */
 static int
 rundir_make(const struct conf *c, const struct names *n,
@@ -180,6 +278,22 @@ rundir_make(const struct conf *c, const struct names *n,
 			    n->rundir, strerror(errno));
 			goto fail;
 		}
+	} else if (numeric && h->rootless && h->sub_size != 0) {
+		/*
+		 * Rootless, the sandbox user is a subordinate id we cannot
+		 * chown to: it gets an ACL entry instead, and what it makes
+		 * there (its socket, 0660) gets one for us by default.
+		 */
+		if (fchmod(rfd, 0700) == -1
+		    || acl_set(rfd, "system.posix_acl_access", uid, 7) == -1
+		    || acl_set(rfd, "system.posix_acl_default", geteuid(), 7)
+		    == -1) {
+			perr_set(e, 500, "cannot give %s to the sandbox user "
+			    "(host uid %lu) with an ACL: %s (the file system "
+			    "needs POSIX ACLs)", n->rundir, uid,
+			    strerror(errno));
+			goto fail;
+		}
 	} else if (numeric) {
 		if (fchmod(rfd, 0700) == -1) {
 			perr_set(e, 500, "cannot set the mode of %s: %s",
@@ -191,7 +305,7 @@ rundir_make(const struct conf *c, const struct names *n,
 		    strerror(errno));
 		goto fail;
 	}
-	r = 0;
+	r = rundir_key(c, user, n, rfd, numeric ? (long)gid : -1, e);
 fail:
 	if (rfd != -1)
 		close(rfd);
@@ -203,22 +317,53 @@ fail:
 }
 
 /* Once the agent listens: no more entries in its run directory (it may
- * still list it). */
+ * still list it).  As root by the mode; rootless in the subordinate
+ * range by the sandbox's ACL entry, r-x. */
 static void
-rundir_seal(const struct names *n)
+rundir_seal(const struct conf *c, const struct names *n,
+    const struct sandbox_host *h)
 {
-	int	 fd;
+	unsigned long	 uid, gid;
+	int		 fd, acl;
 
-	if (geteuid() != 0)
+	acl = h->rootless && h->sub_size != 0 && host_ids(c, h, &uid, &gid)
+	    == 0;
+	if (geteuid() != 0 && !acl)
 		return;
 	if ((fd = open(n->rundir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
 		log_warn("%s", n->rundir);
 		return;
 	}
-	if (fchmod(fd, 0750) == -1)
+	if (geteuid() == 0 && fchmod(fd, 0750) == -1)
 		log_warn("%s: fchmod", n->rundir);
+	else if (geteuid() != 0 && acl_set(fd, "system.posix_acl_access",
+	    uid, 5) == -1)
+		log_warn("%s: setting its ACL", n->rundir);
 	close(fd);
+}
+
+/*
+ * Rootless: the part of the user's subordinate ranges a sandbox gets
+ * (Podman's namespace ids 1..size), when it holds the sandbox user; -1
+ * when not (no ranges, too small, or sandbox.user a name): keep-id then.
+ */
+int
+sandbox_rootless_ids(const struct conf *c, const struct podman *p,
+    unsigned long *uid, unsigned long *gid, unsigned long *size)
+{
+	unsigned int	 u, g;
+	char		 extra;
+
+	*size = p->sub_size < ROOTLESS_IDS ? p->sub_size : ROOTLESS_IDS;
+	*uid = p->sub_uid;
+	*gid = p->sub_gid;
+	if (sscanf(c->sandbox_user, "%u:%u%c", &u, &g, &extra) != 2
+	    || u >= *size || g >= *size) {
+		*size = 0;
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -240,6 +385,9 @@ host_find(const struct conf *c, struct podman *p, const char *user,
 		return -1;
 	if (rootless) {
 		h->rootless = 1;
+		if (sandbox_rootless_ids(c, p, &h->sub_uid, &h->sub_gid,
+		    &h->sub_size) == -1)
+			h->sub_size = 0;
 		return 0;
 	}
 	if (c->uid_base != 0 && idmap_slot(c, user, create, &h->slot, e) == -1)
@@ -592,7 +740,7 @@ running_stale(const struct conf *c, const char *user,
 		return k;
 	if ((links = json_object()) == NULL)
 		return NULL;
-	sandbox_link_env(c, user, links);
+	sandbox_link_env_file(c, user, links);
 	k = env_stale(ins, links);
 	if (k != NULL)
 		snprintf(why, sizeof(why), "its file links are signed with "
@@ -641,7 +789,7 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 /* Polls the agent until it answers, watching the container meanwhile. */
 static int
 wait_ready(const struct conf *c, struct podman *p, const struct names *n,
-    struct perr *e)
+    const struct sandbox_host *h, struct perr *e)
 {
 	double	 deadline = clock_mono() + (double)c->ready_timeout;
 	double	 next_look = clock_mono() + 1.0;
@@ -652,7 +800,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 	agent_addr_unix(&a, n->sock);
 	for (;;) {
 		if (agent_probe(&a, 2000) == 0) {
-			rundir_seal(n);
+			rundir_seal(c, n, h);
 			return 0;
 		}
 		if (clock_mono() > deadline) {
@@ -724,7 +872,7 @@ again:
 	ins = NULL;
 	switch (st) {
 	case CTR_RUNNING:
-		return wait_ready(c, p, &n, e);
+		return wait_ready(c, p, &n, &h, e);
 	case CTR_TRANSIENT:
 		if (++tries > 50) {
 			perr_set(e, 503, "the sandbox %s is stuck %s; try again "
@@ -752,7 +900,7 @@ again:
 		    n.container);
 		if (podman_call(p, "POST", path, NULL, NULL, NULL, e) == -1)
 			return -1;
-		return wait_ready(c, p, &n, e);
+		return wait_ready(c, p, &n, &h, e);
 	}
 	case CTR_STOPPED:
 	case CTR_OTHER:
@@ -791,7 +939,7 @@ again:
 	    || egress_connect(c, p, &n, ip, e) == -1)
 		log_warnx("%s: the egress proxy is not connected: %s",
 		    n.container, e->msg);
-	return wait_ready(c, p, &n, e);
+	return wait_ready(c, p, &n, &h, e);
 }
 
 /* RFC 3339 as Podman writes it ("2026-11-30T10:11:12.5Z", or an offset)

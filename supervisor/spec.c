@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "sha256.h"
 #include "supervisor.h"
 #include "banned.h"
 
@@ -116,16 +117,20 @@ void
 sandbox_ids_label(const struct conf *c, const struct sandbox_host *h,
     char *dst, size_t len)
 {
-	if (h->slot == 0)
-		snprintf(dst, len, "shared");
-	else
+	if (h->slot != 0)
 		snprintf(dst, len, "%lu+%d", idmap_host_id(c, h->slot, 0),
 		    UID_RANGE);
+	else if (h->rootless && h->sub_size != 0)
+		snprintf(dst, len, "sub:%lu+%lu", h->sub_uid, h->sub_size);
+	else
+		snprintf(dst, len, "shared");
 }
 
 /*
- * The sandbox's own user namespace: its ids 0..UID_RANGE-1 are the
- * slot's host ids, so no two sandboxes share a host uid.  /dev/shm as a
+ * The sandbox's own user namespace: its ids 0..size-1 are ids base.. of
+ * Podman's namespace (rootful: the host's ids of the slot, so no two
+ * sandboxes share a host uid; rootless: the user's subordinate ids, so
+ * no id of the sandbox is the supervisor's).  /dev/shm as a
  * tmpfs of the container's own (Podman's default size), not the one
  * Podman mounts on the host: 4.3.1 unmounts a userns container's mounts
  * from conmon's mount namespace, and where the host's mounts are private
@@ -133,24 +138,22 @@ sandbox_ids_label(const struct conf *c, const struct sandbox_host *h,
  * once it had exited by itself.
  */
 void
-spec_userns(json_t *spec, json_int_t base)
+spec_userns(json_t *spec, json_int_t base, json_int_t size)
 {
 	json_object_set_new(spec, "userns", json_pack("{s:s}", "nsmode",
 	    "private"));
 	json_object_set_new(spec, "idmappings", json_pack(
 	    "{s:[{s:I, s:I, s:I}], s:[{s:I, s:I, s:I}]}",
 	    "UIDMap", "container_id", (json_int_t)0, "host_id", base,
-	    "size", (json_int_t)UID_RANGE,
+	    "size", size,
 	    "GIDMap", "container_id", (json_int_t)0, "host_id", base,
-	    "size", (json_int_t)UID_RANGE));
+	    "size", size));
 }
 
 static void
-userns_spec(const struct conf *c, const struct sandbox_host *h, json_t *spec)
+userns_spec(json_int_t base, json_int_t size, json_t *spec)
 {
-	json_int_t	 base = (json_int_t)idmap_host_id(c, h->slot, 0);
-
-	spec_userns(spec, base);
+	spec_userns(spec, base, size);
 	json_object_set_new(spec, "ipcns", json_pack("{s:s}", "nsmode",
 	    "private"));
 	json_array_append_new(json_object_get(spec, "mounts"), json_pack(
@@ -160,13 +163,10 @@ userns_spec(const struct conf *c, const struct sandbox_host *h, json_t *spec)
 }
 
 /*
- * Rootless Podman maps the container's uids onto the host user's
- * subordinate range, so the sandbox user (1000) would be a host uid the
- * supervisor can neither hand the socket directory to (chown needs root)
- * nor connect to the agent's 0600 socket of.  keep-id maps the sandbox user
- * onto the supervisor's own uid instead: the directory and the socket are
- * the supervisor's, 0700 and 0600 as with rootful Podman, and every other
- * uid of the container stays in the subordinate range.
+ * Rootless Podman with no subordinate range that holds the sandbox user:
+ * keep-id maps the sandbox user onto the supervisor's own uid, so that
+ * the supervisor can make its socket directory and reach the socket.  An
+ * escape then lands as the supervisor (backend_podman.c says so at start).
  */
 static void
 userns_keep_id(const struct conf *c, json_t *spec)
@@ -245,6 +245,38 @@ sandbox_link_env(const struct conf *c, const char *user, json_t *env)
 }
 
 /*
+ * The same for Podman, but the key itself goes in a file of the run
+ * directory (sandbox.c writes it at every start; the agent reads and
+ * removes it): in the environment, PID 1 and every process of the
+ * sandbox would show it in /proc/<pid>/environ.  A digest of it stays,
+ * so that a changed key still tells an old container from a new one.
+ */
+void
+sandbox_link_env_file(const struct conf *c, const char *user, json_t *env)
+{
+	struct sha256	 s;
+	unsigned char	 d[SHA256_LEN];
+	char		 sum[17];
+	const char	*hex;
+	int		 i;
+
+	sandbox_link_env(c, user, env);
+	if ((hex = json_string_value(json_object_get(env,
+	    "VIVARIUM_LINK_KEY"))) == NULL)
+		return;
+	sha256_init(&s);
+	sha256_update(&s, "vivarium link key digest\n", 25);
+	sha256_update(&s, hex, strlen(hex));
+	sha256_final(&s, d);
+	for (i = 0; i < 8; i++)
+		snprintf(sum + 2 * i, 3, "%02x", d[i]);
+	json_object_del(env, "VIVARIUM_LINK_KEY");
+	json_object_set_new(env, "VIVARIUM_LINK_KEY_FILE",
+	    json_string(SANDBOX_LINK_KEY_IN));
+	json_object_set_new(env, "VIVARIUM_LINK_KEY_SUM", json_string(sum));
+}
+
+/*
  * With no DNS the proxy can only be named by its address; nothing is local
  * but the proxy, so everything goes to it (no_proxy empty).  Both cases,
  * since programs differ in which they read.  New reference, or NULL.
@@ -289,7 +321,7 @@ sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
 		json_object_update(env, px);
 		json_decref(px);
 	}
-	sandbox_link_env(c, user, env);
+	sandbox_link_env_file(c, user, env);
 	return env;
 }
 
@@ -325,6 +357,14 @@ sandbox_container_spec(const struct conf *c, const char *user,
 
 	(void)sandbox_names(c, user, &n);
 	env = sandbox_env(c, user, proxy_ip);
+	/*
+	 * Rootless in the subordinate range, the agent is not the supervisor:
+	 * its socket lets the group in, which the run directory's default
+	 * ACL (sandbox.c) turns into the supervisor's entry.
+	 */
+	if (h->slot == 0 && h->rootless && h->sub_size != 0)
+		json_object_set_new(env, "VIVARIUM_SOCKET_MODE",
+		    json_string("0660"));
 	snprintf(tmpsz, sizeof(tmpsz), "size=%llu", c->tmp_size);
 	spec = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:s, s:s, s:b, s:b, s:[s], s:b,"
@@ -370,7 +410,10 @@ sandbox_container_spec(const struct conf *c, const char *user,
 	json_object_set_new(json_object_get(spec, "labels"), SANDBOX_IDS_LABEL,
 	    json_string(ids));
 	if (h->slot != 0)
-		userns_spec(c, h, spec);
+		userns_spec((json_int_t)idmap_host_id(c, h->slot, 0),
+		    UID_RANGE, spec);
+	else if (h->rootless && h->sub_size != 0)
+		userns_spec(1, (json_int_t)h->sub_size, spec);
 	else if (h->rootless)
 		userns_keep_id(c, spec);
 	return spec;

@@ -336,13 +336,20 @@ int	files_access(struct MHD_Connection *, const char *url,
  * builders stay pure: the user's id slot (idmap.c; 0: no user namespace
  * of its own, as under rootless Podman or with uid_base 0) and its
  * workspace image (quota.c; NULL: a plain volume, without a quota);
- * rootless when Podman is (the sandbox user is then mapped onto ours).
+ * rootless when Podman is.  Rootless, sub_size ids of the user's
+ * subordinate range (host ids from sub_uid and sub_gid, its namespace's
+ * ids 1..sub_size) are the container's 0..sub_size-1; with none that
+ * fit, the sandbox user is mapped onto ours (keep-id).
  */
 struct sandbox_host {
 	long		 slot;
 	const char	*image;
 	int		 rootless;
+	unsigned long	 sub_uid, sub_gid, sub_size;
 };
+
+/* Rootless: the most ids of the subordinate range a sandbox gets. */
+#define ROOTLESS_IDS	65536UL
 
 /* Names and paths of one user's objects. */
 struct names {
@@ -361,10 +368,16 @@ int	sandbox_names(const struct conf *, const char *user, struct names *);
  */
 json_t	*sandbox_network_spec(const struct conf *, const char *user,
 	    const char *isolate);
+/* The user's link key, for the agent to read and remove at start. */
+#define SANDBOX_LINK_KEY	"link.key"
+#define SANDBOX_LINK_KEY_IN	"/run/vivarium/" SANDBOX_LINK_KEY
+struct podman;
+int	sandbox_rootless_ids(const struct conf *, const struct podman *,
+	    unsigned long *uid, unsigned long *gid, unsigned long *size);
 json_t	*sandbox_volume_spec(const char *user, const struct sandbox_host *);
-/* A user namespace of its own for spec: ids 0-65535 inside are base and
- * up on the host. */
-void	spec_userns(json_t *spec, json_int_t base);
+/* A user namespace of its own for spec: ids 0..size-1 inside are base and
+ * up in Podman's namespace. */
+void	spec_userns(json_t *spec, json_int_t base, json_int_t size);
 /* proxy_ip: the egress proxy's address on the user's network, or NULL. */
 json_t	*sandbox_container_spec(const struct conf *, const char *user,
 	    const char *proxy_ip, const struct sandbox_host *);
@@ -379,6 +392,8 @@ json_t	*sandbox_env(const struct conf *, const char *user,
 json_t	*sandbox_proxy_env(const char *proxy_ip, long port);
 /* Of that, the file-link variables, added to env; none without a key. */
 void	sandbox_link_env(const struct conf *, const char *user, json_t *env);
+void	sandbox_link_env_file(const struct conf *, const char *user,
+	    json_t *env);
 /*
  * The egress proxy's fixed address on a network: the last usable address
  * of its IPv4 subnet (Podman hands out addresses from the low end).  From

@@ -16,6 +16,10 @@ const origin = process.env.VRL_ORIGIN;
 const egress = process.env.VRL_EGRESS;
 const state = `${process.env.XDG_RUNTIME_DIR}/vivarium`;
 const uid = process.getuid();
+// This user's subordinate uids (run.sh's useradd gave it a range).
+const [subuid, subcount] = readFileSync('/etc/subuid', 'utf8').split('\n')
+  .map((l) => l.split(':')).filter((f) => f[0] === process.env.USER)
+  .map((f) => [Number(f[1]), Number(f[2])])[0];
 let sv;
 
 // The user's own Podman, through the socket the supervisor uses.
@@ -32,7 +36,7 @@ before(async () => {
   assert.ok(sock && origin && egress, 'run by tests/rootless/run.sh');
   mkdirSync(state, { recursive: true, mode: 0o700 });
   // The first container pays for the copy of the image's layers that
-  // keep-id's uid mapping needs (about 10 s here).
+  // the subordinate uid mapping needs (about 10 s here).
   sv = await startSupervisor({ podmanSock: sock, state, readyTimeout: '120s',
     extra: ['egress:', '  manage: yes', `  container: ${egress}`, '  port: 3128',
       `  config: ${process.env.VRL_EGRESS_CONFIG}`].join('\n') });
@@ -48,6 +52,9 @@ test('an ordinary user runs the supervisor against its rootless Podman', () => {
   const st = readFileSync(`/proc/${sv.proc.pid}/status`, 'utf8');
   assert.match(st, new RegExp(`^Uid:\\s+${uid}\\s+${uid}\\s`, 'm'), 'the supervisor runs as the user');
   assert.match(sv.stderr(), new RegExp(`Podman 4\\.\\d+\\.\\d+ at ${sock}`));
+  // What an escape lands as, said at start: a subordinate id, not us.
+  assert.match(sv.stderr(), new RegExp(`WARNING: every sandbox runs as the same host uid ${subuid + 1000} ` +
+    `\\(sandbox user 1000:1000, one of this user's subordinate ids, not the supervisor's\\)`), sv.stderr());
 });
 
 test('two users: own containers, networks and workspaces; they cannot reach each other', async () => {
@@ -67,19 +74,65 @@ test('two users: own containers, networks and workspaces; they cannot reach each
     assert.equal(P('network', 'inspect', '-f', '{{.Internal}} {{.DNSEnabled}}', name), 'true false');
     assert.equal(P('volume', 'exists', `${name}-workspace`), '');
     assert.equal(P('inspect', '-f', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', name).trim(), name);
-    // keep-id: the sandbox user is the supervisor's uid, so its socket
-    // directory and the agent's socket need no chown and no wider mode.
+    // The sandbox user (1000) is one of this user's subordinate ids, not
+    // the supervisor's uid: the run directory stays ours, given to it by
+    // an ACL; the agent's socket is its own, 0660 for our ACL entry.
     const d = statSync(`${state}/users/${u}`), s = statSync(`${state}/users/${u}/agent.sock`);
-    assert.equal(d.uid, uid); assert.equal(d.mode & 0o777, 0o700);
-    assert.ok(s.isSocket()); assert.equal(s.uid, uid); assert.equal(s.mode & 0o777, 0o600);
+    assert.equal(d.uid, uid); assert.equal(d.mode & 0o707, 0o700);
+    assert.ok(s.isSocket()); assert.equal(s.uid, subuid + 1000, 'the agent is subordinate id 1000');
+    assert.notEqual(s.uid, uid); assert.equal(s.mode & 0o777, 0o660);
+    // On the host, no process of the container is the supervisor's uid.
+    const pid1 = P('inspect', '-f', '{{.State.Pid}}', name);
+    const kids = readFileSync(`/proc/${pid1}/task/${pid1}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    assert.ok(kids.length > 0, 'the agent runs under the container\'s init');
+    for (const p of [pid1, ...kids]) {
+      const st = readFileSync(`/proc/${p}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)[1];
+      assert.notEqual(Number(st), uid, `container process ${p} runs as the supervisor's uid`);
+      assert.ok(Number(st) >= subuid && Number(st) < subuid + subcount, `process ${p}: uid ${st}`);
+    }
   }
   r = await runPython(ca, "print('MAP', ' '.join(open('/proc/self/uid_map').read().split()))");
-  assert.match(r.text, /MAP 0 1 1000 1000 0 1 1001 1001 \d+/, `uid map: ${r.text}`);
+  assert.match(r.text, /MAP 0 1 65536$/m, `uid map: ${r.text}`);
 
   // As in the rootful suite, with a shorter wait.
   const ip = (u) => P('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', `vivarium-${u}`);
   await assertIsolated(ca, cb, ip(a), ip(b), 5);
   await ca.close(); await cb.close();
+});
+
+test('the link key is in no environment and no file a run can read; links still work', async () => {
+  const c = await sv.client(user('alice'));
+  // Every process of the sandbox: PID 1 (Podman's init), the agent and
+  // the run itself.  The agent is not dumpable: its environ is closed.
+  const r = await runPython(c, `import os, re
+for p in sorted(os.listdir('/proc'), key=lambda x: (len(x), x)):
+    if not p.isdigit(): continue
+    try:
+        e = open('/proc/%s/environ' % p, 'rb').read()
+    except OSError as x:
+        print('CLOSED', p, type(x).__name__); continue
+    names = [v.split(b'=')[0].decode() for v in e.split(b'\\0') if v.startswith(b'VIVARIUM_LINK')]
+    print('PROC', p, ','.join(names), 'HEX' if re.search(rb'[0-9a-f]{64}', e) else 'clean')
+print('FILE', os.path.exists('/run/vivarium/link.key'), sorted(os.listdir('/run/vivarium')))
+try:
+    open('/run/vivarium/planted', 'w'); print('PLANTED')
+except OSError as x:
+    print('SEALED', type(x).__name__)
+open('report.txt', 'w').write('linked-rootless')`);
+  assert.doesNotMatch(r.text, /VIVARIUM_LINK_KEY(,|\s|$)/m, `a key in an environment: ${r.text}`);
+  assert.doesNotMatch(r.text, /PROC \d+ .* HEX/, `a key in an environment: ${r.text}`);
+  assert.match(r.text, /PROC 1 /, r.text);
+  assert.match(r.text, /CLOSED \d+ PermissionError/, `the agent's environ is readable: ${r.text}`);
+  assert.match(r.text, /FILE False \['agent\.sock'\]/, r.text);
+  // Once the agent listens, its run directory takes no new entries.
+  assert.match(r.text, /SEALED PermissionError/, r.text);
+  // The agent read the key from the file: its links open.
+  const l = await c.callTool({ name: 'share_file', arguments: { path: 'report.txt' } });
+  assert.ok(!l.isError && l.structuredContent?.url, JSON.stringify(l));
+  const res = await fetch(l.structuredContent.url);
+  assert.equal(res.status, 200, l.structuredContent.url);
+  assert.equal(await res.text(), 'linked-rootless');
+  await c.close();
 });
 
 test('egress: the sandbox reaches the web through the real proxy, and nothing directly', async (t) => {

@@ -282,6 +282,22 @@ test_sweep(void **state)
 	unsetenv("VIVARIUM_SWEEP");
 }
 
+static int
+key_file_write(char *path, const char *text)
+{
+	int	 fd;
+
+	snprintf(path, 32, "/tmp/vlkXXXXXX");
+	if ((fd = mkstemp(path)) == -1)
+		return -1;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)
+	    || write(fd, "\n", 1) != 1) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
 static void
 test_links(void **state)
 {
@@ -289,6 +305,7 @@ test_links(void **state)
 	    "00112233445566778899aabbccddeeff";
 	struct agent_config	 c;
 	const char		*t;
+	char			 kf[32];
 	int			 n;
 
 	/* Defaults: a key file in the state dir, not made by loading. */
@@ -317,6 +334,34 @@ test_links(void **state)
 	assert_null(getenv("VIVARIUM_LINK_KEY"));
 	assert_int_equal(c.download_lifetime, 7200);
 	agent_config_release(&c);
+
+	/*
+	 * With Podman the key comes in a file, read and removed at start, so
+	 * no process's environment shows it; one that is gone (the container
+	 * started again without the supervisor) turns links off, not fatal.
+	 */
+	unsetenv("VIVARIUM_LINK_KEY");
+	assert_int_equal(key_file_write(kf, key), 0);
+	setenv("VIVARIUM_LINK_KEY_FILE", kf, 1);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.links, 1);
+	assert_string_equal(c.link_user, "alice");
+	assert_int_equal(access(kf, F_OK), -1);
+	agent_config_release(&c);
+	load(&c, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(c.links, 0);
+	agent_config_release(&c);
+	assert_int_equal(key_file_write(kf, "not a key"), 0);
+	setenv("VIVARIUM_LINK_KEY_FILE", kf, 1);
+	t = load(&c, &n);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(t, "VIVARIUM_LINK_KEY_FILE="));
+	assert_non_null(strstr(t, "expected 64 hex digits"));
+	assert_int_equal(access(kf, F_OK), -1);
+	agent_config_release(&c);
+	unsetenv("VIVARIUM_LINK_KEY_FILE");
 
 	/* Every problem, at once, each naming its variable. */
 	setenv("VIVARIUM_LINK_KEY", "abc", 1);

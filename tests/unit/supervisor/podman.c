@@ -236,7 +236,7 @@ create_missing_image(const char *info, int rootless)
 	char		 dir[] = "/tmp/svtestXXXXXX";
 	struct stat	 st;
 	struct fake_request	 q;
-	char		 rundir[128];
+	char		 rundir[128], target[128], key[512];
 
 	assert_non_null(mkdtemp(dir));
 	setenv("VIVARIUM_SUPERVISOR_TOKEN", "0123456789abcdef0123", 1);
@@ -244,17 +244,63 @@ create_missing_image(const char *info, int rootless)
 	confdiag_init(&d, NULL);
 	assert_int_equal(conf_load(&c, NULL, &d), 0);
 	confdiag_release(&d);
+	/*
+	 * The link key goes in the run directory, for the agent to read and
+	 * remove; not in the environment.  What the sandbox left at that
+	 * name (here a symlink) is replaced, not followed.
+	 */
+	assert_int_equal(conf_link_keys(&c, key, sizeof(key)), 0);
+	snprintf(rundir, sizeof(rundir), "%s/users", dir);
+	assert_int_equal(mkdir(rundir, 0755), 0);
+	snprintf(rundir, sizeof(rundir), "%s/users/bob", dir);
+	assert_int_equal(mkdir(rundir, 0700), 0);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	snprintf(rundir, sizeof(rundir), "%s/users/bob/link.key", dir);
+	assert_int_equal(symlink(target, rundir), 0);
 	/* A volume that appeared meanwhile (500 "already exists") is fine;
 	 * the missing image is the error, and it says what to do. */
 	assert_int_equal(sandbox_create(&c, p, "bob", &e), -1);
-	assert_non_null(strstr(e.msg, "make image"));
+	assert_int_equal(lstat(rundir, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(access(target, F_OK), -1);
+	assert_int_equal(st.st_size, LINK_KEY_HEX + 1);
+	if (geteuid() == 0 && rootless == 0) {
+		/* Ours, read through the sandbox's group. */
+		assert_int_equal(st.st_mode & 0777, 0640);
+		assert_int_equal(st.st_uid, 0);
+		assert_int_not_equal(st.st_gid, 0);
+	}
+	assert_non_null(link_user_key_hex(&c.link_keys, "bob", key) == 0 ?
+	    key : NULL);
+	{
+		char	 got[LINK_KEY_HEX + 2] = "";
+		FILE	*f = fopen(rundir, "r");
+
+		assert_non_null(f);
+		assert_non_null(fgets(got, sizeof(got), f));
+		fclose(f);
+		assert_memory_equal(got, key, LINK_KEY_HEX);
+	}
+	if (strstr(e.msg, "make image") == NULL)
+		fail_msg("%s", e.msg);
 	assert_non_null(strstr(e.msg, c.image));
-	/* Rootless: the sandbox user is the supervisor's own uid, so the
-	 * socket directory and socket need no chown and no wider mode.
+	/* Rootless without subordinate ids: the sandbox user is the
+	 * supervisor's own uid (keep-id); with them (2), the range.
 	 * Rootful: a user namespace of the sandbox's own (its slot's ids). */
 	q = fake_last();
 	assert_non_null(strstr(q.target, "/containers/create"));
-	if (rootless) {
+	assert_null(strstr(q.body, "\"VIVARIUM_LINK_KEY\""));
+	assert_non_null(strstr(q.body, "\"VIVARIUM_LINK_KEY_FILE\":"
+	    "\"/run/vivarium/link.key\""));
+	if (rootless == 2) {
+		/* Subordinate ids: the namespace's 1..65536, not our uid. */
+		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
+		    "\"private\"}"));
+		assert_non_null(strstr(q.body, "\"UIDMap\":[{\"container_id\":0,"
+		    "\"host_id\":1,\"size\":65536}]"));
+		assert_non_null(strstr(q.body, "\"VIVARIUM_SOCKET_MODE\":\"0660\""));
+		assert_null(strstr(q.body, "keep-id"));
+	} else if (rootless) {
 		assert_non_null(strstr(q.body, "\"userns\":{\"nsmode\":"
 		    "\"keep-id\",\"value\":\"uid=1000,gid=1000\"}"));
 		assert_null(strstr(q.body, "idmappings"));
@@ -285,6 +331,42 @@ static void
 test_create_rootless_keep_id(void **state)
 {
 	create_missing_image("info-rootless.http", 1);
+}
+
+/* The ACL as the kernel takes it: the mode's group bits become the
+ * mask, the named user is there with its permissions. */
+static void
+test_acl_set(void **state)
+{
+	char		 dir[] = "/tmp/svaclXXXXXX";
+	unsigned char	 b[64];
+	struct stat	 st;
+	int		 fd;
+	ssize_t		 n;
+
+	assert_non_null(mkdtemp(dir));
+	assert_true((fd = open(dir, O_RDONLY | O_DIRECTORY)) != -1);
+	assert_int_equal(fchmod(fd, 0700), 0);
+	assert_int_equal(acl_set(fd, "system.posix_acl_access", 123456, 5), 0);
+	assert_int_equal(acl_set(fd, "system.posix_acl_default", 654321, 7), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0770);
+	n = fgetxattr(fd, "system.posix_acl_access", b, sizeof(b));
+	assert_int_equal(n, 4 + 5 * 8);
+	/* the second entry: ACL_USER, r-x, 123456 (little-endian) */
+	assert_int_equal(b[12], ACL_TAG_USER);
+	assert_int_equal(b[14], 5);
+	assert_int_equal(b[16] | b[17] << 8 | b[18] << 16 | b[19] << 24, 123456);
+	assert_int_equal(fgetxattr(fd, "system.posix_acl_default", b,
+	    sizeof(b)), 4 + 5 * 8);
+	close(fd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void
+test_create_rootless_subids(void **state)
+{
+	create_missing_image("info-rootless-subids.http", 2);
 }
 
 static void
@@ -396,6 +478,8 @@ main(void)
 		cmocka_unit_test(test_connection_closed),
 		cmocka_unit_test(test_create_missing_image),
 		cmocka_unit_test(test_create_rootless_keep_id),
+		cmocka_unit_test(test_create_rootless_subids),
+		cmocka_unit_test(test_acl_set),
 		cmocka_unit_test(test_egress_already_connected),
 		cmocka_unit_test(test_proxy_ip),
 	};

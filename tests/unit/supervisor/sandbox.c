@@ -126,7 +126,7 @@ test_rundir_slot_and_seal(void **state)
 	assert_int_equal(st.st_uid, 0);
 	assert_int_equal(st.st_gid, DEF_UID_BASE + 3 * UID_RANGE + 1000);
 	assert_int_equal(st.st_mode & 0777, 0730);
-	rundir_seal(&n);
+	rundir_seal(&cf, &n, &host);
 	assert_int_equal(stat(n.rundir, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0750);
 	/* made again for the next start: writable by the group again */

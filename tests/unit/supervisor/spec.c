@@ -258,7 +258,7 @@ static void
 test_link_env(void **state)
 {
 	json_t	*env;
-	char	 hex[LINK_KEY_HEX + 1];
+	char	 hex[LINK_KEY_HEX + 1], sum[17];
 
 	memset(hex, 'a', LINK_KEY_HEX);
 	hex[LINK_KEY_HEX] = '\0';
@@ -270,11 +270,30 @@ test_link_env(void **state)
 	cf.upload_max = 1048576;
 	env = sandbox_env(&cf, "alice", NULL);
 	assert_string_equal(str(env, "VIVARIUM_LINK_USER"), "alice");
-	assert_string_equal(str(env, "VIVARIUM_LINK_KEY"), hex);
+	/* Podman's: not the key itself, which every /proc/<pid>/environ
+	 * would show, but where the agent finds it and a digest of it. */
+	assert_null(json_object_get(env, "VIVARIUM_LINK_KEY"));
+	assert_string_equal(str(env, "VIVARIUM_LINK_KEY_FILE"),
+	    "/run/vivarium/link.key");
+	assert_int_equal(strlen(str(env, "VIVARIUM_LINK_KEY_SUM")), 16);
+	assert_null(strstr(str(env, "VIVARIUM_LINK_KEY_SUM"), "aaaa"));
 	assert_string_equal(str(env, "VIVARIUM_PUBLIC_URL"),
 	    "https://files.example.org");
 	assert_string_equal(str(env, "VIVARIUM_DOWNLOAD_LIFETIME"), "600");
 	assert_string_equal(str(env, "VIVARIUM_UPLOAD_MAX_BYTES"), "1048576");
+	snprintf(sum, sizeof(sum), "%s", str(env, "VIVARIUM_LINK_KEY_SUM"));
+	json_decref(env);
+	/* Kubernetes' (kspec.c): the key itself. */
+	env = json_object();
+	sandbox_link_env(&cf, "alice", env);
+	assert_string_equal(str(env, "VIVARIUM_LINK_KEY"), hex);
+	json_decref(env);
+	/* Another key, another digest: an old container is told apart. */
+	hex[0] = 'b';
+	assert_int_equal(link_keys_set_user(&cf.link_keys, "alice", hex, NULL,
+	    0), 0);
+	env = sandbox_env(&cf, "alice", NULL);
+	assert_string_not_equal(str(env, "VIVARIUM_LINK_KEY_SUM"), sum);
 	json_decref(env);
 	/* No key for bob: bob's sandbox signs nothing. */
 	env = sandbox_env(&cf, "bob", NULL);
@@ -378,6 +397,52 @@ test_userns_and_quota(void **state)
 	json_decref(s);
 }
 
+/*
+ * Rootless with a subordinate range: the sandbox's ids 0..65535 are the
+ * rootless namespace's 1..65536, none of them the supervisor's uid (0
+ * there), and the agent's socket lets the group in for the run
+ * directory's ACL.  Without one, keep-id, the supervisor's own uid.
+ */
+static void
+test_userns_rootless(void **state)
+{
+	struct sandbox_host	 h = { .rootless = 1, .sub_uid = 100000,
+	    .sub_gid = 200000, .sub_size = 65536 };
+	json_t			*s, *m;
+	const json_t		*o;
+
+	s = sandbox_container_spec(&cf, "alice", NULL, &h);
+	assert_string_equal(str(json_object_get(s, "userns"), "nsmode"),
+	    "private");
+	m = json_object_get(s, "idmappings");
+	for (int i = 0; i < 2; i++) {
+		o = json_array_get(json_object_get(m, i == 0 ? "UIDMap" :
+		    "GIDMap"), 0);
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "container_id")), 0);
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "host_id")), 1);
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "size")), 65536);
+	}
+	assert_string_equal(str(json_object_get(s, "env"),
+	    "VIVARIUM_SOCKET_MODE"), "0660");
+	assert_string_equal(str(json_object_get(s, "labels"),
+	    SANDBOX_IDS_LABEL), "sub:100000+65536");
+	json_decref(s);
+
+	h.sub_size = 0;
+	s = sandbox_container_spec(&cf, "alice", NULL, &h);
+	assert_string_equal(str(json_object_get(s, "userns"), "nsmode"),
+	    "keep-id");
+	assert_null(json_object_get(s, "idmappings"));
+	assert_null(json_object_get(json_object_get(s, "env"),
+	    "VIVARIUM_SOCKET_MODE"));
+	assert_string_equal(str(json_object_get(s, "labels"),
+	    SANDBOX_IDS_LABEL), "shared");
+	json_decref(s);
+}
+
 int
 main(void)
 {
@@ -391,6 +456,7 @@ main(void)
 		cmocka_unit_test(test_link_env),
 		cmocka_unit_test(test_network_and_volume),
 		cmocka_unit_test(test_userns_and_quota),
+		cmocka_unit_test(test_userns_rootless),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
