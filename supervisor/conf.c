@@ -150,7 +150,7 @@ conf_defaults(struct conf *c)
 	c->link_max_per_address = 32;
 	c->link_max_per_link = 8;
 	c->link_min_rate = 1024;
-	c->link_rate_grace = 60;
+	c->link_rate_grace = 0;	/* auto: below */
 	c->kube.agent_port = 8700;
 	c->kube.uid_base = KUBE_UID_BASE;
 	c->kube.user_namespace = KUBE_USERNS_AUTO;
@@ -896,6 +896,10 @@ conf_load(struct conf *c, const char *path, struct confdiag *d)
 		    "be below max_connections_per_address (%ld), so an address "
 		    "that holds links (a reverse proxy) still reaches /mcp",
 		    c->link_max_per_address, c->max_per_address);
+	/* Not given: a minute, and always past a sandbox's start. */
+	if (c->link_rate_grace == 0)
+		c->link_rate_grace = c->ready_timeout + 30 > 60 ?
+		    c->ready_timeout + 30 : 60;
 	if (c->link_min_rate > 0 && c->link_rate_grace <= c->ready_timeout)
 		confdiag_add(d, 0, "links: rate_grace (%lds) must be longer than "
 		    "ready_timeout (%lds): a download's first window includes "

@@ -7,6 +7,8 @@
 # (tests/image/mhd-client.py).  Sourced podman.sh and a started service
 # are the caller's (tests/image/run.sh).
 set -eu
+. tests/lib/podman.sh
+vp_env
 AGENT=$1
 IMAGE=$2
 SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')

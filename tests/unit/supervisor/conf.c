@@ -636,6 +636,14 @@ test_link_traffic(void **state)
 	confdiag_release(&d);
 	conf_release(&c);
 
+	/* Not given: past a slow sandbox start, not an error. */
+	p = write_conf("ready_timeout: 60s\n");
+	confdiag_init(&d, p);
+	assert_int_equal(conf_load(&c, p, &d), 0);
+	assert_int_equal(c.link_rate_grace, 90);
+	confdiag_release(&d);
+	conf_release(&c);
+
 	/* No room left for /mcp, in total and per address; a window shorter
 	 * than starting a sandbox: all three named in one run. */
 	p = write_conf("max_connections: 64\nmax_connections_per_address: 16\n"
