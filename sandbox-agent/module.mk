@@ -66,8 +66,8 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/jobs.c \
 		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
 		common/link.c common/sha256.c common/fileweb.c common/mhd.c \
-		common/text.c common/clock.c common/jsonrpc.c -lmicrohttpd -ljansson \
-		-lm -lpthread
+		common/guard.c common/text.c common/clock.c common/jsonrpc.c \
+		-lmicrohttpd -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent
@@ -86,12 +86,13 @@ test-fuzz-agent:
 # Link tokens and upload names: what a browser sends first.
 FUZZ_LINK	:= build/fuzz/link
 $(FUZZ_LINK): tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
-		common/fileweb.c common/link.h common/fileweb.h
+		common/fileweb.c common/link.h common/fileweb.h common/guard.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
-		common/fileweb.c common/mhd.c common/buf.c common/log.c common/text.c \
-		-lmicrohttpd -ljansson
+		common/fileweb.c common/mhd.c common/guard.c common/clock.c \
+		common/buf.c common/log.c common/text.c -lmicrohttpd -ljansson \
+		-lm -lpthread
 
 fuzz: test-fuzz-agent

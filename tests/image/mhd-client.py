@@ -50,10 +50,13 @@ def check(name, ok, detail):
 
 st, out = post(secret, b"alice")
 check("a request with the right headers is served", st == 200, out)
+# Refused either way: libmicrohttpd 1.x answers 400 to a NUL in any
+# header itself; on 0.9 the agent sees it (401, or 400 naming the NUL).
 st, out = post(secret + b"\0evil", b"alice")
-check("an Authorization header cut by a NUL is refused", st == 401, out)
+check("an Authorization header cut by a NUL is refused", st in (400, 401), out)
 st, out = post(secret, b"alice\0bob")
-check("a user header cut by a NUL is refused", st == 400 and "NUL" in out, out)
+check("a user header cut by a NUL is refused",
+      st == 400 and ("NUL" in out or "invalid character" in out), out)
 st, out = post(secret, b"bob")
 check("and the next good request is served", st == 200, out)
 sys.exit(1 if fails else 0)
