@@ -75,7 +75,7 @@ endef
 # Order matters only for TEST_SUITES: cheap suites first.
 include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
 	egress-proxy/module.mk tests/k8s/k8s.mk image/module.mk \
-	supervisor/module.mk deploy/module.mk)
+	supervisor/module.mk deploy/module.mk tests/host/host.mk)
 
 .PHONY: programs
 programs: $(PROGS)

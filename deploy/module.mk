@@ -1,7 +1,8 @@
 # deploy: how operators run it (README, docs/operating.md).
 #   make smoke       probe the running supervisor as LibreChat would
 #   make install     programs, runner, templates, examples, units, config
-#   make uninstall   all of it but the config and the token (PURGE=1: those too)
+#   make uninstall   all of it but the config, the state and Podman's objects,
+#                    saying what it kept (PURGE=1 CONFIRM=yes: those too)
 #                    PREFIX, DESTDIR, BINDIR, LIBDIR, DATADIR, UNITDIR,
 #                    CONFDIR, STATEDIR: deploy/install.sh says where
 #   make test-deploy make run + make smoke, make install + the installed

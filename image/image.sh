@@ -28,7 +28,8 @@
 #   IMAGE_VERSION         tag, default the Makefile's VERSION
 #   SUITE                 trixie (default) or forky, the flavour: forky's
 #                         image is tagged VERSION-forky and built from
-#                         image/*.forky.lock (docs/image.md, "Flavours")
+#                         image/*.forky.lock (docs/image.md, "Flavours");
+#                         bookworm only for `base` (tests/host/'s Debian 12)
 #   VIVARIUM_BASE         base image, default localhost/vivarium-base:$SUITE
 #   VIVARIUM_BASE_PULL    1 to try `podman pull debian:$SUITE` first (default 0:
 #                         a pulled base differs from the debootstrapped one the
@@ -59,7 +60,10 @@ case "$SUITE" in
 trixie)	LOCKS="image/builder.lock image/runtime.lock" ;;
 forky)	LOCKS="image/builder.forky.lock image/runtime.forky.lock"
 	VERSION=$VERSION-forky LATEST=0 ;;
-*)	echo "image: SUITE must be trixie or forky, not $SUITE" >&2; exit 2 ;;
+# Debian 12 only as a base, for the host boxes of tests/host/.
+bookworm) [ "${1:-}" = base ] ||
+	    { echo "image: SUITE=bookworm makes only a base (image.sh base)" >&2; exit 2; } ;;
+*)	echo "image: SUITE must be trixie or forky (bookworm: base only), not $SUITE" >&2; exit 2 ;;
 esac
 BASE=${VIVARIUM_BASE:-localhost/vivarium-base:$SUITE}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org}

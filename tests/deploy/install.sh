@@ -3,13 +3,20 @@
 #   1. DESTDIR staging: every file in its place, the unit and the config name
 #      the installed paths (never DESTDIR), the token is private, a second
 #      install keeps the operator's config and token, uninstall removes all
-#      but the config (PURGE=1: that too); the unit passes systemd-analyze
+#      but the config and the state and says so, PURGE=1 refuses without
+#      CONFIRM=yes and then removes them too; the unit passes systemd-analyze
 #      verify.
 #   2. PREFIX/CONFDIR into a scratch tree, then the installed programs run
 #      from there: the supervisor with its installed config against the
 #      tests' Podman answers vivarium-smoke (a real sandbox, a real
 #      run_python); vivariumctl renders from the installed templates; the
 #      installed agent runs Python with the installed runner.
+#   3. make uninstall of that install, pointed at this test's own Podman
+#      objects (the sandbox and egress proxy the supervisor made, images
+#      and build layers made here; VIVARIUM_UNINSTALL_*): it names them and
+#      keeps them; PURGE=1 refuses without CONFIRM=yes, and when Podman
+#      does not answer; then it removes them, the config and the state,
+#      and nothing else (another object with a vivarium label stays).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/podman.sh
@@ -91,12 +98,26 @@ t_check "a second install keeps the config" grep -q '^# mine$' "$S/etc/vivarium/
 t_check "... and the token" test "$(cat "$S/etc/vivarium/token")" = "$tok"
 t_grep "... and says so" "kept /etc/vivarium/supervisor.yaml" "$D/log"
 
+mkdir -p "$S/var/lib/vivarium/users/alice"
+echo data >"$S/var/lib/vivarium/users/alice/file"
 $MAKE --no-print-directory uninstall DESTDIR="$S" >"$D/log" 2>&1
 left=$(cd "$S" && find . -type f | sort | tr '\n' ' ')
-t_check "uninstall leaves the config and the token only" \
-    test "$left" = "./etc/vivarium/egress.yaml ./etc/vivarium/supervisor.yaml ./etc/vivarium/token "
-$MAKE --no-print-directory uninstall DESTDIR="$S" PURGE=1 >"$D/log" 2>&1
-t_check "uninstall PURGE=1 removes them too" test ! -e "$S/etc/vivarium"
+t_check "uninstall leaves the config, the token and the state only" \
+    test "$left" = "./etc/vivarium/egress.yaml ./etc/vivarium/supervisor.yaml ./etc/vivarium/token ./var/lib/vivarium/users/alice/file "
+t_grep "... and says what it kept: the config" "^install:   /etc/vivarium: egress.yaml supervisor.yaml token" "$D/log"
+t_grep "... the users' files" "/var/lib/vivarium (users: users/ and workspaces/ hold every user's files)" "$D/log"
+t_grep "... and how to remove them" "rm -rf /etc/vivarium /var/lib/vivarium" "$D/log"
+if $MAKE --no-print-directory uninstall DESTDIR="$S" PURGE=1 >"$D/log" 2>&1; then
+	t_fail "uninstall PURGE=1 without CONFIRM=yes is refused" "$(cat "$D/log")"
+else
+	t_grep "uninstall PURGE=1 without CONFIRM=yes is refused" \
+	    "nothing was removed; to go ahead: make uninstall PURGE=1 CONFIRM=yes" "$D/log"
+fi
+t_grep "... saying it would delete the users' files" "^  /var/lib/vivarium (users" "$D/log"
+t_check "... and removes nothing" test -f "$S/etc/vivarium/token" -a -f "$S/var/lib/vivarium/users/alice/file"
+$MAKE --no-print-directory uninstall DESTDIR="$S" PURGE=1 CONFIRM=yes >"$D/log" 2>&1
+t_check "uninstall PURGE=1 CONFIRM=yes removes them too" \
+    test ! -e "$S/etc/vivarium" -a ! -e "$S/var/lib/vivarium"
 
 # ---------------------------------------------------------------- run it
 P=$D/p/usr/local
@@ -119,6 +140,7 @@ env -u VIVARIUM_SUPERVISOR_TOKEN VIVARIUM_PODMAN_SOCKET="$VP_SOCKET" \
     VIVARIUM_SUPERVISOR_LISTEN="127.0.0.1:$port" \
     "$P/bin/vivarium-supervisor" -f "$D/p/etc/vivarium/supervisor.yaml" \
     >"$D/sv.log" 2>&1 &
+sv_pid=$!
 pids="$pids $!"
 if t_wait_for "listening on" "$D/sv.log" 20; then
 	t_ok "the installed supervisor starts with the installed config"
@@ -161,5 +183,85 @@ curl -s --max-time 60 -H 'Content-Type: application/json' \
     --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"import vivarium_charts, vivarium\nprint(vivarium.__file__)"}}}' \
     "http://127.0.0.1:$aport/mcp" >"$D/run" 2>&1
 t_grep "... and runs Python with it" "$P/lib/vivarium/python/vivarium/__init__.py" "$D/run"
+
+# ---------------------------------------------------------------- uninstall
+# What this test made, and nothing else, counts as vivarium's: the user's
+# sandbox (container, network, volume: io.vivarium.user), the egress proxy
+# and its network (by name), images named localhost/vivarium-uninst-<tag>
+# and build layers labelled io.vivarium.uninst-<tag>.
+kill -TERM "$sv_pid" 2>/dev/null; wait "$sv_pid" 2>/dev/null
+tag=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+img=localhost/vivarium-uninst-$tag
+decoy=vivtest-uninst-decoy-$tag
+vp_on_exit "vpodman rmi -f $img:1 >/dev/null 2>&1; vpodman volume rm -f $decoy >/dev/null 2>&1"
+mkdir -p "$D/ctx"
+# Two builds under one name: the first is left untagged, as an image
+# rebuild leaves the one before.
+for n in 1 2; do
+	printf 'FROM %s\nLABEL io.vivarium.uninst-%s=%s\n' "$(t_image)" "$tag" "$n" >"$D/ctx/Containerfile"
+	vpodman build -q -t "$img:1" "$D/ctx" >"$D/build$n" 2>&1 ||
+	    t_fail "a test image" "$(cat "$D/build$n")"
+done
+layer=$(head -c 12 "$D/build1")
+vp_on_exit "vpodman rmi -f $layer >/dev/null 2>&1"
+vpodman volume create --label io.vivarium.managed=true "$decoy" >/dev/null
+mkdir -p "$D/p/state/users/$user"
+echo data >"$D/p/state/users/$user/file"
+UNINST="PREFIX=$P CONFDIR=$D/p/etc/vivarium STATEDIR=$D/p/state UNITDIR=$D/p/units"
+uninstall() {
+	env PODMAN_SOCKET="${sock:-$VP_SOCKET}" \
+	    VIVARIUM_UNINSTALL_FILTERS="label=io.vivarium.user=$user name=^$eg\$" \
+	    VIVARIUM_UNINSTALL_IMAGES="$img" \
+	    VIVARIUM_UNINSTALL_IMAGE_LABELS="io.vivarium.uninst-$tag" \
+	    $MAKE --no-print-directory uninstall $UNINST "$@" >"$D/log" 2>&1
+}
+# Everything of the test's that the uninstall may remove, one a line.
+ours() {
+	for c in "vivarium-$user" "$eg"; do
+		vpodman container exists "$c" && echo "container $c"
+	done
+	for n in "vivarium-$user" "$eg"; do
+		vpodman network exists "$n" && echo "network $n"
+	done
+	vpodman volume exists "vivarium-$user-workspace" && echo "volume vivarium-$user-workspace"
+	vpodman image exists "$img:1" && echo "image $img:1"
+	vpodman image exists "$layer" && echo "layer $layer"
+	[ ! -e "$D/p/etc/vivarium/token" ] || echo "the token"
+	[ ! -e "$D/p/state/users/$user/file" ] || echo "a user's file"
+}
+ours >"$D/ours"
+t_check "the test's objects are there: a sandbox, the proxy, images, files" \
+    test "$(wc -l <"$D/ours")" = 9
+uninstall
+t_grep "uninstall names the Podman objects it kept: the sandbox" "Podman: containers (2): .*vivarium-$user" "$D/log"
+t_grep "... the proxy" "Podman: containers (2): .*$eg" "$D/log"
+t_grep "... the workspace" "Podman: volumes (1): vivarium-$user-workspace" "$D/log"
+t_grep "... the images" "Podman: images (1): $img:1" "$D/log"
+t_grep "... the build layers" "Podman: untagged image layers left by image builds (1)" "$D/log"
+t_grep "... with the commands that remove them" "podman rm -f .*vivarium-$user" "$D/log"
+t_check "... and keeps them" test "$(cat "$D/ours")" = "$(ours)"
+if uninstall PURGE=1; then
+	t_fail "PURGE=1 without CONFIRM=yes is refused" "$(cat "$D/log")"
+else
+	t_grep "PURGE=1 without CONFIRM=yes is refused" "nothing was removed" "$D/log"
+fi
+t_grep "... naming the sandbox it would delete" "Podman: containers (2): .*vivarium-$user" "$D/log"
+t_check "... and removes nothing" test "$(cat "$D/ours")" = "$(ours)"
+if sock=$D/nothing uninstall PURGE=1 CONFIRM=yes; then
+	t_fail "PURGE=1 CONFIRM=yes is refused when Podman does not answer" "$(cat "$D/log")"
+else
+	t_grep "PURGE=1 CONFIRM=yes is refused when Podman does not answer" \
+	    "Podman does not answer at $D/nothing" "$D/log"
+fi
+t_check "... and removes nothing" test "$(cat "$D/ours")" = "$(ours)"
+if uninstall PURGE=1 CONFIRM=yes; then
+	t_ok "PURGE=1 CONFIRM=yes"
+else
+	t_fail "PURGE=1 CONFIRM=yes" "$(cat "$D/log")"
+fi
+t_check "... removes every object, the config and the users' files" test -z "$(ours)"
+t_check "... and nothing else: another object labelled io.vivarium.managed stays" \
+    vpodman volume exists "$decoy"
+t_check "... and the sandbox image stays" vpodman image exists "$(t_image)"
 
 t_done install
