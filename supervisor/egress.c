@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,8 +199,15 @@ json_t *
 egress_container_spec(const struct conf *c, int rootful)
 {
 	json_t		*spec, *env;
+	struct rlimit	 rl;
 	char		 dir[STATE_DIR_MAX + 16], listen[32];
-	json_int_t	 base;
+	json_int_t	 base, nofile = EGRESS_NOFILE;
+
+	/* No more than this host allows: a limit past its hard one is a
+	 * proxy that never starts. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY
+	    && (json_int_t)rl.rlim_max < nofile)
+		nofile = (json_int_t)rl.rlim_max;
 
 	hosts_dir(c, dir, sizeof(dir));
 	snprintf(listen, sizeof(listen), "0.0.0.0:%ld", c->egress_port);
@@ -229,8 +237,7 @@ egress_container_spec(const struct conf *c, int rootful)
 		    "swap", (json_int_t)EGRESS_MEMORY,
 		"pids", "limit", (json_int_t)(c->runsc ? EGRESS_PIDS_RUNSC : EGRESS_PIDS),
 	    "r_limits",
-		"type", "nofile", "soft", (json_int_t)EGRESS_NOFILE,
-		    "hard", (json_int_t)EGRESS_NOFILE,
+		"type", "nofile", "soft", nofile, "hard", nofile,
 		"type", "nproc", "soft", (json_int_t)4096,
 		    "hard", (json_int_t)4096,
 	    "netns", "nsmode", "bridge",
