@@ -471,8 +471,10 @@ http_guard_transfer(struct MHD_Connection *conn, const void *link,
 		guard_enter(c, GC_TRANSFER, clock_mono());
 	}
 	pthread_mutex_unlock(&c->g->mtx);
+	/* Silence for two windows: closed even where the floor cannot be
+	 * read (no TCP_INFO); where it can, the floor comes first. */
 	if (r == 0 && c->g->lim.grace > 0)
 		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
-		    c->g->lim.grace);
+		    2 * c->g->lim.grace);
 	return r;
 }

@@ -149,7 +149,7 @@ void	http_guard_untrust(struct MHD_Connection *);
 /*
  * A file link's transfer, link being the token (any bytes that name the
  * link): 0 and the connection in class transfer, its inactivity timeout
- * the grace; or -1 with why filled when a cap is reached (answer 503).
+ * twice the grace; or -1 with why filled when a cap is reached (503).
  */
 int	http_guard_transfer(struct MHD_Connection *, const void *link,
 	    size_t linklen, char *why, size_t whylen);

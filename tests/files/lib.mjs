@@ -350,13 +350,13 @@ export async function agentTarget({ env = {}, workspace = null, leftDirs = [], p
 // The supervisor with a private Podman service and the real image.
 // Users are this run's ids (TAG-<name>); each one's workspace is its
 // volume's mount point on this host.
-export async function supervisorTarget({ extra = '', podman = null, state = null, port = 0 } = {}) {
+export async function supervisorTarget({ extra = '', podman = null, state = null, port = 0, readyTimeout } = {}) {
   if (!imagePresent()) throw new Error(`${IMAGE} is not in the test storage: run make image-for-tests`);
   const podmanSock = `/run/vsv-${TAG}.podman.sock`;
   const ownPodman = !podman;
   if (!podman) podman = await startPodman(podmanSock);
   state = state || stateDir();
-  const sv = await startSupervisor({ podmanSock: podman.sock, state, extra, port });
+  const sv = await startSupervisor({ podmanSock: podman.sock, state, extra, port, ...(readyTimeout ? { readyTimeout } : {}) });
   const clients = new Map();
   const t = {
     name: 'supervisor', sv, podman, state, base: sv.base, users: [user('alice'), user('bob')],
@@ -380,7 +380,7 @@ export async function supervisorTarget({ extra = '', podman = null, state = null
       clients.clear();
       await sv.stop();
       if (newKey) rmSync(this.keyFile());
-      const n = await supervisorTarget({ extra: newExtra, podman, state, port: newPort ? 0 : Number(new URL(sv.base).port) });
+      const n = await supervisorTarget({ extra: newExtra, podman, state, port: newPort ? 0 : Number(new URL(sv.base).port), readyTimeout });
       n.own = t.own;
       return n;
     },
