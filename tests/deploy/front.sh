@@ -1,41 +1,47 @@
 #!/bin/sh
-# tests/deploy/nginx.sh: the nginx snippet of docs/operating.md, taken from
-# the doc between its markers (so the doc and the test cannot drift), run
-# by Debian's nginx with TLS on a loopback port in front of a real
-# supervisor and a real sandbox of the tests' Podman.  Only the listen
-# address, the certificate and the supervisor's port are put in.
+# tests/deploy/front.sh nginx|caddy: a reverse-proxy snippet of
+# docs/operating.md, taken from the doc between its markers (so the doc and
+# the test cannot drift), run by Debian's nginx or Caddy with TLS on a
+# loopback port in front of a real supervisor and a real sandbox of the
+# tests' Podman.  Only the listen address, the certificate and the
+# supervisor's port are put in.
 #   - a download link that share_file made (MCP, through the supervisor)
-#     downloads through nginx, byte for byte;
+#     downloads through the front, byte for byte;
 #   - a workspace link's page comes through;
 #   - a 1 GiB upload through an upload link arrives whole (its size, its
 #     first and last bytes, seen from the sandbox);
 #   - /mcp (with the token), /u/USER/mcp, /metrics, /health and /f/../mcp
-#     are refused by nginx, while the supervisor itself answers them.
-# NGINX_DOC names another file to take the snippet from (to see the test
+#     are refused by the front, while the supervisor itself answers them.
+# FRONT_DOC names another file to take the snippet from (to see the test
 # fail on a broken one).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/podman.sh
 . tests/deploy/lib.sh
 BIN=${BIN:-bin}
-DOC=${NGINX_DOC:-docs/operating.md}
+DOC=${FRONT_DOC:-docs/operating.md}
+FRONT=${1:-nginx}
 TOKEN=0123456789abcdef0123
 GIB=1073741824
 
-if ! command -v nginx >/dev/null 2>&1; then
-	t_fail "nginx is installed (scripts/deps deploy)"
-	t_done nginx
+case "$FRONT" in
+nginx|caddy) ;;
+*) echo "usage: $0 nginx|caddy" >&2; exit 2 ;;
+esac
+if ! command -v "$FRONT" >/dev/null 2>&1; then
+	t_fail "$FRONT is installed (scripts/deps deploy)"
+	t_done "$FRONT"
 	exit 1
 fi
-# nginx's workers run as an unprivileged user: their directory must be
-# open to them (the key inside stays 0600, read by the master).
+# The front's workers may run as an unprivileged user: their directory
+# must be open to them (the key inside stays 0600, read by the master).
 D=$(mktemp -d /tmp/vdn.XXXXXX)
 chmod 0755 "$D"
 # On disk, not /run: the 1 GiB upload lands in the workspace image there.
 STATE=/var/tmp/vdn-$$
-sv_pid="" ngx_pid="" user=""
+sv_pid="" front_pid="" user=""
 cleanup() {
-	[ -z "$ngx_pid" ] || { kill -TERM "$ngx_pid" 2>/dev/null; wait "$ngx_pid" 2>/dev/null; }
+	[ -z "$front_pid" ] || { kill -TERM "$front_pid" 2>/dev/null; wait "$front_pid" 2>/dev/null; }
 	[ -z "$sv_pid" ] || { kill -TERM "$sv_pid" 2>/dev/null; wait "$sv_pid" 2>/dev/null; }
 	[ -z "$user" ] || VIVARIUM_SUPERVISOR_TOKEN=$TOKEN "$BIN/vivariumctl" \
 	    -f "$D/sv.yaml" remove-user --purge "$user" >/dev/null 2>&1
@@ -43,38 +49,40 @@ cleanup() {
 }
 vp_on_exit cleanup
 vp_start || exit 1
-user=$(vp_name ngx)
+user=$(vp_name "$FRONT")
 sport=$(t_port)
 nport=$(t_port)
 base=https://127.0.0.1:$nport
 sv=http://127.0.0.1:$sport
 
-# ---------------------------------------------------------------- nginx
 # The lines between the markers, without the fence lines around them.
-sed -n '/^<!-- begin nginx snippet/,/^<!-- end nginx snippet/p' "$DOC" |
+sed -n "/^<!-- begin $FRONT snippet/,/^<!-- end $FRONT snippet/p" "$DOC" |
     sed -e '1,2d' -e '$d' | sed '$d' >"$D/snippet.conf"
-t_check "the doc holds the snippet between its markers" sh -c "
-    head -n 1 '$D/snippet.conf' | grep -qx 'server {' &&
-    tail -n 1 '$D/snippet.conf' | grep -qx '}'"
-sed -e "s|^\( *\)listen 443 ssl;|\1listen 127.0.0.1:$nport ssl;|" \
-    -e '/listen \[::\]:443 ssl;/d' \
-    -e "s|ssl_certificate  *[^ ;]*;|ssl_certificate $D/cert.pem;|" \
-    -e "s|ssl_certificate_key  *[^ ;]*;|ssl_certificate_key $D/key.pem;|" \
-    -e "s|http://127.0.0.1:8787;|http://127.0.0.1:$sport;|" \
-    "$D/snippet.conf" >"$D/site.conf"
-# Each put-in must have taken, and nothing of the doc's addresses be left.
-t_check "the test's port, certificate and upstream are put in" sh -c "
-    grep -q 'listen 127.0.0.1:$nport ssl;' '$D/site.conf' &&
-    grep -q 'ssl_certificate $D/cert.pem;' '$D/site.conf' &&
-    grep -q 'ssl_certificate_key $D/key.pem;' '$D/site.conf' &&
-    test \$(grep -c 'proxy_pass http://127.0.0.1:$sport;' '$D/site.conf') = 3 &&
-    ! grep -q ':443\|:8787' '$D/site.conf'"
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
     -addext subjectAltName=IP:127.0.0.1 -keyout "$D/key.pem" \
     -out "$D/cert.pem" >"$D/openssl.log" 2>&1 ||
     t_fail "a certificate for 127.0.0.1" "$(cat "$D/openssl.log")"
-mkdir -p "$D/tmp"
-cat >"$D/nginx.conf" <<EOF
+
+# ---------------------------------------------------------------- nginx
+nginx_start() {
+	t_check "the doc holds the snippet between its markers" sh -c "
+	    head -n 1 '$D/snippet.conf' | grep -qx 'server {' &&
+	    tail -n 1 '$D/snippet.conf' | grep -qx '}'"
+	sed -e "s|^\( *\)listen 443 ssl;|\1listen 127.0.0.1:$nport ssl;|" \
+	    -e '/listen \[::\]:443 ssl;/d' \
+	    -e "s|ssl_certificate  *[^ ;]*;|ssl_certificate $D/cert.pem;|" \
+	    -e "s|ssl_certificate_key  *[^ ;]*;|ssl_certificate_key $D/key.pem;|" \
+	    -e "s|http://127.0.0.1:8787;|http://127.0.0.1:$sport;|" \
+	    "$D/snippet.conf" >"$D/site.conf"
+	# Each put-in must have taken, and nothing of the doc's addresses be left.
+	t_check "the test's port, certificate and upstream are put in" sh -c "
+	    grep -q 'listen 127.0.0.1:$nport ssl;' '$D/site.conf' &&
+	    grep -q 'ssl_certificate $D/cert.pem;' '$D/site.conf' &&
+	    grep -q 'ssl_certificate_key $D/key.pem;' '$D/site.conf' &&
+	    test \$(grep -c 'proxy_pass http://127.0.0.1:$sport;' '$D/site.conf') = 3 &&
+	    ! grep -q ':443\|:8787' '$D/site.conf'"
+	mkdir -p "$D/tmp"
+	cat >"$D/nginx.conf" <<EOF
 daemon off;
 pid $D/nginx.pid;
 error_log $D/error.log;
@@ -89,9 +97,39 @@ http {
 	include $D/site.conf;
 }
 EOF
-t_check "nginx -t accepts the snippet" nginx -t -q -e "$D/error.log" -c "$D/nginx.conf"
-nginx -e "$D/error.log" -c "$D/nginx.conf" >"$D/nginx.out" 2>&1 &
-ngx_pid=$!
+	t_check "nginx -t accepts the snippet" nginx -t -q -e "$D/error.log" -c "$D/nginx.conf"
+	nginx -e "$D/error.log" -c "$D/nginx.conf" >"$D/front.out" 2>&1 &
+	front_pid=$!
+}
+
+# ---------------------------------------------------------------- caddy
+# The site's name becomes the test's address, with the test's certificate
+# (tls FILE FILE, for Caddy's own); Caddy's admin endpoint is off and its
+# storage in $D.
+caddy_start() {
+	t_check "the doc holds the snippet between its markers" sh -c "
+	    head -n 1 '$D/snippet.conf' | grep -qx 'vivarium.example.lan {' &&
+	    tail -n 1 '$D/snippet.conf' | grep -qx '}'"
+	{
+		printf '{\n\tadmin off\n\tstorage file_system %s\n}\n' "$D/caddy"
+		echo "https://127.0.0.1:$nport {"
+		echo "	tls $D/cert.pem $D/key.pem"
+		sed -e '1d' -e '/^[[:space:]]*tls /d' \
+		    -e "s|reverse_proxy 127.0.0.1:8787|reverse_proxy 127.0.0.1:$sport|" \
+		    "$D/snippet.conf"
+	} >"$D/Caddyfile"
+	t_check "the test's port, certificate and upstream are put in" sh -c "
+	    test \$(grep -c 'reverse_proxy 127.0.0.1:$sport' '$D/Caddyfile') = 1 &&
+	    ! grep -q 'example.lan\|:8787' '$D/Caddyfile'"
+	t_check "caddy validate accepts the snippet" env HOME="$D" \
+	    XDG_DATA_HOME="$D" XDG_CONFIG_HOME="$D" caddy validate \
+	    --adapter caddyfile --config "$D/Caddyfile"
+	env HOME="$D" XDG_DATA_HOME="$D" XDG_CONFIG_HOME="$D" caddy run \
+	    --adapter caddyfile --config "$D/Caddyfile" >"$D/error.log" 2>&1 &
+	front_pid=$!
+}
+
+"${FRONT}_start"
 
 # ---------------------------------------------------------------- supervisor
 cat >"$D/sv.yaml" <<EOF
@@ -147,12 +185,12 @@ case "$url" in
     "url \"$url\"; $(cat "$D/text" "$D/sv.log")" ;;
 esac
 st=$(curl -s --max-time 60 --cacert "$D/cert.pem" -o "$D/dl" -w '%{http_code}' "$url")
-t_check "the download through nginx answers 200" test "$st" = 200
+t_check "the download through the front answers 200" test "$st" = 200
 t_check "... byte for byte" test "$(sha256sum <"$D/dl" | cut -d' ' -f1)" = "$sha"
 
 url=$(mcp workspace_link '{}')
 curl -s --max-time 60 --cacert "$D/cert.pem" -o "$D/ws" "$url"
-t_grep "the workspace page comes through nginx, listing the file" "data.bin" "$D/ws"
+t_grep "the workspace page comes through the front, listing the file" "data.bin" "$D/ws"
 
 # ---------------------------------------------------------------- upload
 # 1 GiB, sparse but for a marker at each end.
@@ -167,9 +205,9 @@ esac
 st=$(curl -s --max-time 600 --cacert "$D/cert.pem" -o "$D/up" -w '%{http_code}' \
     -F "file=@$D/big.bin" "$url")
 if [ "$st" = 200 ]; then
-	t_ok "a 1 GiB upload through nginx answers 200"
+	t_ok "a 1 GiB upload through the front answers 200"
 else
-	t_fail "a 1 GiB upload through nginx answers 200" \
+	t_fail "a 1 GiB upload through the front answers 200" \
 	    "HTTP $st: $(head -c 500 "$D/up"; tail -n 5 "$D/error.log")"
 fi
 rm -f "$D/big.bin"
@@ -205,11 +243,11 @@ t_status "the supervisor itself serves /mcp with the token" 200 "$sv/mcp" -m
 t_status "... and /u/USER/mcp" 200 "$sv/u/$user/mcp" -m
 t_status "... and /metrics" 200 "$sv/metrics"
 t_status "... and /health" 200 "$sv/health"
-t_status "nginx refuses /mcp, token and all" 404 "$base/mcp" -m
-t_status "nginx refuses /u/USER/mcp" 404 "$base/u/$user/mcp" -m
+t_status "the front refuses /mcp, token and all" 404 "$base/mcp" -m
+t_status "the front refuses /u/USER/mcp" 404 "$base/u/$user/mcp" -m
 for p in /metrics /health /; do
-	t_status "nginx refuses GET $p" 404 "$base$p"
+	t_status "the front refuses GET $p" 404 "$base$p"
 done
-t_status "nginx refuses /f/../mcp" 404 "$base/f/../mcp" -m --path-as-is
+t_status "the front refuses /f/../mcp" 404 "$base/f/../mcp" -m --path-as-is
 
-t_done nginx
+t_done "$FRONT"
