@@ -277,6 +277,8 @@ struct job *job_find(const char *workspace, const char *id);
  * waits for the workspace), with a reference; NULL when there is none. */
 struct job *job_busy(const char *workspace);
 void	job_forget(struct job *);
+/* Runs started and not done yet, foreground and background. */
+int	jobs_running(void);
 /* Stops every background job and waits up to grace seconds for them. */
 void	jobs_shutdown(double grace);
 

@@ -266,7 +266,16 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return http_reply_empty(conn,
 			    MHD_HTTP_METHOD_NOT_ALLOWED, "GET, HEAD");
-		if (on_unix || conf->secret_len == 0
+		/*
+		 * On the unix socket, what is in progress too, for vivariumctl
+		 * upgrade, which remakes only an idle sandbox: the requests
+		 * other than this one, and the runs (background jobs too).
+		 */
+		if (on_unix)
+			return http_reply_text(conn, 200, "ok requests=%d runs=%d",
+			    __atomic_load_n(&active, __ATOMIC_SEQ_CST),
+			    jobs_running());
+		if (conf->secret_len == 0
 		    || http_header(conn, PROOF_CHALLENGE) == NULL)
 			return http_reply_text(conn, 200, "ok");
 		/*

@@ -78,6 +78,8 @@ struct job {
 };
 
 static pthread_mutex_t	 table_mtx = PTHREAD_MUTEX_INITIALIZER;
+/* Jobs started and not done, foreground and background (jobs_running). */
+static int		 running;
 static struct job	*table;
 static int		 ntable;
 
@@ -311,6 +313,7 @@ done:
 		run_result_note(&j->res, "Stopped: %s.", j->stop_why);
 	j->done = 1;
 	j->finished = clock_mono();
+	__atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
 	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->mtx);
 	efd_signal(j->done_fd);
@@ -326,11 +329,13 @@ job_start(struct job *j, char *err, size_t errlen)
 	int		 e;
 
 	job_ref(j);			/* the thread's */
+	__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	e = pthread_create(&th, &attr, job_main, j);
 	pthread_attr_destroy(&attr);
 	if (e != 0) {
+		__atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
 		job_unref(j);
 		snprintf(err, errlen, "cannot start a thread for the run: %s",
 		    strerror(e));
@@ -615,6 +620,12 @@ job_forget(struct job *j)
 			return;
 		}
 	pthread_mutex_unlock(&table_mtx);
+}
+
+int
+jobs_running(void)
+{
+	return __atomic_load_n(&running, __ATOMIC_SEQ_CST);
 }
 
 void

@@ -108,7 +108,7 @@ struct backend {
 	 * Podman keeps the egress proxy it manages.  NULL: nothing to do.
 	 */
 	void	(*tick)(struct backend *);
-	/* A request for the user ended (vivariumctl's idle time). */
+	/* A request for the user began or ended (vivariumctl's idle time). */
 	void	(*used)(struct backend *, const char *user);
 	void	(*free)(struct backend *);
 };

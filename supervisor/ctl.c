@@ -74,6 +74,11 @@ usage(FILE *f)
 "                            through the egress proxy as a sandbox would\n"
 "  logs USER                 the sandbox's log (its runs) and the egress\n"
 "                            proxy's lines for it (what it fetched)\n"
+"  upgrade USER... | --all   move sandboxes made from an older image to the\n"
+"                            current one now (files and namespace kept): a\n"
+"                            stopped one is made again, a running one only\n"
+"                            while it serves nothing (a busy one moves at\n"
+"                            its next idle stop, as without this command)\n"
 "  start USER                start the sandbox and wait until it answers\n"
 "  stop USER                 stop the sandbox (files and namespace are kept)\n"
 "  status USER               one user's sandbox in detail\n"
@@ -1145,6 +1150,166 @@ cmd_import(int argc, char **argv)
 	return EX_OK;
 }
 
+/* ---------------------------------------------------------------- upgrade */
+
+/*
+ * Whether a running sandbox may be stopped now: its agent serves no other
+ * request and runs nothing (background jobs included).  An agent from
+ * before it said so answers a bare "ok": then no request for as long as
+ * the longest one may last (agent_timeout; the supervisor marks the run
+ * directory as each request starts and ends).  why gets the reason for no.
+ */
+static int
+sandbox_idle(const char *user, char *why, size_t len)
+{
+	struct names	 n;
+	struct agent_addr a;
+	long		 idle;
+	int		 requests, runs;
+
+	if (sandbox_names(&conf, user, &n) == -1) {
+		snprintf(why, len, "its run directory is not known");
+		return 0;
+	}
+	agent_addr_unix(&a, n.sock);
+	if (agent_busy(&a, 5000, &requests, &runs) == 0) {
+		if (requests == 0 && runs == 0)
+			return 1;
+		snprintf(why, len, "busy: %d request%s and %d run%s in progress",
+		    requests, requests == 1 ? "" : "s", runs, runs == 1 ? "" :
+		    "s");
+		return 0;
+	}
+	idle = idle_seconds(user);
+	if (idle >= (long)conf.agent_timeout)
+		return 1;
+	snprintf(why, len, "its agent does not say whether it is busy, and its "
+	    "last request was %lds ago (less than agent_timeout, %lds)", idle,
+	    (long)conf.agent_timeout);
+	return 0;
+}
+
+/*
+ * One user's sandbox onto the image the config names now, when it has
+ * another.  A stopped one is made again, started until it answers and
+ * stopped again, as it was; a running one only when idle (sandbox_idle):
+ * stopped, made again and started; a busy one is left to move at its next
+ * idle stop (the supervisor does that).  The workspace volume, and the
+ * namespace store in it, are the same before and after.  Returns what was
+ * done ("current", "upgraded", "busy", "missing") or NULL with e.
+ */
+static const char *
+upgrade_one(json_t *u, char *why, size_t len, struct perr *e)
+{
+	struct agent_addr addr;
+	const char	*id, *state, *image;
+	long long	 built;
+	int		 current, created;
+
+	id = json_string_value(json_object_get(u, "user"));
+	state = json_string_value(json_object_get(u, "state"));
+	image = json_string_value(json_object_get(u, "image_id"));
+	why[0] = '\0';
+	if (image == NULL) {
+		snprintf(why, len, "no container: one is made from the current "
+		    "image at its next use");
+		return "missing";
+	}
+	if (sandbox_image_info(&conf, podman, image, &current, &built, e) == -1)
+		return NULL;
+	if (current)
+		return "current";
+	if (strcmp(state, "running") == 0) {
+		if (!sandbox_idle(id, why, len))
+			return "busy";
+		if (backend->stop(backend, id, e) == -1
+		    || backend->ensure(backend, id, &created, &addr, e) == -1)
+			return NULL;
+		snprintf(why, len, "running again");
+		return "upgraded";
+	}
+	if (backend->ensure(backend, id, &created, &addr, e) == -1
+	    || backend->stop(backend, id, e) == -1)
+		return NULL;
+	snprintf(why, len, "stopped again, as it was");
+	return "upgraded";
+}
+
+static int
+cmd_upgrade(int argc, char **argv)
+{
+	struct perr	 e;
+	json_t		*users, *u, *out, *want = NULL;
+	const char	*id, *done;
+	char		 why[256];
+	int		 all, i, rc = EX_OK;
+
+	all = take_flag(&argc, &argv, "--all");
+	if ((all && argc != 0) || (!all && argc == 0)) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (conf.backend != BACKEND_PODMAN) {
+		fprintf(stderr, "vivariumctl: upgrade is for Podman; the "
+		    "kubernetes backend makes a Pod again whenever its spec "
+		    "(the image among it) changes, at its next start\n");
+		return EX_USAGE;
+	}
+	want = json_object();
+	for (i = 0; i < argc; i++) {
+		if (check_user(&argv[i]) == -1) {
+			json_decref(want);
+			return EX_USAGE;
+		}
+		json_object_set_new(want, argv[i], json_true());
+	}
+	if ((users = collect_users(&e)) == NULL) {
+		json_decref(want);
+		return fail(&e, NULL);
+	}
+	for (i = 0; i < argc; i++)
+		if (json_object_get(users, argv[i]) == NULL) {
+			fprintf(stderr, "vivariumctl: %s: no such user\n",
+			    argv[i]);
+			rc = EX_NOUSER;
+		}
+	out = json_array();
+	json_object_foreach(users, id, u) {
+		if (!all && json_object_get(want, id) == NULL)
+			continue;
+		if ((done = upgrade_one(u, why, sizeof(why), &e)) == NULL) {
+			json_array_append_new(out, json_pack("{s:s, s:s, s:s}",
+			    "user", id, "result", "failed", "error", e.msg));
+			if (!json_out)
+				fprintf(stderr, "vivariumctl: %s: %s\n", id,
+				    e.msg);
+			rc = EX_FAIL;
+			continue;
+		}
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "user",
+		    id, "result", done, "note", why));
+		if (json_out)
+			continue;
+		if (strcmp(done, "current") == 0)
+			printf("%s: already on the current image\n", id);
+		else if (strcmp(done, "upgraded") == 0)
+			printf("%s: made again from the current image, files and "
+			    "namespace kept; %s\n", id, why);
+		else if (strcmp(done, "busy") == 0)
+			printf("%s: left as it is (%s); it moves to the current "
+			    "image at its next idle stop\n", id, why);
+		else
+			printf("%s: %s\n", id, why);
+	}
+	if (json_out)
+		print_json(out);
+	else
+		json_decref(out);
+	json_decref(users);
+	json_decref(want);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- logs */
 
 /*
@@ -1649,6 +1814,8 @@ main(int argc, char **argv)
 		rc = cmd_backup(argc, argv);
 	else if (strcmp(cmd, "restore") == 0)
 		rc = cmd_restore(argc, argv);
+	else if (strcmp(cmd, "upgrade") == 0)
+		rc = cmd_upgrade(argc, argv);
 	else if (strcmp(cmd, "start") == 0)
 		rc = cmd_start(argc, argv);
 	else if (strcmp(cmd, "stop") == 0)

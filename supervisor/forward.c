@@ -766,6 +766,36 @@ agent_close(struct agent_conn *c)
 	c->fd = -1;
 }
 
+/*
+ * What the agent has in progress, from its /health on the unix socket
+ * ("ok requests=N runs=M"): 0 with both counts, -1 when it does not answer
+ * or answers without them (an older agent: busy, as far as anyone knows).
+ */
+int
+agent_busy(const struct agent_addr *a, int timeout_ms, int *requests,
+    int *runs)
+{
+	struct agent_conn	 c;
+	struct agent_req	 r = { .method = "GET", .path = "/health" };
+	char			 err[256], body[128];
+	size_t			 len = 0;
+	ssize_t			 n;
+	int			 cf, ok;
+
+	if (agent_open(&c, a, &r, -1, timeout_ms, &cf, err, sizeof(err)) == -1)
+		return -1;
+	ok = c.head.status == 200;
+	while (ok && len < sizeof(body) - 1 && (n = agent_read(&c, body + len,
+	    sizeof(body) - 1 - len)) > 0)
+		len += (size_t)n;
+	body[len] = '\0';
+	agent_close(&c);
+	if (!ok || sscanf(body, "ok requests=%d runs=%d", requests, runs) != 2
+	    || *requests < 0 || *runs < 0)
+		return -1;
+	return 0;
+}
+
 int
 agent_probe(const struct agent_addr *a, int timeout_ms)
 {

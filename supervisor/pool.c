@@ -198,6 +198,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 			sb->inflight++;
 			sb->last_used = mono_now();
 			pthread_mutex_unlock(&lock);
+			backend->used(backend, sb->user);
 			return sb;
 		}
 		break;
@@ -252,6 +253,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	pthread_cond_broadcast(&cond);
 	pthread_mutex_unlock(&lock);
 	if (r == 0) {
+		backend->used(backend, sb->user);
 		if (created)
 			metrics_spawn(clock_mono() - t0);
 		log_info("%s: ready in %.0f ms%s", sb->label,

@@ -311,6 +311,9 @@ ssize_t	agent_read(struct agent_conn *, char *dst, size_t max);
 void	agent_close(struct agent_conn *);
 /* GET /health at the address; 0 when it answers 200. */
 int	agent_probe(const struct agent_addr *, int timeout_ms);
+/* The agent's requests and runs in progress (unix socket only); 0 or -1. */
+int	agent_busy(const struct agent_addr *, int timeout_ms, int *requests,
+	    int *runs);
 
 /* ---------------------------------------------------------------- files.c */
 
