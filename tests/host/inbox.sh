@@ -22,10 +22,11 @@
 #             there, vivariumctl doctor reports nothing failed (fetching
 #             from the web server)
 #   rebuild   the image rebuilt with a change (FROM it + a LABEL, tagged as
-#             the configured image) while carol's call runs: that call ends
-#             with its output; alice, stopped (vivariumctl stop; the others
-#             run on), comes back on the new image with her files and
-#             namespace; the egress proxy follows the image and runs
+#             the configured image) while carol's call runs, and
+#             vivariumctl upgrade --all: carol's call ends with its output
+#             and carol keeps the old image, alice comes back on the new
+#             one with her files and namespace; carol, idle, upgraded after;
+#             the egress proxy follows the image and runs
 #   uninstall make uninstall PURGE=1 refuses without CONFIRM=yes and removes
 #             nothing; with it, nothing of vivarium is left: files, units,
 #             /etc/vivarium, /var/lib/vivarium, processes, Podman's
@@ -213,15 +214,22 @@ print('carol', 'long', 'done')" ) &
 	fi
 	new=$(podman image inspect --format '{{.Id}}' "$IMAGE")
 	t_check "... a new image" test "$old" != "$new"
+	# While carol's call runs: upgrade moves alice and bob (idle), not carol.
+	vivariumctl upgrade --all >"$T/upgrade" 2>&1
+	t_grep "vivariumctl upgrade --all leaves carol, in a call, as she is" \
+	    "^carol: left as it is (busy: 1 request and 1 run in progress)" "$T/upgrade"
+	t_grep "... and makes alice again on the new image, running" \
+	    "^alice: made again from the current image, files and namespace kept; running again" "$T/upgrade"
 	wait "$long"
-	t_grep "a call running during the rebuild was not cut" "carol long done" "$T/long"
-
-	t_check "vivariumctl stop alice" vivariumctl stop alice
-	t_check "... and only alice: bob's and carol's sandboxes run on" test \
-	    "$(podman inspect vivarium-bob vivarium-carol --format '{{.State.Status}}' | tr '\n' ' ')" = "running running "
+	t_grep "a call running during the rebuild and the upgrade was not cut" "carol long done" "$T/long"
+	t_check "... and carol is still on the old image" test \
+	    "$(podman inspect vivarium-carol --format '{{.Image}}')" = "$old"
 	run_python alice "print('alice', kept, open('/workspace/keep.txt').read())"
-	has "alice, stopped, comes back with her files and namespace" "alice 42 kept across a reboot"
+	has "alice comes back with her files and namespace" "alice 42 kept across a reboot"
 	t_check "... on the new image" test "$(podman inspect vivarium-alice --format '{{.Image}}')" = "$new"
+	vivariumctl upgrade carol >"$T/upgrade" 2>&1
+	t_grep "carol, idle now, is upgraded too" "^carol: made again from the current image" "$T/upgrade"
+	t_check "... on the new image" test "$(podman inspect vivarium-carol --format '{{.Image}}')" = "$new"
 	i=0
 	while [ "$(podman inspect vivarium-egress --format '{{.Image}}' 2>&1)" != "$new" ] && [ $i -lt 60 ]; do
 		i=$((i + 1)); sleep 1

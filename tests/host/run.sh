@@ -16,8 +16,11 @@
 #      loaded into the box's Podman (podman save | podman load).
 #   4. inbox.sh install; the box rebooted (podman restart); inbox.sh
 #      reboot, rebuild, uninstall.
-# The box and its volume are removed at exit, on failure too.  Each step's
-# time is printed; the last line counts the checks of every box.
+# The boxes run at the same time (most of their time is waiting: apt,
+# boots, podman save and load), each with its own log, printed in turn when
+# all are done.  A box and its volume are removed at exit, on failure too.
+# Each step's time is printed; the last line counts the checks of every
+# box.
 #
 # Environment: VIVARIUM_SANDBOX_IMAGE or IMAGE_VERSION (the image in the
 # tests' storage), VIVARIUM_HOST_KEEP=1 (leave the box running after a
@@ -43,11 +46,10 @@ vpodman image exists "$IMAGE" ||
 nofile=$(ulimit -Hn)
 [ "$nofile" != unlimited ] && [ "$nofile" -le 1048576 ] || nofile=1048576
 
-boxes=""
-failed=0
+PREFIX=vivtest-host-$$
 cleanup() {
-	for b in $boxes; do
-		if [ "${VIVARIUM_HOST_KEEP:-0}" = 1 ] && [ "$failed" != 0 ]; then
+	for b in $(vpodman ps -a --format '{{.Names}}' | grep "^$PREFIX-"); do
+		if [ "${VIVARIUM_HOST_KEEP:-0}" = 1 ] && [ -e "$LOGS/$b.failed" ]; then
 			say "kept $b (VIVARIUM_HOST_KEEP=1): vpodman rm -f $b; vpodman volume rm $b"
 			continue
 		fi
@@ -55,19 +57,11 @@ cleanup() {
 		vpodman volume rm -f "$b" >/dev/null 2>&1
 	done
 }
-trap cleanup EXIT
+LOGS=$(mktemp -d /tmp/vivarium-host.XXXXXX)
+trap 'cleanup; rm -rf "$LOGS"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
-
-pass=0
-log=$(mktemp /tmp/vivarium-host.XXXXXX)
-trap 'cleanup; rm -f "$log"' EXIT
-
-# took STEP: the seconds since the last step, for the timings line.
-times=""
-lap0=$(date +%s)
-took() { _now=$(date +%s); times="$times, $1 $((_now - lap0))s"; lap0=$_now; }
 
 # Until systemd in the box says it is up (running, or degraded with what
 # failed printed).
@@ -99,67 +93,100 @@ tree() {
 	fi
 }
 
-# phase BOX NAME: inbox.sh NAME, its lines shown and counted.
-phase() {
-	vpodman exec "$1" sh /root/vivarium/tests/host/inbox.sh "$2" >"$log" 2>&1
-	rc=$?
-	sed "s/^/$3 /" "$log"
-	pass=$((pass + $(grep -c '^ok ' "$log")))
-	failed=$((failed + $(grep -c '^FAIL ' "$log")))
-	if [ "$rc" != 0 ] && ! grep -q '^FAIL ' "$log"; then
-		failed=$((failed + 1))
-		say "$3 inbox.sh $2 exited $rc"
-	fi
-	took "$2"
-	return $rc
-}
-
-total0=$(date +%s)
-for suite in $SUITES; do
-	lap0=$(date +%s)
-	times=""
+# box SUITE: one box, start to end, its lines on standard output; the last
+# one is "host: TAG: N passed, M failed".
+box() {
+	suite=$1
 	case "$suite" in
 	trixie) tag=debian13 ;;
 	bookworm) tag=debian12 ;;
-	*) die "no box for $suite (trixie or bookworm)" ;;
 	esac
-	box=$(tests/host/box.sh "$suite") || { failed=$((failed + 1)); say "$tag: no box image"; continue; }
+	name=$PREFIX-$tag
+	pass=0 failed=0 times=""
+	lap0=$(date +%s)
+	# took STEP: the seconds since the last step, for the timings line.
+	took() { _now=$(date +%s); times="$times, $1 $((_now - lap0))s"; lap0=$_now; }
+	# phase NAME: inbox.sh NAME, its lines shown and counted.
+	phase() {
+		vpodman exec "$name" sh /root/vivarium/tests/host/inbox.sh "$1" \
+		    >"$LOGS/$tag.phase" 2>&1
+		rc=$?
+		sed "s/^/$tag /" "$LOGS/$tag.phase"
+		pass=$((pass + $(grep -c '^ok ' "$LOGS/$tag.phase")))
+		failed=$((failed + $(grep -c '^FAIL ' "$LOGS/$tag.phase")))
+		if [ "$rc" != 0 ] && ! grep -q '^FAIL ' "$LOGS/$tag.phase"; then
+			failed=$((failed + 1))
+			say "$tag inbox.sh $1 exited $rc"
+		fi
+		took "$1"
+		return $rc
+	}
+	end() {
+		[ "$failed" = 0 ] || : >"$LOGS/$name.failed"
+		echo "host: $tag: $pass passed, $failed failed"
+	}
+	box=$(tests/host/box.sh "$suite") || { failed=1; say "$tag: no box image"; end; return; }
 	took "box-image"
-	name=vivtest-host-$tag-$$
-	boxes="$boxes $name"
 	vpodman volume create "$name" >/dev/null
 	vpodman run -d --name "$name" --hostname "$tag" --privileged --systemd=always \
 	    --network none --ulimit nofile=$nofile:$nofile --ulimit nproc=4096:4096 \
 	    -v "$name:/var/lib/containers" "$box" >/dev/null ||
-	    { failed=$((failed + 1)); say "$tag: the box did not start"; continue; }
-	boot_wait "$name" || { failed=$((failed + 1)); continue; }
+	    { failed=1; say "$tag: the box did not start"; end; return; }
+	boot_wait "$name" || { failed=1; end; return; }
 	took boot
 	vpodman exec "$name" mkdir -p /root/vivarium
 	tree | vpodman exec -i "$name" tar -C /root/vivarium -x ||
-	    { failed=$((failed + 1)); say "$tag: copying the tree failed"; continue; }
+	    { failed=1; say "$tag: copying the tree failed"; end; return; }
 	took copy
-	vpodman save "$IMAGE" | vpodman exec -i "$name" podman load -q >"$log" 2>&1 ||
-	    { failed=$((failed + 1)); say "$tag: podman load: $(cat "$log")"; continue; }
+	vpodman save "$IMAGE" | vpodman exec -i "$name" podman load -q \
+	    >"$LOGS/$tag.load" 2>&1 ||
+	    { failed=1; say "$tag: podman load: $(cat "$LOGS/$tag.load")"; end; return; }
 	took load-image
 	say "$tag: $(vpodman exec "$name" sh -c '. /etc/os-release; echo "$PRETTY_NAME"'), $(vpodman exec "$name" podman --version 2>/dev/null)"
 
-	phase "$name" install "$tag" || continue
-	vpodman restart -t 10 "$name" >/dev/null &&
-	    boot_wait "$name" || { failed=$((failed + 1)); say "$tag: the reboot failed"; continue; }
+	phase install || { end; return; }
+	vpodman restart -t 10 "$name" >/dev/null && boot_wait "$name" ||
+	    { failed=$((failed + 1)); say "$tag: the reboot failed"; end; return; }
 	took restart
-	phase "$name" reboot "$tag"
-	phase "$name" rebuild "$tag"
-	phase "$name" uninstall "$tag"
-	# Not a check: what crashed in the box since the reboot, for the log.
-	segv=$(vpodman exec "$name" journalctl -b -k --no-pager 2>/dev/null | grep 'segfault at')
-	[ -z "$segv" ] || say "$tag: the kernel saw $(echo "$segv" | wc -l) segfault(s) since the reboot, the first: $(echo "$segv" | head -n 1 | cut -c1-200)"
+	phase reboot
+	phase rebuild
+	phase uninstall
 	if [ "$failed" = 0 ] || [ "${VIVARIUM_HOST_KEEP:-0}" != 1 ]; then
 		vpodman rm -f -t 0 "$name" >/dev/null 2>&1
 		vpodman volume rm -f "$name" >/dev/null 2>&1
-		boxes=$(echo "$boxes" | sed "s/ $name//")
 	fi
 	took remove
 	say "$tag: timings${times#,}"
+	end
+}
+
+for suite in $SUITES; do
+	case "$suite" in
+	trixie|bookworm) ;;
+	*) die "no box for $suite (trixie or bookworm)" ;;
+	esac
+done
+total0=$(date +%s)
+pids=""
+for suite in $SUITES; do
+	box "$suite" >"$LOGS/$suite.log" 2>&1 &
+	pids="$pids $!"
+done
+for p in $pids; do
+	wait "$p"
+done
+pass=0 failed=0
+for suite in $SUITES; do
+	cat "$LOGS/$suite.log"
+	last=$(grep '^host: [a-z0-9]*: [0-9]* passed, [0-9]* failed$' "$LOGS/$suite.log" | tail -n 1)
+	if [ -z "$last" ]; then
+		failed=$((failed + 1))
+		say "$suite: the box's run ended without its count"
+		continue
+	fi
+	set -- $last
+	pass=$((pass + $3))
+	failed=$((failed + $5))
 done
 say "all boxes: $(( $(date +%s) - total0 ))s"
 echo "host: $pass passed, $failed failed"
