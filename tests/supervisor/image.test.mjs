@@ -131,6 +131,9 @@ test('vivariumctl upgrade: an idle sandbox now, a busy one never', async () => {
   assert.equal(upgrade().status, 2);
   assert.equal(upgrade('--all', uid).status, 2);
   u = upgrade('nobody-by-that-name');
+  assert.equal(u.status, 3, u.out);
+  assert.match(u.out, /nobody-by-that-name: no such user/);
+  u = upgrade('no such name');
   assert.equal(u.status, 2, u.out);
   assert.match(u.out, /neither a user id nor the name of one/);
   await c.close();
