@@ -1723,6 +1723,27 @@ cmd_render_kube(int argc, char **argv)
 
 /* ---------------------------------------------------------------- main */
 
+/* The commands that take only their arguments (render also takes -t). */
+static const struct command {
+	const char	*name;
+	int		(*fn)(int, char **);
+} commands[] = {
+	{ "add-user",		cmd_add },
+	{ "remove-user",	cmd_remove },
+	{ "list",		cmd_list },
+	{ "doctor",		cmd_doctor },
+	{ "logs",		cmd_logs },
+	{ "backup",		cmd_backup },
+	{ "restore",		cmd_restore },
+	{ "upgrade",		cmd_upgrade },
+	{ "start",		cmd_start },
+	{ "stop",		cmd_stop },
+	{ "status",		cmd_status },
+	{ "export",		cmd_export },
+	{ "import",		cmd_import },
+	{ NULL,			NULL },
+};
+
 int
 main(int argc, char **argv)
 {
@@ -1732,6 +1753,7 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct command *c;
 	struct confdiag	 diag;
 	const char	*path = NULL, *topt = NULL, *cmd;
 	char		 defconf[PATH_MAX];
@@ -1767,6 +1789,14 @@ main(int argc, char **argv)
 		usage(stdout);
 		return EX_OK;
 	}
+	for (c = commands; c->name != NULL; c++)
+		if (strcmp(cmd, c->name) == 0)
+			break;
+	if (c->name == NULL && strcmp(cmd, "render") != 0) {
+		fprintf(stderr, "vivariumctl: unknown command \"%s\" "
+		    "(vivariumctl --help lists them)\n", cmd);
+		return EX_USAGE;
+	}
 	if (path == NULL)
 		path = conf_default_path(defconf, sizeof(defconf));
 	/* vivariumctl needs no token: give the check one it will accept. */
@@ -1800,39 +1830,10 @@ main(int argc, char **argv)
 	    == NULL)
 		return EX_FAIL;
 
-	if (strcmp(cmd, "add-user") == 0)
-		rc = cmd_add(argc, argv);
-	else if (strcmp(cmd, "remove-user") == 0)
-		rc = cmd_remove(argc, argv);
-	else if (strcmp(cmd, "list") == 0)
-		rc = cmd_list(argc, argv);
-	else if (strcmp(cmd, "doctor") == 0)
-		rc = cmd_doctor(argc, argv);
-	else if (strcmp(cmd, "logs") == 0)
-		rc = cmd_logs(argc, argv);
-	else if (strcmp(cmd, "backup") == 0)
-		rc = cmd_backup(argc, argv);
-	else if (strcmp(cmd, "restore") == 0)
-		rc = cmd_restore(argc, argv);
-	else if (strcmp(cmd, "upgrade") == 0)
-		rc = cmd_upgrade(argc, argv);
-	else if (strcmp(cmd, "start") == 0)
-		rc = cmd_start(argc, argv);
-	else if (strcmp(cmd, "stop") == 0)
-		rc = cmd_stop(argc, argv);
-	else if (strcmp(cmd, "status") == 0)
-		rc = cmd_status(argc, argv);
-	else if (strcmp(cmd, "export") == 0)
-		rc = cmd_export(argc, argv);
-	else if (strcmp(cmd, "import") == 0)
-		rc = cmd_import(argc, argv);
-	else if (strcmp(cmd, "render") == 0)
+	if (c->name != NULL)
+		rc = c->fn(argc, argv);
+	else
 		rc = cmd_render(argc, argv, topt);
-	else {
-		fprintf(stderr, "vivariumctl: unknown command \"%s\"\n", cmd);
-		usage(stderr);
-		rc = EX_USAGE;
-	}
 	podman_free(podman);
 	backend->free(backend);
 	conf_release(&conf);
