@@ -427,6 +427,24 @@ collect_users(struct perr *e)
 }
 
 /*
+ * The id of the image the config names now, looked up once (list and
+ * upgrade ask for every user); NULL when Podman does not have it.
+ */
+static const char *
+configured_image(void)
+{
+	static char	 id[80];
+	static int	 looked;
+	struct perr	 e;
+
+	if (!looked && podman_image_id(podman, conf.image, id, sizeof(id),
+	    &e) == -1)
+		id[0] = '\0';
+	looked = 1;
+	return id[0] != '\0' ? id : NULL;
+}
+
+/*
  * What list and status say of a sandbox's image, into u: whether it is
  * the one the config names now ("current", or "old": the sandbox moves to
  * the new one at its next start) and its age.  Podman only.
@@ -441,8 +459,8 @@ image_note(json_t *u, char *dst, size_t len)
 	char		 age[32];
 
 	snprintf(dst, len, "-");
-	if (id == NULL || sandbox_image_info(&conf, podman, id, &current,
-	    &built, &e) == -1)
+	if (id == NULL || sandbox_image_info(&conf, podman, id,
+	    configured_image(), &current, &built, &e) == -1)
 		return;
 	json_object_set_new(u, "image_current", json_boolean(current));
 	if (built >= 0) {
@@ -1215,7 +1233,8 @@ upgrade_one(json_t *u, char *why, size_t len, struct perr *e)
 		    "image at its next use");
 		return "missing";
 	}
-	if (sandbox_image_info(&conf, podman, image, &current, &built, e) == -1)
+	if (sandbox_image_info(&conf, podman, image, configured_image(),
+	    &current, &built, e) == -1)
 		return NULL;
 	if (current)
 		return "current";

@@ -163,7 +163,7 @@ check_image(struct doctor *d)
 		    "%s", e.msg);
 		return;
 	}
-	(void)sandbox_image_info(d->c, d->p, id, &current, &built, &e);
+	(void)sandbox_image_info(d->c, d->p, id, id, &current, &built, &e);
 	if (built < 0) {
 		say(d, D_OK, "image", NULL, "%s (%.12s), build time unknown",
 		    d->c->image, id);

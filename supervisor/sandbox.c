@@ -965,10 +965,10 @@ rfc3339(const char *s)
 
 int
 sandbox_image_info(const struct conf *c, struct podman *p, const char *id,
-    int *current, long long *built, struct perr *e)
+    const char *want, int *current, long long *built, struct perr *e)
 {
 	json_t	*ins;
-	char	 want[80], path[128];
+	char	 have[80], path[128];
 
 	*current = 0;
 	*built = -1;
@@ -976,8 +976,10 @@ sandbox_image_info(const struct conf *c, struct podman *p, const char *id,
 		perr_set(e, 400, "not an image id");
 		return -1;
 	}
-	if (podman_image_id(p, c->image, want, sizeof(want), e) == 0)
-		*current = strcmp(want, id) == 0;
+	if (want == NULL && podman_image_id(p, c->image, have, sizeof(have),
+	    e) == 0)
+		want = have;
+	*current = want != NULL && strcmp(want, id) == 0;
 	snprintf(path, sizeof(path), PODMAN_API "/images/%s/json", id);
 	if (podman_call(p, "GET", path, NULL, &ins, NULL, e) == -1)
 		return -1;

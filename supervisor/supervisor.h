@@ -435,12 +435,13 @@ int	sandbox_remove(const struct conf *, struct podman *, const char *user,
 	    int purge, struct perr *err);
 
 /*
- * About the image a sandbox runs (id: its full id): whether the config's
- * image names it now, and when it was built (seconds since the epoch, -1
- * unknown).  0, or -1 with err.
+ * About the image a sandbox runs (id: its full id): whether it is want
+ * (the id of the image the config names now, podman_image_id; NULL: looked
+ * up here), and when it was built (seconds since the epoch, -1 unknown).
+ * 0, or -1 with err.
  */
 int	sandbox_image_info(const struct conf *, struct podman *, const char *id,
-	    int *current, long long *built, struct perr *err);
+	    const char *want, int *current, long long *built, struct perr *);
 /* Removes the image id when nothing names it any more (a rebuild took its
  * tag) and no container uses it; else leaves it. */
 void	image_drop_unnamed(struct podman *, const char *id);
