@@ -91,7 +91,7 @@ async function main() {
 
     // (b) warm: through the supervisor vs straight to the agent's socket
     const u = user('cold0');
-    const direct = new Agent({ connect: { socketPath: `${state}/${u}/agent.sock` } });
+    const direct = new Agent({ connect: { socketPath: `${state}/users/${u}/agent.sock` } });
     const viaSv = mcp(url, { dispatcher: tcp, headers: { ...auth, 'x-user-id': u } });
     const straight = mcp('http://localhost/mcp', { dispatcher: direct });
     await viaSv.init();
