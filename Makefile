@@ -72,10 +72,12 @@ $(O)/t/$(1): $(2) $(3) $$(COMMON_LIB)
 		$$(call PC_libs,$(4) cmocka $$(COMMON_PKGS)) -lm -lpthread
 endef
 
-# Order matters only for TEST_SUITES: cheap suites first.
+# Order matters only for TEST_SUITES: cheap suites first; the benchmarks'
+# short runs (tests/bench) after the suites that build the sandbox image.
 include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
 	egress-proxy/module.mk tests/k8s/k8s.mk image/module.mk \
-	supervisor/module.mk deploy/module.mk tests/host/host.mk)
+	supervisor/module.mk deploy/module.mk tests/host/host.mk \
+	tests/bench/bench.mk)
 
 .PHONY: programs
 programs: $(PROGS)

@@ -65,6 +65,11 @@ include sandbox-agent/warm.mk
 BENCH_IMAGES := build/bench/images
 BENCH_FIGURES := chart.png scatter3000.png noise1.png noise2.png noise3.png \
 	noise4.png gradient.png
+# VIVARIUM_BENCH_SHORT=1 (make test-bench): a palette figure and a
+# truecolour one, one round each.
+ifeq ($(VIVARIUM_BENCH_SHORT),1)
+BENCH_FIGURES := chart.png gradient.png
+endif
 
 $(BENCH_IMAGES): bench/images/bench.c sandbox-agent/images.c \
 		sandbox-agent/images.h sandbox-agent/quant.c sandbox-agent/quant.h \
@@ -78,5 +83,6 @@ $(BENCH_IMAGES): bench/images/bench.c sandbox-agent/images.c \
 bench-images: $(BENCH_IMAGES)
 	@scripts/deps build test
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
-	PYTHONPATH=python MPLBACKEND=Agg $(PYTHON) bench/images/figures.py "$$d" >/dev/null && \
+	PYTHONPATH=python MPLBACKEND=Agg $(PYTHON) bench/images/figures.py "$$d" \
+		$(BENCH_FIGURES) >/dev/null && \
 	$(BENCH_IMAGES) "$$d" 1280 25600 $(BENCH_FIGURES)

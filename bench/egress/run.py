@@ -50,7 +50,8 @@ Measured, each against its origin on 127.0.0.1:
   - memory per idle tunnel: the proxy's RSS with IDLE_N tunnels open minus
     its RSS before, divided by IDLE_N.
 Everything is bounded: RATE_SECS per rate run, BULK_BYTES per bulk run,
-IDLE_N tunnels, ROUNDS rounds.
+IDLE_N tunnels, ROUNDS rounds.  VIVARIUM_BENCH_SHORT=1 (the short mode
+make test runs) makes each of them tiny, to show that the benchmark runs.
 """
 import os
 import shutil
@@ -63,11 +64,12 @@ import time
 
 PROXY = os.path.abspath(sys.argv[1])
 LOAD = os.path.abspath(sys.argv[2])
-RATE_SECS = float(os.environ.get("RATE_SECS", "3"))
-CLIENTS = int(os.environ.get("CLIENTS", "64"))
-BULK_BYTES = int(os.environ.get("BULK_BYTES", str(1 << 30)))
-IDLE_N = int(os.environ.get("IDLE_N", "1000"))
-ROUNDS = int(os.environ.get("ROUNDS", "5"))
+SHORT = os.environ.get("VIVARIUM_BENCH_SHORT") == "1"
+RATE_SECS = float(os.environ.get("RATE_SECS", "0.5" if SHORT else "3"))
+CLIENTS = int(os.environ.get("CLIENTS", "16" if SHORT else "64"))
+BULK_BYTES = int(os.environ.get("BULK_BYTES", str(32 << 20 if SHORT else 1 << 30)))
+IDLE_N = int(os.environ.get("IDLE_N", "100" if SHORT else "1000"))
+ROUNDS = int(os.environ.get("ROUNDS", "1" if SHORT else "5"))
 NCPU = len(os.sched_getaffinity(0))
 PROXY_CPU = os.environ.get("PROXY_CPU", "0" if NCPU >= 2 else "")
 LOAD_CPU = os.environ.get("LOAD_CPU", "1" if NCPU >= 2 else "")
@@ -409,7 +411,9 @@ def main():
               if os.path.exists(tlogpath) else 0)
 
     print("\nbench/egress on loopback, %d CPUs, load average %.1f before, "
-          "%.1f after" % (NCPU, load_before, loadavg()))
+          "%.1f after%s" % (NCPU, load_before, loadavg(),
+                            "; SHORT mode: the figures only show that it runs"
+                            if SHORT else ""))
     print("method: %s; nice %d; proxy under test pinned to CPU %s, load generator and origin "
           "to CPU %s (direct: same), each target its own origin; one epoll "
           "generator thread, %d concurrent "

@@ -12,7 +12,8 @@
 //       during each transfer (VmHWM after a reset, and VmRSS sampled).
 // Targets: (a) and (b) at least 70% of the direct throughput; (c) flat,
 // under 20 MB.  BENCH_FILE_MIB sets the size (default 1024), BENCH_ROUNDS
-// the rounds (each side's best is kept; default 3).
+// the rounds (each side's best is kept; default 3).  VIVARIUM_BENCH_SHORT=1
+// (the short mode make test runs): one round of 8 MiB.
 import { rmSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,8 +21,9 @@ import {
   supervisorTarget, bigFile, freeBytes, fileSha, memWatch, mb, curl, sh, callTool, MiB, IMAGE,
 } from '../../tests/files/lib.mjs';
 
-const SIZE = Number(process.env.BENCH_FILE_MIB || 1024) * MiB;
-const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
+const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
+const SIZE = Number(process.env.BENCH_FILE_MIB || (SHORT ? 8 : 1024)) * MiB;
+const ROUNDS = Number(process.env.BENCH_ROUNDS || (SHORT ? 1 : 3));
 const LIMIT = 20 * MiB;
 const now = () => Number(process.hrtime.bigint()) / 1e9;	// s
 const rate = (secs) => SIZE / MiB / secs;	// MiB/s
@@ -48,7 +50,8 @@ async function main() {
     for (const d of [dir, ws]) {
       if (freeBytes(d) < 4 * SIZE) throw new Error(`${d}: ${mb(freeBytes(d))} free, ${mb(4 * SIZE)} needed`);
     }
-    console.log(`bench/files: image ${IMAGE}, a ${SIZE / MiB} MiB file, volume ${ws}`);
+    console.log(`bench/files: image ${IMAGE}, a ${SIZE / MiB} MiB file, volume ${ws}` +
+      (SHORT ? '; SHORT mode: the figures only show that it runs' : ''));
     const src = bigFile(dir, SIZE, 'src.bin');
     const pids = t.pids(u);
     const up = (await callTool(c, 'upload_link', {})).structuredContent.url;

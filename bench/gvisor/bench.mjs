@@ -9,14 +9,16 @@
 //       there, p50 of BENCH_IMPORTS each.
 // Each line gives runsc / runc as a ratio.  runc runs with the defaults (a
 // user namespace per sandbox); runsc with runtime: runsc, uid_base: 0.
+// VIVARIUM_BENCH_SHORT=1 (the short mode make test runs): one of each.
 import { join } from 'node:path';
 import {
   TAG, user, startPodman, stateDir, startSupervisor, cleanup, imagePresent, IMAGE, repoRoot, runPython,
 } from '../../tests/supervisor/lib.mjs';
 
-const COLD = Number(process.env.BENCH_COLD || 3);
-const WARM = Number(process.env.BENCH_WARM || 30);
-const IMPORTS = Number(process.env.BENCH_IMPORTS || 5);
+const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
+const COLD = Number(process.env.BENCH_COLD || (SHORT ? 1 : 3));
+const WARM = Number(process.env.BENCH_WARM || (SHORT ? 1 : 30));
+const IMPORTS = Number(process.env.BENCH_IMPORTS || (SHORT ? 1 : 5));
 
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
 const now = () => Number(process.hrtime.bigint()) / 1e6;	// ms
@@ -44,7 +46,8 @@ async function main() {
   try {
     sides.push(await side('runc', 'runc', ''));
     sides.push(await side('runsc', join(repoRoot, 'deploy/vivarium-runsc'), 'sandbox:\n  runtime: runsc\n  uid_base: 0'));
-    console.log(`bench/gvisor: image ${IMAGE}; runc vs ${join(repoRoot, 'deploy/vivarium-runsc')}`);
+    console.log(`bench/gvisor: image ${IMAGE}; runc vs ${join(repoRoot, 'deploy/vivarium-runsc')}` +
+      (SHORT ? '; SHORT mode: the figures only show that it runs' : ''));
     for (let i = 0; i < COLD; i++)
       for (const s of sides) {
         const t0 = now();

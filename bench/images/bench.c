@@ -5,14 +5,16 @@
  * returns now (palette when faithful, smaller until it fits max_bytes).
  *
  * usage: bench DIR MAX_SIDE MAX_BYTES FILE...   (files relative to DIR)
+ * VIVARIUM_BENCH_SHORT=1 (the short mode make test runs): one round each.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "images.h"
 
-#define ROUNDS	3
+static int	rounds = 3;
 
 static double
 now(void)
@@ -23,7 +25,7 @@ now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The fastest of ROUNDS runs, in ms; t keeps the last result. */
+/* The fastest of `rounds` runs, in ms; t keeps the last result. */
 static double
 measure(const char *dir, const char *file, int side, size_t max_bytes,
     struct img_thumb *t, int *rc)
@@ -32,7 +34,7 @@ measure(const char *dir, const char *file, int side, size_t max_bytes,
 	double	 best = 0, t0, dt;
 	int	 i;
 
-	for (i = 0; i < ROUNDS; i++) {
+	for (i = 0; i < rounds; i++) {
 		if (i > 0)
 			img_thumb_release(t);
 		t0 = now();
@@ -52,6 +54,7 @@ int
 main(int argc, char **argv)
 {
 	struct img_thumb before, after;
+	const char	*s;
 	double		 tb, ta;
 	size_t		 max_bytes, sum_b = 0, sum_a = 0;
 	int		 i, side, rb, ra;
@@ -59,6 +62,11 @@ main(int argc, char **argv)
 	if (argc < 5) {
 		fprintf(stderr, "usage: bench DIR MAX_SIDE MAX_BYTES FILE...\n");
 		return 2;
+	}
+	if ((s = getenv("VIVARIUM_BENCH_SHORT")) != NULL && strcmp(s, "1") == 0) {
+		rounds = 1;
+		printf("SHORT mode: one round, the figures only show that it "
+		    "runs\n");
 	}
 	side = atoi(argv[2]);
 	max_bytes = (size_t)strtoull(argv[3], NULL, 10);

@@ -5,10 +5,12 @@
 // restored from the namespace.  Calls alternate between the two agents so
 // both see the same machine load.  The first call of each agent (for the
 // warm one: it starts the zygote and runs cold meanwhile) is shown
-// apart and not counted in the medians.  ROUNDS=N (default 15).
+// apart and not counted in the medians.  ROUNDS=N (default 15; 1 with
+// VIVARIUM_BENCH_SHORT=1, the short mode make test runs).
 import { startAgent } from '../../tests/e2e/harness.mjs';
 
-const ROUNDS = Number(process.env.ROUNDS || 15);
+const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
+const ROUNDS = Number(process.env.ROUNDS || (SHORT ? 1 : 15));
 
 let id = 0;
 async function call(agent, code) {
@@ -44,7 +46,8 @@ const agents = {
   warm: await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1' } }),
 };
 try {
-  console.log(`bench-run: ${ROUNDS} rounds per case, cold and warm alternating; wall time of the HTTP call (ms)`);
+  console.log(`bench-run: ${ROUNDS} rounds per case, cold and warm alternating; wall time of the HTTP call (ms)` +
+    (SHORT ? '; SHORT mode: the figures only show that it runs' : ''));
   console.log('case'.padEnd(44) + 'cold median'.padStart(12) + 'warm median'.padStart(12) + 'cold/warm'.padStart(11));
   const first = { cold: await call(agents.cold, 'pass'), warm: await call(agents.warm, 'pass') };
   console.log('first call (warm: starts the zygote, runs cold)'.padEnd(44) + first.cold.toFixed(1).padStart(12) +
