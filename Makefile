@@ -73,11 +73,12 @@ $(O)/t/$(1): $(2) $(3) $$(COMMON_LIB)
 endef
 
 # Order matters only for TEST_SUITES: cheap suites first; the benchmarks'
-# short runs (tests/bench) after the suites that build the sandbox image.
+# short runs (tests/bench) after the suites that build the sandbox image,
+# and the whole hosts (tests/host), the dearest, last.
 include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
 	egress-proxy/module.mk tests/k8s/k8s.mk image/module.mk \
-	supervisor/module.mk deploy/module.mk tests/host/host.mk \
-	tests/bench/bench.mk)
+	supervisor/module.mk deploy/module.mk tests/bench/bench.mk \
+	tests/host/host.mk)
 
 .PHONY: programs
 programs: $(PROGS)
