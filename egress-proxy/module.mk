@@ -15,6 +15,7 @@ $(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_LIB)
 # Unit tests include the .c they test and link the rest of the proxy.
 $(eval $(call unit_test,egress_policy,tests/unit/egress-proxy/policy.c,$(filter-out $(O)/egress-proxy/policy.o,$(EGRESS_LIBOBJS)),))
 $(eval $(call unit_test,egress_conf,tests/unit/egress-proxy/conf.c,$(filter-out $(O)/egress-proxy/conf.o,$(EGRESS_LIBOBJS)),))
+$(eval $(call unit_test,egress_labels,tests/unit/egress-proxy/labels.c,$(filter-out $(O)/egress-proxy/labels.o,$(EGRESS_LIBOBJS)),))
 # The relay without the loop: loop.o is left out, so this links only while
 # relay code calls nothing of the loop's (ev.c has what it needs).
 $(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-out $(O)/egress-proxy/loop.o,$(EGRESS_LIBOBJS)),))
@@ -36,10 +37,11 @@ test-egress:
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		build/san/t/egress_policy build/san/t/common_http1 \
 		build/san/t/egress_conf build/san/t/egress_relay \
-		build/san/bin/vivarium-egress
+		build/san/t/egress_labels build/san/bin/vivarium-egress
 	@tests/egress/libs.sh $(BIN)/vivarium-egress build/san/bin/vivarium-egress
 	@scripts/run-unit build/san/t/egress_policy build/san/t/common_http1 \
-		build/san/t/egress_conf build/san/t/egress_relay
+		build/san/t/egress_conf build/san/t/egress_relay \
+		build/san/t/egress_labels
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
 
 # The proxy as a container the supervisor makes and keeps (egress: manage)
