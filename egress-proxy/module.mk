@@ -25,6 +25,7 @@ $(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-ou
 TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
 FUZZ_TIME	?= 30
 FUZZ_POLICY	:= build/fuzz/egress-policy
+FUZZ_LABELS	:= build/fuzz/egress-labels
 
 .PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 
@@ -82,12 +83,22 @@ $(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
 		common/yconf.c common/log.c common/text.c \
 		-lyaml -lpthread
 
+# The user labels file (labels.c), which the supervisor writes and the
+# proxy's log lines carry.
+$(FUZZ_LABELS): tests/fuzz/egress/fuzz_labels.c egress-proxy/labels.c \
+		egress-proxy/egress.h common/buf.c common/log.c common/text.c
+	@mkdir -p $(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/egress/fuzz_labels.c common/buf.c common/log.c \
+		common/text.c -lpthread
+
 test-fuzz-egress:
 	@scripts/deps build test
 	@$(MAKE) --no-print-directory $(FUZZ_HTTP1:%=build/fuzz/http1-%) \
-		$(FUZZ_POLICY)
+		$(FUZZ_POLICY) $(FUZZ_LABELS)
 	@mkdir -p $(FUZZ_HTTP1:%=build/fuzz/http1-%-corpus) \
-		build/fuzz/egress-policy-corpus
+		build/fuzz/egress-policy-corpus build/fuzz/egress-labels-corpus
 	@set -e; for t in $(FUZZ_HTTP1); do \
 		echo "build/fuzz/http1-$$t"; \
 		build/fuzz/http1-$$t -max_total_time=$(FUZZ_TIME) -max_len=8192 \
@@ -97,6 +108,9 @@ test-fuzz-egress:
 	$(FUZZ_POLICY) -max_total_time=$(FUZZ_TIME) -max_len=4096 -print_final_stats=1 \
 		-timeout=5 -close_fd_mask=2 build/fuzz/egress-policy-corpus \
 		tests/fuzz/egress/policy-corpus
+	$(FUZZ_LABELS) -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+		-print_final_stats=1 -timeout=5 build/fuzz/egress-labels-corpus \
+		tests/fuzz/egress/labels-corpus
 
 # `make fuzz FUZZ_TIME=600` runs as long as you like.
 fuzz: test-fuzz-egress
