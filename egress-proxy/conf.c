@@ -67,6 +67,8 @@ conf_release(struct egress_conf *c)
 	listen_release(c);
 	free(c->host_addresses);
 	c->host_addresses = NULL;
+	free(c->user_labels);
+	c->user_labels = NULL;
 }
 
 /* An absolute path, or "none": the proxy runs without the list only when
@@ -84,6 +86,21 @@ set_host_addresses(void *arg, const char *path)
 	free(c->host_addresses);
 	c->host_addresses = p;
 	c->host_addresses_none = p == NULL;
+	return 0;
+}
+
+/* An absolute path: labels only name who is behind an address in the
+ * log, so a file that is missing later is no error (labels.c). */
+static int
+set_user_labels(void *arg, const char *path)
+{
+	struct egress_conf *c = arg;
+	char		*p;
+
+	if (path[0] != '/' || (p = strdup(path)) == NULL)
+		return -1;
+	free(c->user_labels);
+	c->user_labels = p;
 	return 0;
 }
 
@@ -223,6 +240,8 @@ static const struct conf_key conf_keys[] = {
 	    "10.0.0.0/8 or fd00::/8; up to " STR(EGRESS_MAX_ALLOW) " of them)"),
 	CONF_PARSED("host_addresses", "VIVARIUM_EGRESS_HOST_ADDRESSES",
 	    set_host_addresses, "an absolute path or none"),
+	CONF_PARSED("user_labels", "VIVARIUM_EGRESS_USER_LABELS",
+	    set_user_labels, "an absolute path"),
 	CONF_SECTION_OF("timeouts", 0, timeout_keys),
 	CONF_SECTION_OF("limits", 0, limit_keys),
 	V("resolver_threads", "VIVARIUM_EGRESS_RESOLVER_THREADS", CONF_LONG,

@@ -52,6 +52,7 @@ struct egress_conf {
 	char		*host_addresses;	/* owned: file of the host's addresses */
 	int		 host_addresses_none;	/* "none": runs without that file */
 	int		 host_addresses_given;	/* even if wrongly (said once) */
+	char		*user_labels;		/* owned: file of labels; NULL: none */
 	int		 verbose;
 };
 
@@ -96,6 +97,28 @@ int	policy_port_allowed(const struct egress_conf *, uint16_t);
 /* Formats the address (no port) into out; returns out. */
 const char *sockaddr_str(const struct sockaddr_storage *, char *out,
 	    size_t outsz);
+
+/* ------------------------------------------------------------ labels.c */
+
+/*
+ * Who is behind a client address, for the log lines (user=LABEL) and
+ * never for a decision: the file user_labels names, "ADDRESS LABEL" a
+ * line, written by the supervisor.  labels_open names it (NULL: none) and
+ * reads it; labels_refresh reads it again when it changed (worker 0, at
+ * most once a second).  A missing or bad file means no labels, logged
+ * once; nothing here fails the proxy.
+ */
+#define LABEL_MAX	128	/* bytes of one label */
+#define LABELS_MAX	4096	/* addresses in the file */
+#define LABELS_LINE_MAX	255	/* bytes of a line, its newline not counted */
+
+void	labels_open(const char *path);
+void	labels_refresh(void);
+/* The label of the client at ss into out (outsz > LABEL_MAX): 1, or 0
+ * and "" when it has none. */
+int	labels_find(const struct sockaddr_storage *, char *out, size_t outsz);
+size_t	labels_count(void);
+void	labels_free(void);
 
 /* ------------------------------------------------------------ resolve.c */
 
@@ -206,6 +229,7 @@ struct conn {
 	int			 state;
 	char			 client[64];	/* "addr:port" */
 	char			 peer[INET6_ADDRSTRLEN];	/* "addr" */
+	char			 user[LABEL_MAX + 1];	/* its label; "": none */
 	char			 target[HTTP_MAX_HOST + 8];
 	char			 addr[64];	/* the dialled address */
 	char			 cur_host[HTTP_MAX_HOST + 1];

@@ -32,6 +32,7 @@
 #define TICK_MS		100
 #define SELF_REFRESH_MS	30000	/* a backstop: address changes are followed (policy.c) */
 #define HOST_REFRESH_MS	2000	/* a stat(2) of the host address file */
+#define LABELS_REFRESH_MS 1000	/* and of the user labels file */
 #define BACKOFF_MS	200	/* listeners rest this long when out of fds */
 #define CC_BUCKETS	1024
 
@@ -232,7 +233,7 @@ accept_some(struct ev *l, uint32_t events)
 	struct clientcount *cc;
 	struct conn	*c;
 	socklen_t	 len;
-	char		 a[INET6_ADDRSTRLEN];
+	char		 a[INET6_ADDRSTRLEN], user[LABEL_MAX + 8];
 	int		 fd, i, busy;
 
 	for (i = 0; i < 64; i++) {
@@ -279,9 +280,13 @@ accept_some(struct ev *l, uint32_t events)
 		if ((cc = clientcount_take(&ss, conf->max_per_client,
 		    &busy)) == NULL) {
 			if (busy) {
-				log_info("client=%s verdict=busy reason=\"too "
+				memcpy(user, " user=", 6);
+				if (labels_find(&ss, user + 6,
+				    sizeof(user) - 6) == 0)
+					user[0] = '\0';
+				log_info("client=%s%s verdict=busy reason=\"too "
 				    "many connections from this client\"",
-				    sockaddr_str(&ss, a, sizeof(a)));
+				    sockaddr_str(&ss, a, sizeof(a)), user);
 				refuse(fd, "too many connections from this "
 				    "client");
 			} else
@@ -339,7 +344,7 @@ worker_main(void *arg)
 	struct epoll_event evs[256];
 	struct ev	 rev;
 	struct conn	*c, *next;
-	uint64_t	 now, next_tick = 0, next_self, next_host;
+	uint64_t	 now, next_tick = 0, next_self, next_host, next_labels;
 	int		 i, n;
 
 	wa->rc = -1;
@@ -373,6 +378,7 @@ worker_main(void *arg)
 	listeners_pause(0);
 	next_self = now_ms() + SELF_REFRESH_MS;
 	next_host = now_ms() + HOST_REFRESH_MS;
+	next_labels = now_ms() + LABELS_REFRESH_MS;
 
 	while (!quit) {
 		n = epoll_wait(ev_epfd, evs, 256, TICK_MS);
@@ -404,6 +410,10 @@ worker_main(void *arg)
 			if (wa->id == 0 && now >= next_host) {
 				policy_refresh_host();
 				next_host = now + HOST_REFRESH_MS;
+			}
+			if (wa->id == 0 && now >= next_labels) {
+				labels_refresh();
+				next_labels = now + LABELS_REFRESH_MS;
 			}
 		}
 		conn_reap();

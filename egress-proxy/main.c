@@ -38,13 +38,18 @@ usage(FILE *f)
 "Environment (overrides the file): VIVARIUM_EGRESS_LISTEN, _PORTS,\n"
 "_ALLOW_CIDRS (comma-separated lists), _HEADER_TIMEOUT, _CONNECT_TIMEOUT,\n"
 "_IDLE_TIMEOUT (seconds), _MAX_CONNECTIONS, _MAX_PER_CLIENT,\n"
-"_MAX_HEADER_BYTES, _RESOLVER_THREADS, _WORKERS, _VERBOSE, _HOST_ADDRESSES.\n"
+"_MAX_HEADER_BYTES, _RESOLVER_THREADS, _WORKERS, _VERBOSE, _HOST_ADDRESSES,\n"
+"_USER_LABELS.\n"
 "\n"
 "host_addresses (required): a file of the host's addresses, one address or\n"
 "CIDR a line, always refused (a proxy in a container cannot see them);\n"
 "vivarium-egress-hosts DIR writes DIR/host-addresses.  Without the file\n"
-"the proxy does not start, unless host_addresses is none.  See\n"
-"docs/egress.md.\n");
+"the proxy does not start, unless host_addresses is none.\n"
+"\n"
+"user_labels (optional): a file of \"ADDRESS LABEL\" lines naming whose\n"
+"sandbox each client address is (the supervisor writes it); a listed\n"
+"client's log lines say user=LABEL.  Only for the log: a missing or bad\n"
+"file means lines without it.  See docs/egress.md.\n");
 }
 
 /*
@@ -110,6 +115,11 @@ conf_print(const struct egress_conf *c)
 	else
 		printf("host_addresses none (the host's addresses are not "
 		    "refused)\n");
+	if (c->user_labels != NULL)
+		printf("user_labels %s (%zu listed)\n", c->user_labels,
+		    labels_count());
+	else
+		printf("user_labels none\n");
 }
 
 int
@@ -166,15 +176,19 @@ main(int argc, char *argv[])
 		conf_release(&conf);
 		return 1;
 	}
+	/* Read (and a bad file said) before serving; never a refusal. */
+	labels_open(conf.user_labels);
 	if (check) {
 		conf_print(&conf);
 		printf("configuration OK\n");
+		labels_free();
 		policy_free();
 		conf_release(&conf);
 		return 0;
 	}
 	log_setverbose(verbose || conf.verbose);
 	rc = loop_run(&conf);
+	labels_free();
 	policy_free();		/* again, for the ways out of loop_run */
 	conf_release(&conf);
 	return rc == 0 ? 0 : 1;

@@ -15,6 +15,7 @@ $(BIN)/vivarium-egress: $(EGRESS_OBJS) $(COMMON_LIB)
 # Unit tests include the .c they test and link the rest of the proxy.
 $(eval $(call unit_test,egress_policy,tests/unit/egress-proxy/policy.c,$(filter-out $(O)/egress-proxy/policy.o,$(EGRESS_LIBOBJS)),))
 $(eval $(call unit_test,egress_conf,tests/unit/egress-proxy/conf.c,$(filter-out $(O)/egress-proxy/conf.o,$(EGRESS_LIBOBJS)),))
+$(eval $(call unit_test,egress_labels,tests/unit/egress-proxy/labels.c,$(filter-out $(O)/egress-proxy/labels.o,$(EGRESS_LIBOBJS)),))
 # The relay without the loop: loop.o is left out, so this links only while
 # relay code calls nothing of the loop's (ev.c has what it needs).
 $(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-out $(O)/egress-proxy/loop.o,$(EGRESS_LIBOBJS)),))
@@ -24,6 +25,7 @@ $(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-ou
 TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
 FUZZ_TIME	?= 30
 FUZZ_POLICY	:= build/fuzz/egress-policy
+FUZZ_LABELS	:= build/fuzz/egress-labels
 
 .PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 
@@ -36,10 +38,11 @@ test-egress:
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined \
 		build/san/t/egress_policy build/san/t/common_http1 \
 		build/san/t/egress_conf build/san/t/egress_relay \
-		build/san/bin/vivarium-egress
+		build/san/t/egress_labels build/san/bin/vivarium-egress
 	@tests/egress/libs.sh $(BIN)/vivarium-egress build/san/bin/vivarium-egress
 	@scripts/run-unit build/san/t/egress_policy build/san/t/common_http1 \
-		build/san/t/egress_conf build/san/t/egress_relay
+		build/san/t/egress_conf build/san/t/egress_relay \
+		build/san/t/egress_labels
 	@$(PYTHON) tests/egress/run.py build/san/bin/vivarium-egress
 
 # The proxy as a container the supervisor makes and keeps (egress: manage)
@@ -80,12 +83,22 @@ $(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
 		common/yconf.c common/log.c common/text.c \
 		-lyaml -lpthread
 
+# The user labels file (labels.c), which the supervisor writes and the
+# proxy's log lines carry.
+$(FUZZ_LABELS): tests/fuzz/egress/fuzz_labels.c egress-proxy/labels.c \
+		egress-proxy/egress.h common/buf.c common/log.c common/text.c
+	@mkdir -p $(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ tests/fuzz/egress/fuzz_labels.c common/buf.c common/log.c \
+		common/text.c -lpthread
+
 test-fuzz-egress:
 	@scripts/deps build test
 	@$(MAKE) --no-print-directory $(FUZZ_HTTP1:%=build/fuzz/http1-%) \
-		$(FUZZ_POLICY)
+		$(FUZZ_POLICY) $(FUZZ_LABELS)
 	@mkdir -p $(FUZZ_HTTP1:%=build/fuzz/http1-%-corpus) \
-		build/fuzz/egress-policy-corpus
+		build/fuzz/egress-policy-corpus build/fuzz/egress-labels-corpus
 	@set -e; for t in $(FUZZ_HTTP1); do \
 		echo "build/fuzz/http1-$$t"; \
 		build/fuzz/http1-$$t -max_total_time=$(FUZZ_TIME) -max_len=8192 \
@@ -95,6 +108,9 @@ test-fuzz-egress:
 	$(FUZZ_POLICY) -max_total_time=$(FUZZ_TIME) -max_len=4096 -print_final_stats=1 \
 		-timeout=5 -close_fd_mask=2 build/fuzz/egress-policy-corpus \
 		tests/fuzz/egress/policy-corpus
+	$(FUZZ_LABELS) -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+		-print_final_stats=1 -timeout=5 build/fuzz/egress-labels-corpus \
+		tests/fuzz/egress/labels-corpus
 
 # `make fuzz FUZZ_TIME=600` runs as long as you like.
 fuzz: test-fuzz-egress

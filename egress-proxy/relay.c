@@ -362,6 +362,7 @@ conn_new(const struct egress_conf *conf, int fd,
 	    ntohs(((const struct sockaddr_in *)peer)->sin_port);
 	sockaddr_str(peer, a, sizeof(a));
 	snprintf(c->peer, sizeof(c->peer), "%s", a);
+	(void)labels_find(peer, c->user, sizeof(c->user));
 	snprintf(c->client, sizeof(c->client),
 	    peer->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, port);
 	snprintf(c->target, sizeof(c->target), "-");
@@ -385,7 +386,7 @@ conn_new(const struct egress_conf *conf, int fd,
 void
 conn_free(struct conn *c)
 {
-	char		 line[1024], retries[32] = "";
+	char		 line[1536], retries[32] = "", user[LABEL_MAX + 8] = "";
 	int		 n;
 
 	if (c->state == ST_DEAD)
@@ -394,9 +395,14 @@ conn_free(struct conn *c)
 	 * other line keeps its usual fields. */
 	if (c->retries > 0)
 		snprintf(retries, sizeof(retries), " retries=%d", c->retries);
-	n = snprintf(line, sizeof(line), "vivarium-egress: client=%s "
+	/* Whose sandbox, when the supervisor said (labels.c): after
+	 * client=, which vivariumctl logs matches on. */
+	if (c->user[0] != '\0')
+		snprintf(user, sizeof(user), " user=%s", c->user);
+	n = snprintf(line, sizeof(line), "vivarium-egress: client=%s%s "
 	    "target=%s addr=%s verdict=%s reason=\"%s\" requests=%d up=%llu "
-	    "down=%llu ms=%llu%s\n", c->client, c->target, c->addr, c->verdict,
+	    "down=%llu ms=%llu%s\n", c->client, user, c->target, c->addr,
+	    c->verdict,
 	    c->reason, c->nreq, c->dir[DIR_UP].bytes, c->dir[DIR_DOWN].bytes,
 	    (unsigned long long)(now_ms() - c->started), retries);
 	if (n >= (int)sizeof(line)) {

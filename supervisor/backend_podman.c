@@ -64,6 +64,10 @@ egress_check(const struct conf *c, struct podman *p, backend_say say)
 		    "egress: {manage: yes} makes one (docs/egress.md)");
 		return;
 	}
+	/* Before the proxy starts, which reads it. */
+	if (egress_labels_note(c, NULL, NULL, &e) == -1)
+		backend_sayf(say, 1, "WARNING: the egress proxy's log lines will "
+		    "name no user: %s", e.msg);
 	if (c->egress_manage) {
 		if (egress_keep(c, p, &replaced, &e) == -1) {
 			backend_sayf(say, 1, "WARNING: the egress proxy is NOT "
@@ -97,6 +101,10 @@ pm_tick(struct backend *b)
 	struct perr		 e;
 	int			 replaced;
 
+	/* A user's name may have come or changed since. */
+	if (c->egress_container != NULL
+	    && egress_labels_note(c, NULL, NULL, &e) == -1)
+		log_warnx("%s", e.msg);
 	if (!c->egress_manage)
 		return;
 	if (egress_keep(c, st(b)->podman, &replaced, &e) == -1) {
@@ -183,6 +191,37 @@ pm_check(struct backend *b, backend_say say, struct perr *e)
 	return 0;
 }
 
+/*
+ * The sandbox's address on its network, noted for the egress proxy's log
+ * lines (egress.c, user labels) at each start: it may have changed.  Only
+ * for the log, so a failure is said and nothing more.
+ */
+static void
+label_note(const struct conf *c, struct podman *p, const char *user,
+    const struct names *n)
+{
+	struct perr	 e;
+	json_t		*ins, *net;
+	const char	*ip;
+
+	if (c->egress_container == NULL)
+		return;
+	if (podman_container_inspect(p, n->container, &ins, &e) == -1) {
+		log_warnx("%s: %s", n->container, e.msg);
+		return;
+	}
+	net = json_object_get(json_object_get(json_object_get(ins,
+	    "NetworkSettings"), "Networks"), n->network);
+	ip = json_string_value(json_object_get(net, "IPAddress"));
+	if (ip == NULL || *ip == '\0')
+		ip = json_string_value(json_object_get(net,
+		    "GlobalIPv6Address"));
+	if (ip != NULL && *ip != '\0'
+	    && egress_labels_note(c, user, ip, &e) == -1)
+		log_warnx("%s", e.msg);
+	json_decref(ins);
+}
+
 static int
 pm_ensure(struct backend *b, const char *user, int *created,
     struct agent_addr *addr, struct perr *e)
@@ -193,6 +232,7 @@ pm_ensure(struct backend *b, const char *user, int *created,
 		return -1;
 	(void)sandbox_names(st(b)->conf, user, &n);
 	agent_addr_unix(addr, n.sock);
+	label_note(st(b)->conf, st(b)->podman, user, &n);
 	return 0;
 }
 
@@ -205,7 +245,14 @@ pm_stop(struct backend *b, const char *user, struct perr *e)
 static int
 pm_remove(struct backend *b, const char *user, int purge, struct perr *e)
 {
-	return sandbox_remove(st(b)->conf, st(b)->podman, user, purge, e);
+	struct perr	 le;
+
+	if (sandbox_remove(st(b)->conf, st(b)->podman, user, purge, e) == -1)
+		return -1;
+	if (st(b)->conf->egress_container != NULL
+	    && egress_labels_note(st(b)->conf, user, NULL, &le) == -1)
+		log_warnx("%s", le.msg);
+	return 0;
 }
 
 /* vivariumctl add-user makes the network: that registers a user. */

@@ -10,6 +10,8 @@
  *     every interface's addresses (getifaddrs) and egress: host_extra,
  *     written aside and renamed when it changed, at start and at every
  *     look; on disk, so a reboot does not empty it;
+ *   - beside it, user-labels: whose sandbox each address on the users'
+ *     networks is, for the proxy's log lines (user=LABEL);
  *   - the container, from egress: image (default: the sandbox image),
  *     hardened as docs/egress.md says, labelled with a hash of what it is
  *     made of (its spec, the image's id, the proxy's config file): one
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,10 +45,14 @@
 #include "log.h"
 #include "sha256.h"
 #include "supervisor.h"
+#include "text.h"
 #include "banned.h"
 
 #define EGRESS_DIR		"egress"
 #define EGRESS_HOSTS		"host-addresses"
+#define EGRESS_LABELS		"user-labels"
+#define LABELS_MAX		4096	/* the proxy takes no more */
+#define LABELS_FILE_MAX		(1u << 20)
 #define EGRESS_SPEC_LABEL	"io.vivarium.egress-spec"
 #define EGRESS_MEMORY		(512LL << 20)
 #define EGRESS_PIDS		256
@@ -188,6 +195,226 @@ out:
 	return r;
 }
 
+/* ------------------------------------------------------------ user labels */
+
+/*
+ * <state_dir>/egress/user-labels: one line per sandbox address, "ADDRESS
+ * LABEL", LABEL the user's recorded name made safe for a log line and the
+ * id ("alice@example.org/665f0c..."), or the id alone.  The proxy puts
+ * user=LABEL in the log lines of a client at that address, so that an
+ * operator can tell whose sandbox fetched what, also after it stopped.
+ *
+ * The file is the only record: vivariumctl starts sandboxes too, and a
+ * supervisor that restarts must keep the lines of the sandboxes that still
+ * run.  So each change reads it, edits it and writes it back (aside, then
+ * renamed) under an flock of its directory, which also keeps this
+ * process's threads apart.  One line per user, the last noted last; a
+ * line whose address another user now has goes, and past LABELS_MAX the
+ * oldest go.  A stopped sandbox's line stays: harmless, and its past log
+ * lines keep their name.
+ */
+
+struct label_entry {
+	char	 addr[INET6_ADDRSTRLEN];
+	char	 user[USER_ID_MAX + 1];
+};
+
+void
+egress_label(const char *name, const char *user, char *dst, size_t len)
+{
+	const unsigned char	*s = (const unsigned char *)(name != NULL ?
+				    name : "");
+	size_t			 n = strlen((const char *)s), o = 0;
+	int			 k;
+
+	/* The name: spaces become '_'; what could break or forge a log line
+	 * (controls, quotes, backslashes, invisible characters, bytes that
+	 * are not UTF-8) goes; LABEL_NAME_MAX bytes at most, whole
+	 * characters only. */
+	while (n > 0 && o < len) {
+		if ((k = utf8_seq(s, n)) <= 0) {
+			s++, n--;
+			continue;
+		}
+		if (o + (size_t)k > LABEL_NAME_MAX || o + (size_t)k >= len)
+			break;
+		if (k == 1 && (*s == ' ' || *s == '\t'))
+			dst[o++] = '_';
+		else if (k == 1 && (*s < ' ' || *s == 0x7f || *s == '"' ||
+		    *s == '\'' || *s == '\\'))
+			;
+		else if (k > 1 && unicode_invisible(utf8_code(s, k)))
+			;
+		else {
+			memcpy(dst + o, s, (size_t)k);
+			o += (size_t)k;
+		}
+		s += k, n -= (size_t)k;
+	}
+	if (o > 0)
+		snprintf(dst + o, len - o, "/%s", user);
+	else
+		snprintf(dst, len, "%s", user);
+}
+
+/* An address in the one spelling inet_ntop gives it ("fd00:0::1" is
+ * "fd00::1"), so that the proxy never finds one address listed twice
+ * (which would leave it no labels at all); 0, or -1 when it is none. */
+static int
+addr_canon(const char *in, char *out, size_t len)
+{
+	unsigned char	 bin[16];
+	int		 af = strchr(in, ':') != NULL ? AF_INET6 : AF_INET;
+
+	if (inet_pton(af, in, bin) != 1 || inet_ntop(af, bin, out,
+	    (socklen_t)len) == NULL)
+		return -1;
+	return 0;
+}
+
+/*
+ * The entries of the file as it is (text, len bytes) into v (room for
+ * LABELS_MAX); lines that are not "ADDRESS LABEL" with a user id at the
+ * label's end go, and of two lines with one address or one user the
+ * earlier goes.  The count.
+ */
+static size_t
+labels_read(const char *text, size_t len, struct label_entry *v)
+{
+	const char	*p = text, *end = text + len, *nl, *sp, *id;
+	char		 a[INET6_ADDRSTRLEN];
+	size_t		 ll, n = 0, i, j;
+
+	for (; p < end && n < LABELS_MAX; p = nl != NULL ? nl + 1 : end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		ll = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+		if (ll == 0 || *p == '#' || (sp = memchr(p, ' ', ll)) == NULL
+		    || (size_t)(sp - p) >= sizeof(a))
+			continue;
+		memcpy(a, p, (size_t)(sp - p));
+		a[sp - p] = '\0';
+		/* The id: the label's part after its last '/'. */
+		for (id = p + ll; id > sp + 1 && id[-1] != '/'; id--)
+			;
+		if (addr_canon(a, v[n].addr, sizeof(v[n].addr)) == -1 ||
+		    route_user_valid(id, (size_t)(p + ll - id)) == -1)
+			continue;
+		memcpy(v[n].user, id, (size_t)(p + ll - id));
+		v[n].user[p + ll - id] = '\0';
+		n++;
+	}
+	for (i = j = 0; i < n; i++) {
+		size_t	 k;
+
+		for (k = i + 1; k < n; k++)
+			if (strcmp(v[i].addr, v[k].addr) == 0 ||
+			    strcmp(v[i].user, v[k].user) == 0)
+				break;
+		if (k == n)
+			v[j++] = v[i];
+	}
+	return j;
+}
+
+int
+egress_labels_note(const struct conf *c, const char *user, const char *addr,
+    struct perr *e)
+{
+	struct label_entry *v = NULL;
+	struct buf	 had = BUF_INIT(LABELS_FILE_MAX), now = BUF_INIT(
+			    LABELS_FILE_MAX);
+	char		 dir[STATE_DIR_MAX + 16], path[STATE_DIR_MAX + 48];
+	char		 tmp[STATE_DIR_MAX + 64], chunk[4096];
+	char		 name[NAME_MAX_BYTES + 8], a[INET6_ADDRSTRLEN];
+	char		 label[LABEL_NAME_MAX + USER_ID_MAX + 8];
+	size_t		 n, i, j, first;
+	ssize_t		 r;
+	int		 dfd = -1, fd, rc = -1;
+
+	if (addr != NULL && (user == NULL || addr_canon(addr, a,
+	    sizeof(a)) == -1)) {
+		perr_set(e, 500, "%s: not an address: %s", user != NULL ? user
+		    : "-", addr);
+		return -1;
+	}
+	if (addr != NULL)
+		addr = a;
+	hosts_dir(c, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/" EGRESS_LABELS, dir);
+	snprintf(tmp, sizeof(tmp), "%s/." EGRESS_LABELS ".%ld", dir,
+	    (long)getpid());
+	(void)mkdir(c->state_dir, 0700);
+	if ((mkdir(dir, 0755) == -1 && errno != EEXIST) ||
+	    (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    flock(dfd, LOCK_EX) == -1) {
+		perr_set(e, 500, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	/* One more than the file can hold: the new one. */
+	if ((v = calloc(LABELS_MAX + 1, sizeof(*v))) == NULL) {
+		perr_set(e, 500, "out of memory");
+		goto out;
+	}
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		while ((r = read(fd, chunk, sizeof(chunk))) > 0)
+			if (buf_append(&had, chunk, (size_t)r) == -1)
+				break;
+		close(fd);
+	}
+	n = labels_read(had.data != NULL ? had.data : "", had.len, v);
+	/* This user's line, and any other at its address, go; the user's
+	 * comes back at the end. */
+	if (user != NULL) {
+		for (i = j = 0; i < n; i++)
+			if (strcmp(v[i].user, user) != 0 && (addr == NULL ||
+			    strcmp(v[i].addr, addr) != 0))
+				v[j++] = v[i];
+		n = j;
+		if (addr != NULL) {
+			snprintf(v[n].addr, sizeof(v[n].addr), "%s", addr);
+			snprintf(v[n].user, sizeof(v[n].user), "%s", user);
+			n++;
+		}
+	}
+	first = n > LABELS_MAX ? n - LABELS_MAX : 0;
+	if (buf_appends(&now, "# whose sandbox each address is, for the egress "
+	    "proxy's log; written by vivarium-supervisor\n") == -1)
+		goto nomem;
+	for (i = first; i < n; i++) {
+		egress_label(names_get(c, v[i].user, name, sizeof(name)) == 0 ?
+		    name : NULL, v[i].user, label, sizeof(label));
+		if (buf_appendf(&now, "%s %s\n", v[i].addr, label) == -1)
+			goto nomem;
+	}
+	if (had.len == now.len && memcmp(had.data, now.data, now.len) == 0) {
+		rc = 0;
+		goto out;
+	}
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1) {
+		perr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	r = write(fd, now.data, now.len);
+	if (close(fd) == -1 || r != (ssize_t)now.len ||
+	    rename(tmp, path) == -1) {
+		perr_set(e, 500, "cannot write %s: %s", path, strerror(errno));
+		(void)unlink(tmp);
+		goto out;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	perr_set(e, 500, "out of memory");
+out:
+	if (dfd != -1)
+		close(dfd);	/* and the lock with it */
+	free(v);
+	buf_release(&had);
+	buf_release(&now);
+	return rc;
+}
+
 /* ------------------------------------------------------------ the spec */
 
 /*
@@ -211,8 +438,9 @@ egress_container_spec(const struct conf *c, int rootful)
 
 	hosts_dir(c, dir, sizeof(dir));
 	snprintf(listen, sizeof(listen), "0.0.0.0:%ld", c->egress_port);
-	env = json_pack("{s:s, s:s}", "VIVARIUM_EGRESS_LISTEN", listen,
-	    "VIVARIUM_EGRESS_HOST_ADDRESSES", EGRESS_HOSTS_IN "/" EGRESS_HOSTS);
+	env = json_pack("{s:s, s:s, s:s}", "VIVARIUM_EGRESS_LISTEN", listen,
+	    "VIVARIUM_EGRESS_HOST_ADDRESSES", EGRESS_HOSTS_IN "/" EGRESS_HOSTS,
+	    "VIVARIUM_EGRESS_USER_LABELS", EGRESS_HOSTS_IN "/" EGRESS_LABELS);
 	spec = json_pack(
 	    "{s:s, s:s, s:{s:s, s:s}, s:[s], s:[], s:o, s:s, s:s, s:b, s:b,"
 	    " s:[s], s:b, s:{s:{s:I, s:I}, s:{s:I}},"

@@ -470,6 +470,21 @@ int	egress_host_list(const struct conf *, struct buf *out, struct perr *err);
 int	egress_write_hosts(const struct conf *, struct perr *err);
 /* The proxy's container spec (new reference); rootful: its own ids. */
 json_t	*egress_container_spec(const struct conf *, int rootful);
+/*
+ * Whose sandbox each address is, for the proxy's log lines:
+ * <state_dir>/egress/user-labels, "ADDRESS LABEL" a line, one per user.
+ * egress_labels_note gives user's sandbox the address addr (NULL: forgets
+ * the user; user NULL: neither, the names are only written again, as they
+ * may have changed).  0, or -1 with err.
+ */
+#define LABEL_NAME_MAX	64	/* bytes of the name in a label: with "/" and
+				   USER_ID_MAX, the 128 the proxy takes */
+int	egress_labels_note(const struct conf *, const char *user,
+	    const char *addr, struct perr *err);
+/* name made safe for a log line, then "/" and user (the id alone without
+ * a name, or when nothing of it is left), into dst. */
+void	egress_label(const char *name, const char *user, char *dst,
+	    size_t len);
 
 /* ---------------------------------------------------------------- names.c */
 

@@ -1143,6 +1143,81 @@ def t_log_line(px, **_):
     assert re.search(r"verdict=deny reason=\"port 22 is not allowed\"", text)
 
 
+def t_user_labels(px, **_):
+    """The supervisor's user labels file: a client whose address it lists
+    has user=LABEL right after client= in its log lines, another client
+    none; the file is read again when it is replaced, and a bad or missing
+    one means no labels (said once), never a refusal."""
+    labels = os.path.join(TMP, "user-labels")
+
+    def put(text):
+        with open(labels + ".new", "w") as f:
+            f.write(text)
+        os.rename(labels + ".new", labels)
+
+    def get(src, path):
+        s = socket.create_connection(("127.0.0.1", lp.port), 5,
+                                     source_address=(src, 0))
+        s.sendall(b"GET http://127.0.0.1:%d/%s HTTP/1.1\r\nHost: x\r\n"
+                  b"Connection: close\r\n\r\n" % (O1, path.encode()))
+        st, _, _ = read_response(s)
+        s.close()
+        assert st == 200, st
+
+    # The log line names the target, not the path: each request waits
+    # for its line before the next, and its user= (or "") is returned.
+    def seen(src, tag):
+        before = lp.logtext().count("target=127.0.0.1:%d " % O1)
+        get(src, tag)
+        deadline = time.time() + 5
+        while lp.logtext().count("target=127.0.0.1:%d " % O1) == before:
+            assert time.time() < deadline, lp.logtext()[-2000:]
+            time.sleep(0.05)
+        last = [l for l in lp.logtext().splitlines()
+                if "target=127.0.0.1:%d " % O1 in l][-1]
+        m = re.match(r"vivarium-egress: client=(\S+?):\d+( user=\S+)? "
+                     r"target=", last)
+        assert m, last
+        assert m.group(1) == src, last
+        return (m.group(2) or "").strip()
+
+    put("# written by the test\n127.0.0.1 alice@example.org/665f0c2a9d3e4b1c8f7a6e5d\n"
+        "::1 " + "b" * 24 + "\n")
+    lp = Proxy(allow="127.0.0.0/8", ports=[O1],
+               extra={"VIVARIUM_EGRESS_USER_LABELS": labels})
+    try:
+        assert seen("127.0.0.1", "a") == "user=alice@example.org/665f0c2a9d3e4b1c8f7a6e5d"
+        assert seen("127.0.0.3", "b") == ""
+        # Replaced: read again within a second or so.
+        put("127.0.0.1 665f0c2a9d3e4b1c8f7a6e5d\n127.0.0.3 carol/7\n")
+        time.sleep(1.6)
+        assert seen("127.0.0.3", "c") == "user=carol/7"
+        assert seen("127.0.0.1", "d") == "user=665f0c2a9d3e4b1c8f7a6e5d"
+        # A bad line: the file is not taken at all, said once.
+        put("127.0.0.1 alice\n127.0.0.3 car ol\n")
+        time.sleep(2.5)
+        assert seen("127.0.0.1", "e") == ""
+        assert lp.logtext().count("not taken") == 1, lp.logtext()[-2000:]
+        assert "line 2:" in lp.logtext()
+        # Gone: no labels, and the proxy serves on.
+        os.unlink(labels)
+        time.sleep(1.6)
+        assert seen("127.0.0.3", "f") == ""
+        assert "log lines name no user until it exists" in lp.logtext()
+        put("127.0.0.3 back\n")
+        time.sleep(1.6)
+        assert seen("127.0.0.3", "g") == "user=back"
+    finally:
+        lp.stop()
+    # A file missing at start is no refusal either.
+    lp = Proxy(allow="127.0.0.0/8", ports=[O1],
+               extra={"VIVARIUM_EGRESS_USER_LABELS": labels + ".none"})
+    try:
+        assert seen("127.0.0.1", "h") == ""
+    finally:
+        lp.stop()
+
+
 def t_config_check(px, **_):
     good = os.path.join(TMP, "good.yaml")
     bad = os.path.join(TMP, "bad.yaml")

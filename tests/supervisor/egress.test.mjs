@@ -3,8 +3,10 @@
 // the supervisor makes the proxy's network, this host's address list and
 // the container; a sandbox reaches an origin (a web server in a container
 // this test starts, its subnet allowed) through the proxy and not directly;
-// the host's own address is refused though allow_cidrs holds it; a proxy
-// that stopped is started again, one whose config changed is replaced and
+// the host's own address is refused though allow_cidrs holds it; the
+// proxy's log lines name the user (user-labels, with the name LibreChat
+// sent) and vivariumctl logs still finds them; a proxy that stopped is
+// started again, one whose config changed is replaced and
 // put back on the users' networks; a config the proxy refuses is said with
 // the proxy's words and not retried in a loop.  Every target is a container
 // of this test.
@@ -13,9 +15,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import {
   TAG, IMAGE, user, vp, vpTry, startPodman, startSupervisor, stateDir, runPython,
-  cleanup, imagePresent, sleep, makeNetwork,
+  cleanup, imagePresent, sleep, makeNetwork, ctlBin,
 } from './lib.mjs';
 
 const uid = user('egress');
@@ -119,6 +122,35 @@ test('a sandbox reaches the allowed origin only through the proxy; the host is r
   assert.match(line(r.text, 'direct'), /^error/, r.text);
   assert.match(line(r.text, 'hostgw'), /^403 /, `the host's own address inside allow_cidrs was not refused: ${r.text}`);
   await c.close();
+});
+
+test('the proxy\'s log lines name the user whose sandbox fetched', async () => {
+  const labels = () => { try { return readFileSync(join(state, 'egress', 'user-labels'), 'utf8'); } catch { return ''; } };
+  const ip = vp('inspect', '--format', `{{(index .NetworkSettings.Networks "vivarium-${uid}").IPAddress}}`, `vivarium-${uid}`);
+  assert.match(ip, /^\d+\.\d+\.\d+\.\d+$/);
+  // Started before any name came: its line names the id alone.
+  assert.ok(labels().includes(`\n${ip} ${uid}\n`), labels());
+  // The name LibreChat sends is written at the reaper's next look.
+  const c = await sv.client(uid, { headers: { 'X-User-Name': `Eve "E." ${TAG}@example.org` } });
+  await runPython(c, 'pass');
+  const want = `${ip} Eve_E._${TAG}@example.org/${uid}`;
+  await until('the name in user-labels', () => labels().includes(`\n${want}\n`));
+  assert.equal(vp('exec', EG, 'cat', '/run/vivarium-host/user-labels'), labels().trim());
+  await sleep(1500); // the proxy looks at the file once a second
+  const r = await runPython(c, probe({ get: `http://${originIp}:8000/hello.txt` }));
+  assert.equal(line(r.text, 'get'), `200 hello-${TAG}`, r.text);
+  await c.close();
+  const tag = `user=Eve_E._${TAG}@example.org/${uid} target=${originIp}:8000 `;
+  // The proxy's lines as vivariumctl logs finds them: by client=ADDRESS:,
+  // which still comes first.
+  const ctlLogs = () => spawnSync(ctlBin, ['-f', sv.conf, 'logs', uid], { encoding: 'utf8' });
+  let last = '';
+  const got = await until('the labelled line in the proxy\'s log', () => {
+    const r = ctlLogs();
+    last = r.stdout + r.stderr;
+    return r.status === 0 && r.stdout.split('\n').find((l) => l.startsWith('egress') && l.includes(tag));
+  }).catch((e) => { throw new Error(`${e.message} (${tag}):\n${last.slice(-3000)}`); });
+  assert.match(got, new RegExp(`client=${ip.replace(/\./g, '\\.')}:\\d+ ${tag}`));
 });
 
 test('a stopped proxy is started again; an edited config replaces it, back on the users\' networks', async () => {

@@ -137,9 +137,9 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
       return { status: res.status, text: await res.text() };
     },
     // A connected SDK client for a user (header or path form).
-    async client(uid, { viaPath = false } = {}) {
+    async client(uid, { viaPath = false, headers: more = {} } = {}) {
       const url = viaPath ? `${srv.baseUrl}/u/${uid}/mcp` : `${srv.baseUrl}/mcp`;
-      const headers = { Authorization: `Bearer ${TOKEN}` };
+      const headers = { Authorization: `Bearer ${TOKEN}`, ...more };
       if (!viaPath) headers['X-User-ID'] = uid;
       const c = new Client({ name: 'vivarium-supervisor-test', version: '0.0.0' });
       await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));

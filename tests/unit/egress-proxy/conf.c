@@ -50,6 +50,7 @@ clear_env(void)
 	unsetenv("VIVARIUM_EGRESS_HEADER_TIMEOUT");
 	unsetenv("VIVARIUM_EGRESS_LISTEN");
 	unsetenv("VIVARIUM_EGRESS_HOST_ADDRESSES");
+	unsetenv("VIVARIUM_EGRESS_USER_LABELS");
 }
 
 static void
@@ -144,7 +145,8 @@ test_file_and_env(void **state)
 	    "timeouts:\n  header: 3\n  connect: 4\n  idle: 60\n"
 	    "limits:\n  connections: 10\n  per_client: 2\n"
 	    "resolver_threads: 2\n"
-	    "host_addresses: /run/vivarium-host/host-addresses\n");
+	    "host_addresses: /run/vivarium-host/host-addresses\n"
+	    "user_labels: /run/vivarium-host/user-labels\n");
 	setenv("VIVARIUM_EGRESS_HEADER_TIMEOUT", "7", 1);
 	/* LISTEN replaces the file's listeners, and nothing else */
 	setenv("VIVARIUM_EGRESS_LISTEN", "127.0.0.1:9000,[::1]:9000", 1);
@@ -164,6 +166,7 @@ test_file_and_env(void **state)
 	assert_int_equal(c.max_per_client, 2);
 	assert_int_equal(c.resolver_threads, 2);
 	assert_string_equal(c.host_addresses, "/run/vivarium-host/host-addresses");
+	assert_string_equal(c.user_labels, "/run/vivarium-host/user-labels");
 	confdiag_release(&d);
 	conf_release(&c);
 	clear_env();
@@ -181,7 +184,8 @@ test_all_errors_reported(void **state)
 	    "allow_cidrs: [10.1.2.3/8, nonsense]\n"
 	    "timeouts:\n  header: soon\n  slow: 1\n"
 	    "colour: blue\n"
-	    "host_addresses: relative/file\n");
+	    "host_addresses: relative/file\n"
+	    "user_labels: labels\n");
 	setenv("VIVARIUM_EGRESS_ALLOW_CIDRS", "300.0.0.0/8", 1);
 	setenv("VIVARIUM_EGRESS_HOST_ADDRESSES", "hosts.txt", 1);
 	conf_defaults(&c);
@@ -189,7 +193,9 @@ test_all_errors_reported(void **state)
 	assert_int_equal(conf_load(&c, path, &d), -1);
 	t = buf_str(&d.text);
 	fputs(t, stderr);
-	assert_int_equal(d.count, 10);
+	assert_int_equal(d.count, 11);
+	assert_non_null(strstr(t, ":8: user_labels: \"labels\" is not an "
+	    "absolute path"));
 	assert_non_null(strstr(t, ":7: host_addresses: \"relative/file\" is not "
 	    "an absolute path or none"));
 	assert_non_null(strstr(t, "VIVARIUM_EGRESS_HOST_ADDRESSES=\"hosts.txt\": "
