@@ -14,6 +14,10 @@ import {
   cleanup, imagePresent, ctlBin,
 } from './lib.mjs';
 
+// The supervisor and vivariumctl must take the image from the config (ref),
+// not from the environment, which would name the image under IMAGE.
+delete process.env.VIVARIUM_SANDBOX_IMAGE;
+
 const uid = user('image');
 const ref = `localhost/vivarium-test-follow:${TAG}`;
 const podmanSock = `/run/vsv-${TAG}.podman.sock`;
