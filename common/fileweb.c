@@ -586,6 +586,8 @@ send_file(const struct fileweb *fw, struct MHD_Connection *conn,
 	    "default-src 'none'; sandbox");
 	guard_headers(resp);
 	buf_release(&cd);
+	if (r.fd >= 0)
+		http_guard_file(conn, r.fd, r.size);
 	log_info("file link: %s of %s for user %s (%llu bytes)",
 	    inline_ok ? "preview" : "download", path, user,
 	    (unsigned long long)r.size);
