@@ -502,7 +502,9 @@ files_serve_links(struct MHD_Connection *conn, const char *url,
  * writes itself, and its body says only how many bytes it wrote.  The
  * file is opened, checked and renamed here as for the relay: the
  * supervisor never names a path in the volume.  An older supervisor
- * asks without fd=1 and gets the bytes.
+ * asks without fd=1 and gets the bytes; so does any supervisor when the
+ * socket cannot carry a descriptor (and /_files/receive answers 501,
+ * which sends it to /_files/upload).
  */
 static enum MHD_Result
 internal_error(struct MHD_Connection *conn, const struct fw_error *e)
@@ -519,14 +521,24 @@ struct iput {
 	size_t		 nsaid;
 };
 
-/* The socket of conn, to hand a descriptor over. */
+/*
+ * Hands fd over on conn's socket; 0, or -1 with nothing sent.  A socket
+ * that cannot carry descriptors (gVisor's host sockets refuse them) is
+ * said once: the caller then answers as if it had not been asked.
+ */
 static int
-conn_socket(struct MHD_Connection *conn)
+hand_over(struct MHD_Connection *conn, int fd)
 {
-	const union MHD_ConnectionInfo *ci;
+	const union MHD_ConnectionInfo	*ci;
+	static int			 said;
 
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	return ci != NULL ? ci->connect_fd : -1;
+	if (ci != NULL && fdpass_send(ci->connect_fd, fd) == 0)
+		return 0;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_SEQ_CST))
+		log_warn("cannot hand files to the supervisor on this socket; "
+		    "file links send their bytes instead");
+	return -1;
 }
 
 /*
@@ -656,18 +668,16 @@ files_internal(struct MHD_Connection *conn, int on_unix, const char *ws,
 		if (on_unix && (arg = MHD_lookup_connection_value(conn,
 		    MHD_GET_ARGUMENT_KIND, "fd")) != NULL &&
 		    strcmp(arg, "1") == 0) {
-			if (fdpass_send(conn_socket(conn), r.fd) == -1) {
-				log_warn("cannot hand a file to the supervisor");
+			if (hand_over(conn, r.fd) == 0) {
 				close(r.fd);
-				return MHD_NO;
+				if ((j = json_pack("{s:I}", "size",
+				    (json_int_t)r.size)) == NULL)
+					return MHD_NO;
+				ret = http_reply_json(conn, 200, j);
+				json_decref(j);
+				return ret;
 			}
-			close(r.fd);
-			if ((j = json_pack("{s:I}", "size", (json_int_t)r.size))
-			    == NULL)
-				return MHD_NO;
-			ret = http_reply_json(conn, 200, j);
-			json_decref(j);
-			return ret;
+			/* Not carried: the bytes, as without fd=1. */
 		}
 		if ((resp = MHD_create_response_from_fd64(r.size, r.fd)) == NULL) {
 			close(r.fd);
@@ -698,11 +708,12 @@ files_internal(struct MHD_Connection *conn, int on_unix, const char *ws,
 			return internal_error(conn, &e);
 		}
 		ip->by_fd = strcmp(url, "/_files/receive") == 0;
-		if (ip->by_fd && fdpass_send(conn_socket(conn), ip->p->fd) == -1) {
-			log_warn("cannot hand an upload's file to the supervisor");
+		if (ip->by_fd && hand_over(conn, ip->p->fd) == -1) {
+			/* The supervisor sends the bytes to /_files/upload. */
 			ws_put_abort(ip->p);
 			free(ip);
-			return MHD_NO;
+			return http_reply_text(conn, 501, "files cannot be handed "
+			    "over on this socket");
 		}
 		if (http_request_attach(con_cls, ip, iput_release) == NULL) {
 			iput_release(ip, MHD_REQUEST_TERMINATED_WITH_ERROR);

@@ -435,9 +435,10 @@ sv_put_begin(void *arg, const char *user, const char *name,
 			f->said_at = clock_mono();
 			return f;
 		}
-		/* It answered instead: a refusal, or an agent older than
-		 * /_files/receive, which takes the bytes. */
-		if (f->a.head.status != 404) {
+		/* It answered instead: a refusal, or an agent that takes
+		 * the bytes instead: older than /_files/receive (404), or on
+		 * a socket that cannot carry a file (501, under gVisor). */
+		if (f->a.head.status != 404 && f->a.head.status != 501) {
 			agent_refusal(f, e);
 			svfile_close(f);
 			return NULL;

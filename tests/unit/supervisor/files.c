@@ -649,9 +649,29 @@ test_upload_fd_over_limit(void **state)
 	close(fd);
 }
 
-/* An agent older than /_files/receive: the bytes go as before. */
+static void	upload_old_agent(const char *);
+
+/*
+ * An agent older than /_files/receive (404), or on a socket that cannot
+ * carry a file (501, gVisor): the bytes go to /_files/upload as before.
+ */
 static void
 test_upload_old_agent(void **state)
+{
+	static const char *const refusals[] = {
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 21\r\n"
+		"Connection: close\r\n\r\nno such file endpoint",
+		"HTTP/1.1 501 Not Implemented\r\nContent-Length: 4\r\n"
+		"Connection: close\r\n\r\nnope",
+	};
+	size_t	 i;
+
+	for (i = 0; i < 2; i++)
+		upload_old_agent(refusals[i]);
+}
+
+static void
+upload_old_agent(const char *refusal)
 {
 	struct script	 a = { .pass = -1 }, b = { .pass = -1 };
 	struct fw_error	 e;
@@ -659,8 +679,7 @@ test_upload_old_agent(void **state)
 	json_t		*j;
 
 	tconf.upload_max = 1000;
-	a.answer = "HTTP/1.1 404 Not Found\r\nContent-Length: 21\r\n"
-	    "Connection: close\r\n\r\nno such file endpoint";
+	a.answer = refusal;
 	b.answer = "";
 	b.final = created;
 	fsrv_start(&a, &b);
