@@ -258,8 +258,15 @@ check_passed(const char *user, int fd, int for_write, long long size,
 	else if ((fl & O_PATH) || (fl & O_ACCMODE) == (for_write ? O_RDONLY :
 	    O_WRONLY))
 		why = for_write ? "not open for writing" : "not open for reading";
-	else if (st.st_size != size)
-		why = "not of the size it said";
+	else if (st.st_size != size) {
+		/* Likely a run writing it just then: worth another try. */
+		log_warnx("file link for user %s: the sandbox handed over a "
+		    "file not of the size it said (%lld, not %lld bytes)",
+		    user, (long long)st.st_size, size);
+		fail(e, 502, "The file changed while it was being opened (is "
+		    "something writing it?). Try again in a moment.");
+		return -1;
+	}
 	if (why == NULL)
 		return 0;
 	unreachable(e, 502, user, "the sandbox handed over a file that "
