@@ -588,9 +588,12 @@ send_file(const struct fileweb *fw, struct MHD_Connection *conn,
 	buf_release(&cd);
 	if (r.fd >= 0)
 		http_guard_file(conn, r.fd, r.size);
-	log_info("file link: %s of %s for user %s (%llu bytes)",
+	/* Which way the bytes go: an operator sees whether files are
+	 * handed over (docs/agent.md, "Files by descriptor"). */
+	log_info("file link: %s of %s for user %s (%llu bytes, %s)",
 	    inline_ok ? "preview" : "download", path, user,
-	    (unsigned long long)r.size);
+	    (unsigned long long)r.size, r.fd >= 0 ? "sent from the file" :
+	    "relayed");
 	ret = http_queue(conn, 200, resp);
 	return ret;
 }

@@ -158,6 +158,18 @@ test('Podman unreachable: the link page names no host path, the log does', async
 
 bigScenarios(env);
 
+test('a download is sent from the file the agent handed over, and the log says so', async () => {
+  const u = t.users[0];
+  const c = await t.client(u);
+  await runPython(c, "open('handed.txt','w').write('HANDED OVER')");
+  const s = await shareFile(c, 'handed.txt');
+  const r = await get(s.url);
+  assert.equal(r.status, 200);
+  assert.equal(r.text, 'HANDED OVER');
+  await sleep(200);
+  assert.match(t.logs(), new RegExp(`download of handed\\.txt for user ${u} \\(11 bytes, sent from the file\\)`));
+});
+
 // The supervisor writes an upload into the file the agent handed over
 // (docs/agent.md, "Files by descriptor"): on the user's own filesystem,
 // whose quota holds for it as for the sandbox (no blocks kept for root).
