@@ -40,9 +40,13 @@
 #include "banned.h"
 
 #define ANSWER_MAX	(64u * 1024)
-/* While the supervisor writes an upload, its agent connection is quiet:
- * a space this often keeps it from the agent's idle timeout. */
-#define KEEPALIVE_S	30
+/*
+ * While the supervisor writes an upload, its agent connection is quiet: a
+ * space this often keeps it open.  The agent in the image (libmicrohttpd
+ * 1.x) closed a quiet one within 25 s, 3 s was kept: under the 10 s
+ * first-request timeout its connections start with.
+ */
+#define KEEPALIVE_S	5
 
 static const struct conf	*conf;
 static struct fileweb		 web;
