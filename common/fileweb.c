@@ -512,9 +512,19 @@ disposition(const char *kind, const char *path, struct buf *b)
 	url_escape(base, 0, b);
 }
 
+/* A sent descriptor's backend state, let go when the request ends. */
+static void
+held_release(void *state, enum MHD_RequestTerminationCode why)
+{
+	struct reader_state *s = state;
+
+	s->r.close(s->r.cookie);
+	free(s);
+}
+
 static enum MHD_Result
 send_file(const struct fileweb *fw, struct MHD_Connection *conn,
-    const char *user, const char *path, int inline_ok)
+    const char *user, const char *path, int inline_ok, void **con_cls)
 {
 	struct fw_reader	 r;
 	struct fw_error		 e;
@@ -534,6 +544,21 @@ send_file(const struct fileweb *fw, struct MHD_Connection *conn,
 	memset(&e, 0, sizeof(e));
 	if (fw->be->open(fw->be->arg, user, path, &r, &e) == -1)
 		return error_page(conn, &e);
+	if (r.fd >= 0 && r.close != NULL) {
+		/* Sent with sendfile; the backend's hold ends with the
+		 * request (http_request_completed). */
+		if ((s = calloc(1, sizeof(*s))) == NULL) {
+			close(r.fd);
+			r.close(r.cookie);
+			return MHD_NO;
+		}
+		s->r = r;
+		if (http_request_attach(con_cls, s, held_release) == NULL) {
+			close(r.fd);
+			held_release(s, MHD_REQUEST_TERMINATED_WITH_ERROR);
+			return MHD_NO;
+		}
+	}
 	if (r.fd >= 0)
 		resp = MHD_create_response_from_fd64(r.size, r.fd);
 	else {
@@ -561,9 +586,14 @@ send_file(const struct fileweb *fw, struct MHD_Connection *conn,
 	    "default-src 'none'; sandbox");
 	guard_headers(resp);
 	buf_release(&cd);
-	log_info("file link: %s of %s for user %s (%llu bytes)",
+	if (r.fd >= 0)
+		http_guard_file(conn, r.fd, r.size);
+	/* Which way the bytes go: an operator sees whether files are
+	 * handed over (docs/agent.md, "Files by descriptor"). */
+	log_info("file link: %s of %s for user %s (%llu bytes, %s)",
 	    inline_ok ? "preview" : "download", path, user,
-	    (unsigned long long)r.size);
+	    (unsigned long long)r.size, r.fd >= 0 ? "sent from the file" :
+	    "relayed");
 	ret = http_queue(conn, 200, resp);
 	return ret;
 }
@@ -946,8 +976,10 @@ fileweb_access(const struct fileweb *fw, struct MHD_Connection *conn,
 	int			 get;
 
 	if (req != NULL)
-		return upload_more(conn, req->state, upload_data,
-		    upload_data_size);
+		/* An upload's body; a download's hold (held_release) has
+		 * its answer queued already. */
+		return req->release == upload_release ? upload_more(conn,
+		    req->state, upload_data, upload_data_size) : MHD_YES;
 	if (route_parse(url, &rt) == -1)
 		return page_message(conn, 404, "Not found", "There is nothing "
 		    "at this address.");
@@ -977,13 +1009,13 @@ fileweb_access(const struct fileweb *fw, struct MHD_Connection *conn,
 	case RK_DOWNLOAD:
 		if (!get)
 			break;
-		return send_file(fw, conn, l.user, l.path, 0);
+		return send_file(fw, conn, l.user, l.path, 0, con_cls);
 	case RK_WS_FILE:
 	case RK_WS_VIEW:
 		if (!get)
 			break;
 		return send_file(fw, conn, l.user, rt.path,
-		    rt.kind == RK_WS_VIEW);
+		    rt.kind == RK_WS_VIEW, con_cls);
 	case RK_UPLOAD:
 	case RK_WORKSPACE:
 		if (get)

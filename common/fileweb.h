@@ -34,7 +34,11 @@ struct fw_error {
 	char		 msg[512];
 };
 
-/* A file being read: a local descriptor (MHD sends it), or a reader. */
+/*
+ * A file being read: a descriptor (MHD sends it with sendfile), or a
+ * reader.  With a descriptor, close (if set) is called with cookie once
+ * the request is over: a backend holds what the file needs until then.
+ */
 struct fw_reader {
 	int		 fd;		/* >= 0: owned, closed by the response */
 	uint64_t	 size;

@@ -16,24 +16,30 @@
  *   - a watch thread, once a second, cuts a request whose head or body is
  *     slower than the deadline and a transfer slower than the floor
  *     (guard_check), reading what each connection moved from the kernel
- *     (TCP_INFO), so it counts sendfile() downloads as well.
+ *     (TCP_INFO), so it counts sendfile() downloads as well; and a
+ *     sendfile() download whose file shrank under it (http_guard_file),
+ *     which libmicrohttpd would otherwise retry in a busy loop until the
+ *     floor cut it: a run rewriting the file a user downloads is enough.
  *
  * Cutting is shutdown(2) under the guard's lock: the connection's thread
  * wakes, sees the error and closes it; the CLOSED notification, which
  * unlinks it, takes the same lock, so the fd is still that connection's.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <netinet/in.h>
 #include <linux/tcp.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -68,6 +74,8 @@ struct guard_conn {
 	double			 mark_at;	/* transfer: the window began */
 	uint64_t		 mark;		/* idle: bytes received then;
 						 * transfer: bytes moved then */
+	int			 file_fd;	/* a dup of the file sent, -1 */
+	uint64_t		 file_size;	/* what the answer says it is */
 };
 
 struct http_guard {
@@ -250,6 +258,24 @@ guard_cut(struct guard_conn *c, const char *why)
 	c->evicted = 1;
 }
 
+/* The file a download is sent from is now shorter than its answer said. */
+static int
+guard_file_shrank(const struct guard_conn *c)
+{
+	struct stat st;
+
+	return c->file_fd != -1 && fstat(c->file_fd, &st) == 0 &&
+	    (uint64_t)st.st_size < c->file_size;
+}
+
+static void
+guard_file_drop(struct guard_conn *c)
+{
+	if (c->file_fd != -1)
+		close(c->file_fd);
+	c->file_fd = -1;
+}
+
 static void *
 guard_watch(void *arg)
 {
@@ -270,6 +296,11 @@ guard_watch(void *arg)
 			break;
 		now = clock_mono();
 		for (c = g->head; c != NULL; c = c->next) {
+			if (!c->evicted && c->fd >= 0 && guard_file_shrank(c)) {
+				guard_cut(c, "the file it was sending shrank "
+				    "(rewritten while it was downloaded)");
+				continue;
+			}
 			if (c->cls == GC_WORKING || c->evicted || c->fd < 0)
 				continue;
 			have = tcp_bytes(c->fd, &rx, &moved) == 0;
@@ -359,6 +390,7 @@ http_guard_notify(void *cls, struct MHD_Connection *conn,
 		ci = MHD_get_connection_info(conn,
 		    MHD_CONNECTION_INFO_CONNECTION_FD);
 		c->fd = ci != NULL ? ci->connect_fd : -1;
+		c->file_fd = -1;
 		c->g = g;
 		conn_addr(conn, c->addr);
 		pthread_mutex_lock(&g->mtx);
@@ -388,6 +420,7 @@ http_guard_notify(void *cls, struct MHD_Connection *conn,
 	else
 		g->tail = c->prev;
 	g->open--;
+	guard_file_drop(c);
 	pthread_mutex_unlock(&g->mtx);
 	*socket_context = NULL;
 	free(c);
@@ -447,8 +480,30 @@ http_guard_untrust(struct MHD_Connection *conn)
 {
 	struct guard_conn *c;
 
-	if ((c = conn_guarded(conn)) != NULL)
-		conn_enter(conn, c->bearer ? GC_WORKING : GC_IDLE);
+	if ((c = conn_guarded(conn)) == NULL)
+		return;
+	if (c->file_fd != -1) {
+		pthread_mutex_lock(&c->g->mtx);
+		guard_file_drop(c);
+		pthread_mutex_unlock(&c->g->mtx);
+	}
+	conn_enter(conn, c->bearer ? GC_WORKING : GC_IDLE);
+}
+
+void
+http_guard_file(struct MHD_Connection *conn, int fd, uint64_t size)
+{
+	struct guard_conn	*c;
+	int			 dfd;
+
+	if ((c = conn_guarded(conn)) == NULL ||
+	    (dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1)
+		return;		/* unwatched: the floor still cuts it */
+	pthread_mutex_lock(&c->g->mtx);
+	guard_file_drop(c);
+	c->file_fd = dfd;
+	c->file_size = size;
+	pthread_mutex_unlock(&c->g->mtx);
 }
 
 int

@@ -147,6 +147,12 @@ void	http_guard_receiving(struct MHD_Connection *);
 /* Idle again (http_request_completed calls it). */
 void	http_guard_untrust(struct MHD_Connection *);
 /*
+ * The answer now queued sends size bytes of fd with sendfile: a file
+ * shorter than that (rewritten meanwhile) gets the connection cut within
+ * a second, not retried in a busy loop.  Until the request ends.
+ */
+void	http_guard_file(struct MHD_Connection *, int fd, uint64_t size);
+/*
  * A file link's transfer, link being the token (any bytes that name the
  * link): 0 and the connection in class transfer, its inactivity timeout
  * twice the grace; or -1 with why filled when a cap is reached (503).

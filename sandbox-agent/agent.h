@@ -213,8 +213,10 @@ int	files_serve_links(struct MHD_Connection *, const char *url,
 	    const char *method, const char *upload_data,
 	    size_t *upload_data_size, void **con_cls);
 /* /_files/raw, /_files/list, /_files/upload: the unix socket, and TCP
- * with VIVARIUM_AGENT_SECRET (what only the supervisor reaches). */
-int	files_internal(struct MHD_Connection *, const char *ws,
+ * with VIVARIUM_AGENT_SECRET (what only the supervisor reaches); on the
+ * unix socket (on_unix) also files by descriptor: /_files/raw?fd=1 and
+ * /_files/receive (docs/agent.md). */
+int	files_internal(struct MHD_Connection *, int on_unix, const char *ws,
 	    const char *url, const char *method, const char *upload_data,
 	    size_t *upload_data_size, void **con_cls);
 /* The link tools' results (CallToolResult, new reference). */

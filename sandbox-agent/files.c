@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "fdpass.h"
 #include "fileweb.h"
 #include "mhd.h"
 #include "log.h"
@@ -494,6 +495,16 @@ files_serve_links(struct MHD_Connection *conn, const char *url,
  * What the supervisor calls on the unix socket, once it has checked a
  * link: the workspace's raw files, its listing, and uploads (the body is
  * the file, chunked).  Errors are a status and one plain sentence.
+ *
+ * Files by descriptor, on the unix socket only: /_files/raw?fd=1 hands
+ * over the open file (fdpass.h) and answers {"size": N}; /_files/receive
+ * hands over the temporary file of an upload, which the supervisor
+ * writes itself, and its body says only how many bytes it wrote.  The
+ * file is opened, checked and renamed here as for the relay: the
+ * supervisor never names a path in the volume.  An older supervisor
+ * asks without fd=1 and gets the bytes; so does any supervisor when the
+ * socket cannot carry a descriptor (and /_files/receive answers 501,
+ * which sends it to /_files/upload).
  */
 static enum MHD_Result
 internal_error(struct MHD_Connection *conn, const struct fw_error *e)
@@ -505,7 +516,72 @@ internal_error(struct MHD_Connection *conn, const struct fw_error *e)
 struct iput {
 	struct put	*p;		/* NULL once failed or finished */
 	struct fw_error	 e;
+	int		 by_fd;		/* /_files/receive: the body is a size */
+	char		 said[24];	/* that size, in decimal */
+	size_t		 nsaid;
 };
+
+/*
+ * Hands fd over on conn's socket; 0, or -1 with nothing sent.  A socket
+ * that cannot carry descriptors (gVisor's host sockets refuse them) is
+ * said once: the caller then answers as if it had not been asked.
+ */
+static int
+hand_over(struct MHD_Connection *conn, int fd)
+{
+	const union MHD_ConnectionInfo	*ci;
+	static int			 said;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci != NULL && fdpass_send(ci->connect_fd, fd) == 0)
+		return 0;
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_SEQ_CST))
+		log_warn("cannot hand files to the supervisor on this socket; "
+		    "file links send their bytes instead");
+	return -1;
+}
+
+/*
+ * The supervisor wrote the file through the descriptor and says how many
+ * bytes: the file must hold exactly that, within the upload limit.  0, or
+ * -1 with ip->e.
+ */
+static int
+iput_check(struct iput *ip)
+{
+	struct stat		 st;
+	unsigned long long	 n;
+	char			*end;
+
+	ip->said[ip->nsaid < sizeof(ip->said) ? ip->nsaid :
+	    sizeof(ip->said) - 1] = '\0';
+	errno = 0;
+	n = strtoull(ip->said, &end, 10);
+	if (ip->nsaid == 0 || ip->nsaid >= sizeof(ip->said) || *end != '\0' ||
+	    errno != 0 || ip->said[0] < '0' || ip->said[0] > '9') {
+		ip->e.status = 400;
+		snprintf(ip->e.msg, sizeof(ip->e.msg), "%s was not saved: the "
+		    "upload did not say its size", ip->p->name);
+		return -1;
+	}
+	if (n > conf->upload_max) {
+		ip->e.status = 413;
+		snprintf(ip->e.msg, sizeof(ip->e.msg), "%s is larger than the "
+		    "limit of %llu bytes per upload; it was not saved.",
+		    ip->p->name, conf->upload_max);
+		return -1;
+	}
+	if (fstat(ip->p->fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (unsigned long long)st.st_size != n) {
+		ip->e.status = 400;
+		snprintf(ip->e.msg, sizeof(ip->e.msg), "%s was not saved: it "
+		    "holds %lld bytes, not the %llu the upload said", ip->p->name,
+		    (long long)st.st_size, n);
+		return -1;
+	}
+	ip->p->size = n;
+	return 0;
+}
 
 static void
 iput_release(void *state, enum MHD_RequestTerminationCode why)
@@ -528,6 +604,16 @@ iput_more(struct MHD_Connection *conn, struct iput *ip, const char *data,
 	json_t		*j;
 
 	if (*size > 0) {
+		if (ip->by_fd) {
+			/* Spaces (the supervisor's keep-alive while it writes),
+			 * then a size: a few digits; more is kept short and
+			 * refused. */
+			for (; *size > 0; data++, (*size)--)
+				if ((*data != ' ' || ip->nsaid > 0) &&
+				    ip->nsaid < sizeof(ip->said))
+					ip->said[ip->nsaid++] = *data;
+			return MHD_YES;
+		}
 		if (ip->p != NULL && ws_put_write(ip->p, data, *size,
 		    &ip->e) == -1) {
 			ws_put_abort(ip->p);
@@ -535,6 +621,10 @@ iput_more(struct MHD_Connection *conn, struct iput *ip, const char *data,
 		}
 		*size = 0;		/* the rest is read and dropped */
 		return MHD_YES;
+	}
+	if (ip->p != NULL && ip->by_fd && iput_check(ip) == -1) {
+		ws_put_abort(ip->p);
+		ip->p = NULL;
 	}
 	if (ip->p == NULL)
 		return internal_error(conn, &ip->e);
@@ -548,9 +638,9 @@ iput_more(struct MHD_Connection *conn, struct iput *ip, const char *data,
 }
 
 int
-files_internal(struct MHD_Connection *conn, const char *ws, const char *url,
-    const char *method, const char *upload_data, size_t *upload_data_size,
-    void **con_cls)
+files_internal(struct MHD_Connection *conn, int on_unix, const char *ws,
+    const char *url, const char *method, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
 {
 	struct http_request	*req = *con_cls;
 	struct fw_error		 e;
@@ -575,6 +665,20 @@ files_internal(struct MHD_Connection *conn, const char *ws, const char *url,
 		}
 		if (ws_open(ws, arg, &r, &e) == -1)
 			return internal_error(conn, &e);
+		if (on_unix && (arg = MHD_lookup_connection_value(conn,
+		    MHD_GET_ARGUMENT_KIND, "fd")) != NULL &&
+		    strcmp(arg, "1") == 0) {
+			if (hand_over(conn, r.fd) == 0) {
+				close(r.fd);
+				if ((j = json_pack("{s:I}", "size",
+				    (json_int_t)r.size)) == NULL)
+					return MHD_NO;
+				ret = http_reply_json(conn, 200, j);
+				json_decref(j);
+				return ret;
+			}
+			/* Not carried: the bytes, as without fd=1. */
+		}
 		if ((resp = MHD_create_response_from_fd64(r.size, r.fd)) == NULL) {
 			close(r.fd);
 			return MHD_NO;
@@ -588,7 +692,8 @@ files_internal(struct MHD_Connection *conn, const char *ws, const char *url,
 		json_decref(j);
 		return ret;
 	}
-	if (strcmp(url, "/_files/upload") == 0 && strcmp(method, "POST") == 0) {
+	if ((strcmp(url, "/_files/upload") == 0 || (on_unix &&
+	    strcmp(url, "/_files/receive") == 0)) && strcmp(method, "POST") == 0) {
 		arg = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
 		    "name");
 		if (arg == NULL) {
@@ -601,6 +706,14 @@ files_internal(struct MHD_Connection *conn, const char *ws, const char *url,
 		if ((ip->p = ws_put_begin(ws, arg, &e)) == NULL) {
 			free(ip);
 			return internal_error(conn, &e);
+		}
+		ip->by_fd = strcmp(url, "/_files/receive") == 0;
+		if (ip->by_fd && hand_over(conn, ip->p->fd) == -1) {
+			/* The supervisor sends the bytes to /_files/upload. */
+			ws_put_abort(ip->p);
+			free(ip);
+			return http_reply_text(conn, 501, "files cannot be handed "
+			    "over on this socket");
 		}
 		if (http_request_attach(con_cls, ip, iput_release) == NULL) {
 			iput_release(ip, MHD_REQUEST_TERMINATED_WITH_ERROR);

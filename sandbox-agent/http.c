@@ -314,9 +314,10 @@ agent_access(void *cls, struct MHD_Connection *conn, const char *url,
 	if ((!internal && fileweb_match(url)) || (internal && conf->user_header
 	    == NULL && strncmp(url, "/_files/", 8) == 0)) {
 		ret = internal ? (enum MHD_Result)files_internal(conn,
-		    conf->workdir, url, method, upload_data, upload_data_size,
-		    con_cls) : (enum MHD_Result)files_serve_links(conn, url,
-		    method, upload_data, upload_data_size, con_cls);
+		    on_unix, conf->workdir, url, method, upload_data,
+		    upload_data_size, con_cls) :
+		    (enum MHD_Result)files_serve_links(conn, url, method,
+		    upload_data, upload_data_size, con_cls);
 		if (fresh && *con_cls != NULL)
 			__atomic_add_fetch(&active, 1, __ATOMIC_SEQ_CST);
 		return ret;

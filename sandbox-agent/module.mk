@@ -42,7 +42,7 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs \
 		images.test.mjs \
-		namespace.test.mjs longrun.test.mjs files_full.test.mjs \
+		namespace.test.mjs longrun.test.mjs files_full.test.mjs files_fd.test.mjs \
 		secret.test.mjs notebook.test.mjs linkinput.test.mjs limits.test.mjs
 
 # Leftover processes killed after runs (VIVARIUM_SWEEP): unit tests, and the
@@ -57,7 +57,7 @@ FUZZ_AGENT	:= build/fuzz/agent-mcp
 $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h \
 		sandbox-agent/sweep.c sandbox-agent/result.c sandbox-agent/files.c \
-		sandbox-agent/jobs.c sandbox-agent/cancel.c
+		sandbox-agent/jobs.c sandbox-agent/cancel.c common/fdpass.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
 		-Icommon -Isandbox-agent \
@@ -67,7 +67,7 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
 		common/link.c common/sha256.c common/fileweb.c common/mhd.c \
 		common/guard.c common/text.c common/clock.c common/jsonrpc.c \
-		-lmicrohttpd -ljansson -lm -lpthread
+		common/fdpass.c -lmicrohttpd -ljansson -lm -lpthread
 
 .PHONY: test-fuzz-agent
 TEST_SUITES += test-fuzz-agent

@@ -3,8 +3,17 @@
  * side (checking the link, pages, headers, multipart); this is its
  * backend, which takes each checked request to the link's user's sandbox:
  * the agent's /_files/ endpoints on its unix socket do the file side, as
- * the sandbox user, inside the sandbox.  Bytes stream both ways through
- * bounded buffers; nothing is held whole.
+ * the sandbox user, inside the sandbox.
+ *
+ * On a unix socket the agent hands over the open file itself (common/
+ * fdpass.h): a download is sent from it with sendfile(2), an upload is
+ * written into the agent's temporary file by the thread that parses it,
+ * and no byte crosses the socket.  The agent still opens, checks and
+ * renames; the supervisor never names a path in the volume, and checks
+ * what it is given (check_passed()), since code in the sandbox can stand
+ * in for the agent.  Over TCP (a cluster's Pods) bytes stream both ways
+ * through bounded buffers, as they do with an agent too old to hand files
+ * over; nothing is held whole.
  *
  * What goes wrong on the way (Podman down, a socket not answering) is
  * said in words that name host paths: the socket of Podman, the user's
@@ -12,13 +21,17 @@
  * gets a plain sentence and the log gets the detail (unreachable()).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "fileweb.h"
 #include "text.h"
 #include "link.h"
@@ -27,6 +40,13 @@
 #include "banned.h"
 
 #define ANSWER_MAX	(64u * 1024)
+/*
+ * While the supervisor writes an upload, its agent connection is quiet: a
+ * space this often keeps it open.  The agent in the image (libmicrohttpd
+ * 1.x) closed a quiet one within 25 s, 3 s was kept: under the 10 s
+ * first-request timeout its connections start with.
+ */
+#define KEEPALIVE_S	5
 
 static const struct conf	*conf;
 static struct fileweb		 web;
@@ -34,6 +54,12 @@ static struct fileweb		 web;
 struct svfile {
 	struct agent_conn	 a;
 	struct sandbox		*sb;
+	/* An upload written through a descriptor the agent handed over
+	 * (1; -1 once the sandbox stopped taking its end). */
+	int			 by_fd;
+	char			 name[256];	/* of an upload, for errors */
+	unsigned long long	 written;
+	double			 said_at;	/* the last keep-alive */
 };
 
 static void
@@ -81,10 +107,13 @@ acquire(const char *user, unsigned stale, struct fw_error *e)
 	return sb;
 }
 
-/* Sends a bodyless request to the user's agent and reads the head. */
+/*
+ * Sends a bodyless request to the user's agent and reads the head; with
+ * want_fd, a file the agent hands over first is in f->a.passed_fd.
+ */
 static struct svfile *
 open_agent(const char *user, const char *method, const char *path,
-    struct fw_error *e)
+    int want_fd, struct fw_error *e)
 {
 	struct agent_req	 r;
 	struct svfile		*f;
@@ -100,6 +129,7 @@ open_agent(const char *user, const char *method, const char *path,
 	memset(&r, 0, sizeof(r));
 	r.method = method;
 	r.path = path;
+	r.want_fd = want_fd;
 	if ((f->sb = acquire(user, 0, e)) == NULL)
 		goto fail;
 	for (attempt = 0;; attempt++) {
@@ -211,6 +241,82 @@ sv_close(void *cookie)
 	svfile_close(cookie);
 }
 
+/*
+ * A descriptor the agent handed over must be what it said: a regular file
+ * (not a pipe, socket or device that could stall or stream for ever),
+ * open for reading (download) or writing (upload), not an O_PATH handle,
+ * of the size it said (nothing yet, for an upload).  0, or -1 with e.
+ */
+static int
+check_passed(const char *user, int fd, int for_write, long long size,
+    struct fw_error *e)
+{
+	struct stat	 st;
+	int		 fl;
+	const char	*why = NULL;
+
+	if (fstat(fd, &st) == -1 || (fl = fcntl(fd, F_GETFL)) == -1)
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if ((fl & O_PATH) || (fl & O_ACCMODE) == (for_write ? O_RDONLY :
+	    O_WRONLY))
+		why = for_write ? "not open for writing" : "not open for reading";
+	else if (st.st_size != size) {
+		/* Likely a run writing it just then: worth another try. */
+		log_warnx("file link for user %s: the sandbox handed over a "
+		    "file not of the size it said (%lld, not %lld bytes)",
+		    user, (long long)st.st_size, size);
+		fail(e, 502, "The file changed while it was being opened (is "
+		    "something writing it?). Try again in a moment.");
+		return -1;
+	}
+	if (why == NULL)
+		return 0;
+	unreachable(e, 502, user, "the sandbox handed over a file that "
+	    "cannot be used", why);
+	return -1;
+}
+
+/*
+ * A download handed over as a descriptor: the answer says its size, and
+ * the file goes to fileweb, which sends it with sendfile.  The sandbox
+ * stays held (f, closed with the response) so that it is not stopped,
+ * and its volume unmounted, under an open file.
+ */
+static int
+sv_open_passed(struct svfile *f, const char *user, struct fw_reader *r,
+    struct fw_error *e)
+{
+	json_t		*j;
+	json_int_t	 size;
+
+	if ((j = answer_json(f, 200, "size", ANSWER_MAX, "answer to a "
+	    "download", e)) == NULL)
+		goto fail;
+	size = json_integer_value(json_object_get(j, "size"));
+	if (!json_is_integer(json_object_get(j, "size")) || size < 0) {
+		json_decref(j);
+		fail(e, 502, "The sandbox sent an answer that could not be "
+		    "read.");
+		goto fail;
+	}
+	json_decref(j);
+	if (check_passed(user, f->a.passed_fd, 0, (long long)size, e) == -1)
+		goto fail;
+	r->fd = f->a.passed_fd;
+	f->a.passed = 0;
+	r->size = (uint64_t)size;
+	agent_close(&f->a);
+	r->cookie = f;
+	r->read = NULL;
+	r->close = sv_close;
+	return 0;
+fail:
+	svfile_close(f);
+	return -1;
+}
+
 static int
 sv_open(void *arg, const char *user, const char *path, struct fw_reader *r,
     struct fw_error *e)
@@ -223,10 +329,14 @@ sv_open(void *arg, const char *user, const char *path, struct fw_reader *r,
 		fail(e, 400, "The file name is too long.");
 		return -1;
 	}
-	f = open_agent(user, "GET", buf_str(&url), e);
+	/* An agent on TCP, or one that predates fd=1, sends the bytes. */
+	buf_appends(&url, "&fd=1");
+	f = open_agent(user, "GET", buf_str(&url), 1, e);
 	buf_release(&url);
 	if (f == NULL)
 		return -1;
+	if (f->a.passed)
+		return sv_open_passed(f, user, r, e);
 	if (f->a.head.status != 200 || f->a.head.content_length < 0) {
 		if (f->a.head.status == 200)
 			fail(e, 502, "The sandbox did not say how large the "
@@ -250,7 +360,7 @@ sv_list(void *arg, const char *user, struct fw_error *e)
 	struct svfile	*f;
 	json_t		*j;
 
-	if ((f = open_agent(user, "GET", "/_files/list", e)) == NULL)
+	if ((f = open_agent(user, "GET", "/_files/list", 0, e)) == NULL)
 		return NULL;
 	j = answer_json(f, 200, "files", FW_LIST_MAX, "list of files", e);
 	if (j == NULL && f->a.head.status == 200)
@@ -260,32 +370,28 @@ sv_list(void *arg, const char *user, struct fw_error *e)
 	return j;
 }
 
-static void *
-sv_put_begin(void *arg, const char *user, const char *name,
-    struct fw_error *e)
+/*
+ * Opens the upload request at endpoint on the user's agent: f, or NULL
+ * with e (f is freed then).  A stale address is looked up once more.
+ */
+static struct svfile *
+put_open(struct svfile *f, const char *user, const char *endpoint,
+    const char *name, int want_fd, struct fw_error *e)
 {
 	struct buf		 url = BUF_INIT(1024);
 	struct agent_req	 r;
-	struct svfile		*f;
 	char			 err[512];
 	int			 stale, attempt;
 	unsigned		 gen;
 
-	if ((f = calloc(1, sizeof(*f))) == NULL) {
-		fail(e, 500, "out of memory");
-		return NULL;
-	}
-	f->a.fd = -1;
-	if ((f->sb = acquire(user, 0, e)) == NULL) {
-		free(f);
-		return NULL;
-	}
-	buf_appends(&url, "/_files/upload?name=");
+	buf_appends(&url, endpoint);
+	buf_appends(&url, "?name=");
 	url_escape(name, 0, &url);
 	memset(&r, 0, sizeof(r));
 	r.method = "POST";
 	r.path = buf_str(&url);
 	r.chunked = 1;
+	r.want_fd = want_fd;
 	for (attempt = 0;; attempt++) {
 		if (agent_stream_open(&f->a, pool_addr(f->sb), &r,
 		    (int)(conf->agent_timeout * 1000), &stale, err,
@@ -311,10 +417,96 @@ sv_put_begin(void *arg, const char *user, const char *name,
 	return f;
 }
 
+static void *
+sv_put_begin(void *arg, const char *user, const char *name,
+    struct fw_error *e)
+{
+	struct svfile	*f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		fail(e, 500, "out of memory");
+		return NULL;
+	}
+	f->a.fd = -1;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	if ((f->sb = acquire(user, 0, e)) == NULL) {
+		free(f);
+		return NULL;
+	}
+	if (pool_addr(f->sb)->kind == AGENT_UNIX) {
+		if ((f = put_open(f, user, "/_files/receive", name, 1, e)) ==
+		    NULL)
+			return NULL;
+		if (f->a.passed) {
+			if (check_passed(user, f->a.passed_fd, 1, 0, e) == -1) {
+				svfile_close(f);
+				return NULL;
+			}
+			f->by_fd = 1;
+			f->said_at = clock_mono();
+			return f;
+		}
+		/* It answered instead: a refusal, or an agent that takes
+		 * the bytes instead: older than /_files/receive (404), or on
+		 * a socket that cannot carry a file (501, under gVisor). */
+		if (f->a.head.status != 404 && f->a.head.status != 501) {
+			agent_refusal(f, e);
+			svfile_close(f);
+			return NULL;
+		}
+		agent_close(&f->a);
+	}
+	return put_open(f, user, "/_files/upload", name, 0, e);
+}
+
+/* A piece of an upload, into the file the agent handed over. */
+static int
+put_write_fd(struct svfile *f, const char *data, size_t len,
+    struct fw_error *e)
+{
+	ssize_t	 w;
+	int	 full;
+
+	if (f->written + len > conf->upload_max) {
+		fail(e, 413, "%s is larger than the limit of %llu bytes per "
+		    "upload; it was not saved.", f->name, conf->upload_max);
+		return -1;
+	}
+	while (len > 0) {
+		w = write(f->a.passed_fd, data, len);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			full = w == 0 || errno == ENOSPC || errno == EDQUOT;
+			fail(e, full ? 507 : 500, "%s was not saved: %s", f->name,
+			    full ? "the workspace is full. Free some space "
+			    "(remove files you no longer need) and upload it "
+			    "again" : strerror(errno));
+			return -1;
+		}
+		data += w;
+		len -= (size_t)w;
+		f->written += (size_t)w;
+	}
+	if (clock_mono() - f->said_at >= KEEPALIVE_S) {
+		if (agent_stream_write(&f->a, " ", 1) == -1) {
+			fail(e, 502, "The sandbox stopped taking the upload "
+			    "(%s).", strerror(errno));
+			return -1;
+		}
+		f->said_at = clock_mono();
+	}
+	return 0;
+}
+
 static int
 sv_put_write(void *h, const char *data, size_t len, struct fw_error *e)
 {
-	if (agent_stream_write(&((struct svfile *)h)->a, data, len) == -1) {
+	struct svfile *f = h;
+
+	if (f->by_fd)
+		return put_write_fd(f, data, len, e);
+	if (agent_stream_write(&f->a, data, len) == -1) {
 		fail(e, 502, "The sandbox stopped taking the upload (%s).",
 		    strerror(errno));
 		return -1;
@@ -326,10 +518,23 @@ static json_t *
 sv_put_end(void *h, struct fw_error *e)
 {
 	struct svfile	*f = h;
-	char		 err[512];
+	char		 err[512], size[32];
 	json_t		*j = NULL;
+	int		 n;
 
-	if (agent_stream_close(&f->a, err, sizeof(err)) == -1) {
+	if (f->by_fd) {
+		/* Written: what is left is to say how much (docs/agent.md). */
+		close(f->a.passed_fd);
+		f->a.passed = 0;
+		n = snprintf(size, sizeof(size), "%llu", f->written);
+		if (agent_stream_write(&f->a, size, (size_t)n) == -1)
+			f->by_fd = -1;
+	}
+	if (f->by_fd == -1 || agent_stream_close(&f->a, err,
+	    sizeof(err)) == -1) {
+		if (f->by_fd == -1)
+			snprintf(err, sizeof(err), "cannot send to the sandbox: "
+			    "%s", strerror(errno));
 		log_warnx("file link: the sandbox did not confirm an upload: %s",
 		    err);
 		fail(e, 502, "The sandbox did not confirm the upload, so it "

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdpass.h"
 #include "http1.h"
 #include "proof.h"
 #include "supervisor.h"
@@ -152,6 +153,43 @@ fill(struct agent_conn *c)
 	if (r > 0)
 		c->rlen += (size_t)r;
 	return r;
+}
+
+/*
+ * The agent's first byte, when the request let it hand over a file: the
+ * mark with its descriptor goes to c->passed_fd; any other byte is the
+ * start of its HTTP answer and stays in rbuf for parse_head.
+ */
+static int
+take_fd(struct agent_conn *c, char *err, size_t errlen)
+{
+	char	 b;
+	int	 fd, r;
+
+	while ((r = fdpass_recv(c->fd, &b, &fd)) == -1 && errno == EAGAIN)
+		if (wait_agent(c) == -1)
+			break;
+	if (r == 1 && fd != -1) {
+		c->passed = 1;
+		c->passed_fd = fd;
+		return 0;
+	}
+	if (r == 1) {
+		c->rbuf[0] = b;
+		c->rpos = 0;
+		c->rlen = 1;
+		return 0;
+	}
+	if (r == 0)
+		snprintf(err, errlen, "the sandbox closed the connection "
+		    "without answering");
+	else if (errno == EBADMSG)
+		snprintf(err, errlen, "the sandbox sent a malformed reply: "
+		    "descriptors where none belong");
+	else
+		snprintf(err, errlen, "the sandbox did not answer (%s)",
+		    strerror(errno));
+	return -1;
 }
 
 /* Copies a field's value (truncated to len) into dst. */
@@ -584,6 +622,11 @@ agent_open(struct agent_conn *c, const struct agent_addr *a,
 	c->timeout_ms = timeout_ms;
 	c->client_fd = r->client_fd != NULL ? *r->client_fd : -1;
 	*connect_failed = 0;
+	if (reuse_fd != -1 && r->want_fd) {
+		/* A file comes first on a fresh connection only. */
+		close(reuse_fd);
+		reuse_fd = -1;
+	}
 	if (reuse_fd != -1) {
 		/*
 		 * A kept connection the agent may have closed meanwhile: if
@@ -618,6 +661,9 @@ agent_open(struct agent_conn *c, const struct agent_addr *a,
 		    "%s", strerror(errno));
 		goto fail;
 	}
+	if (r->want_fd && a->kind == AGENT_UNIX && take_fd(c, err, errlen)
+	    == -1)
+		goto fail;
 head:
 	if (parse_head(c, err, errlen) == -1)
 		goto fail;
@@ -648,6 +694,11 @@ agent_stream_open(struct agent_conn *c, const struct agent_addr *a,
 	if (send_request(c, a, r, timeout_ms) == -1) {
 		snprintf(err, errlen, "cannot send to the sandbox: %s",
 		    strerror(errno));
+		agent_close(c);
+		return -1;
+	}
+	if (r->want_fd && a->kind == AGENT_UNIX && (take_fd(c, err, errlen)
+	    == -1 || (!c->passed && parse_head(c, err, errlen) == -1))) {
 		agent_close(c);
 		return -1;
 	}
@@ -764,6 +815,9 @@ agent_close(struct agent_conn *c)
 	if (c->fd != -1)
 		close(c->fd);
 	c->fd = -1;
+	if (c->passed)
+		close(c->passed_fd);
+	c->passed = 0;
 }
 
 /*

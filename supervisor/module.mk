@@ -96,13 +96,14 @@ FUZZ_TIME	?= 30
 FUZZ_SUPERVISOR	:= build/fuzz/supervisor-relay
 $(FUZZ_SUPERVISOR): tests/fuzz/supervisor/fuzz_relay.c supervisor/forward.c \
 		supervisor/supervisor.h common/buf.c common/http1.c common/http1.h \
-		common/proof.c common/sha256.c common/link.c
+		common/proof.c common/sha256.c common/link.c common/fdpass.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		$(call PC_cflags,jansson) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/supervisor/fuzz_relay.c common/buf.c \
-		common/http1.c common/proof.c common/sha256.c common/link.c
+		common/http1.c common/proof.c common/sha256.c common/link.c \
+		common/fdpass.c
 
 .PHONY: test-fuzz-supervisor
 TEST_SUITES += test-fuzz-supervisor

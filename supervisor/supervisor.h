@@ -259,6 +259,10 @@ struct agent_conn {
 	int		 client_gone;	/* a wait ended because it closed */
 	int		 secret_sent;	/* a TCP agent's: its 401 is ours */
 	int		 stale;		/* not (any more) the sandbox's agent */
+	/* A file the agent handed over (want_fd), owned: closed by
+	 * agent_close unless taken (then clear passed). */
+	int		 passed;
+	int		 passed_fd;
 };
 
 /* Header values the supervisor passes on to the agent (NULL: absent). */
@@ -273,6 +277,12 @@ struct agent_req {
 	const char	*body;
 	size_t		 body_len;
 	int		 chunked;	/* the body follows: agent_stream_* */
+	/*
+	 * On a unix socket: the agent may hand over an open file before its
+	 * answer (common/fdpass.h), which lands in agent_conn.passed_fd.
+	 * Ignored on TCP, where the agent sends bytes instead.
+	 */
+	int		 want_fd;
 	/*
 	 * The client's connection, or NULL: while the agent has not
 	 * answered, its closing ends the wait, and the agent connection is
@@ -298,6 +308,9 @@ int	agent_open(struct agent_conn *, const struct agent_addr *,
  * (proving a TCP agent as agent_open does; *stale as its *connect_failed)
  * and sends the head, write sends a piece, close ends the body and reads
  * the answer's head (then agent_read as usual).  0, or -1 with err.
+ * With want_fd on a unix socket, open also waits for the agent's first
+ * byte: a file handed over (c->passed), or else its answer, whose head
+ * it reads at once (then the request is over: close the connection).
  */
 int	agent_stream_open(struct agent_conn *, const struct agent_addr *,
 	    const struct agent_req *, int timeout_ms, int *stale, char *err,

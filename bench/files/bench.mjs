@@ -10,15 +10,19 @@
 //       (the file's pages dropped from the cache before each read);
 //   (c) the peak RSS of the supervisor and of the agent in the sandbox
 //       during each transfer (VmHWM after a reset, and VmRSS sampled).
+//   (d) the loopback ceiling: the same file from a plain sendfile server
+//       (python3 -m http.server) to the same curl, what any server here
+//       could reach over loopback TCP.
 // Targets: (a) and (b) at least 70% of the direct throughput; (c) flat,
 // under 20 MB.  BENCH_FILE_MIB sets the size (default 1024), BENCH_ROUNDS
 // the rounds (each side's best is kept; default 3).  VIVARIUM_BENCH_SHORT=1
 // (the short mode make test runs): one round of 8 MiB.
 import { rmSync, mkdtempSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  supervisorTarget, bigFile, freeBytes, fileSha, memWatch, mb, curl, sh, callTool, MiB, IMAGE,
+  supervisorTarget, bigFile, freeBytes, fileSha, memWatch, mb, curl, sh, callTool, MiB, IMAGE, freePort,
 } from '../../tests/files/lib.mjs';
 
 const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
@@ -57,7 +61,11 @@ async function main() {
     const up = (await callTool(c, 'upload_link', {})).structuredContent.url;
 
     let upVia = Infinity, upDirect = Infinity, downVia = Infinity, downDirect = Infinity;
-    let coldVia = Infinity, coldDirect = Infinity;
+    let coldVia = Infinity, coldDirect = Infinity, ceiling = Infinity;
+    const plainPort = await freePort();
+    const plain = spawn('python3', ['-m', 'http.server', String(plainPort), '--bind', '127.0.0.1', '--directory', ws],
+      { stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 1000));
     const mem = { up: null, down: null };
     const worst = (a, b) => {
       if (!a) return b;
@@ -92,6 +100,8 @@ async function main() {
       downVia = Math.min(downVia, sDown);
       downDirect = Math.min(downDirect, await timed(async () => check(await sh(
         `dd if='${join(ws, saved)}' of=/dev/null bs=1M status=none`), 'direct read')));
+      ceiling = Math.min(ceiling, await timed(async () => check(await curl(['--fail', '-o', '/dev/null',
+        `http://127.0.0.1:${plainPort}/${encodeURIComponent(saved)}`]), 'plain server')));
 
       // (b') the same with this one file's pages dropped from
       // the cache first (dd iflag=nocache, posix_fadvise DONTNEED).
@@ -105,6 +115,7 @@ async function main() {
       coldDirect = Math.min(coldDirect, await timed(async () => check(await sh(
         `dd if='${join(ws, saved)}' of=/dev/null bs=1M status=none`), 'cold direct read')));
     }
+    plain.kill();
     const same = (await fileSha(join(ws, saved))) === src.sha256;
 
     const line = (what, via, direct) => {
@@ -116,6 +127,8 @@ async function main() {
     console.log(line(`(a) upload ${SIZE / MiB} MiB`, upVia, upDirect) + (same ? '' : '; UPLOADED FILE DIFFERS'));
     console.log(line(`(b) download ${SIZE / MiB} MiB, from the page cache`, downVia, downDirect));
     console.log(line(`    the same from the disk (this file's pages dropped from the page cache before each)`, coldVia, coldDirect));
+    console.log(`(d) loopback ceiling: the same file from python3 -m http.server (sendfile) ${rate(ceiling).toFixed(0)} MiB/s ` +
+      `(${ceiling.toFixed(2)} s); the download via the supervisor is ${(ceiling / downVia * 100).toFixed(0)}% of it`);
     let flat = true;
     for (const [what, m] of Object.entries(mem)) {
       const parts = Object.entries(m).map(([k, v]) => {

@@ -198,6 +198,15 @@ describe('TCP with VIVARIUM_AGENT_SECRET', () => {
     const raw = await agent.get('/_files/raw?path=data.csv', { headers: auth });
     assert.equal(raw.status, 200);
     assert.equal(raw.text, 'a,b\n1,2\n');
+    // Files by descriptor are the unix socket's: on TCP, fd=1 gets the
+    // bytes (what the supervisor relays for a Pod), and no /_files/receive.
+    const rawFd = await agent.get('/_files/raw?path=data.csv&fd=1', { headers: auth });
+    assert.equal(rawFd.status, 200);
+    assert.equal(rawFd.text, 'a,b\n1,2\n');
+    const rcv = await agent.fetch(`${agent.baseUrl}/_files/receive?name=r.txt`, {
+      method: 'POST', headers: auth, body: '3', duplex: 'half',
+    });
+    assert.equal(rcv.status, 404, await rcv.text());
 
     // An upload without the secret leaves nothing; with it, the file lands.
     const up = async (headers) => {

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import {
   supervisorTarget, launchBrowser, mint, parseToken, splitLink, get, upload, hmac, readMasterKey,
-  randomBytes, existsSync, join, MiB, TAG, user, userKey, now, sleep, rmSync,
+  randomBytes, existsSync, join, MiB, TAG, user, userKey, now, sleep, rmSync, multipart, listTree,
+  freeBytes, mb,
 } from './lib.mjs';
 import { startSupervisor } from '../supervisor/lib.mjs';
 import {
@@ -156,6 +157,42 @@ test('Podman unreachable: the link page names no host path, the log does', async
 });
 
 bigScenarios(env);
+
+test('a download is sent from the file the agent handed over, and the log says so', async () => {
+  const u = t.users[0];
+  const c = await t.client(u);
+  await runPython(c, "open('handed.txt','w').write('HANDED OVER')");
+  const s = await shareFile(c, 'handed.txt');
+  const r = await get(s.url);
+  assert.equal(r.status, 200);
+  assert.equal(r.text, 'HANDED OVER');
+  await sleep(200);
+  assert.match(t.logs(), new RegExp(`download of handed\\.txt for user ${u} \\(11 bytes, sent from the file\\)`));
+});
+
+// The supervisor writes an upload into the file the agent handed over
+// (docs/agent.md, "Files by descriptor"): on the user's own filesystem,
+// whose quota holds for it as for the sandbox (no blocks kept for root).
+test('an upload larger than the workspace quota: 507 saying so, nothing left, the space given back', async () => {
+  const u = user('quota');
+  t = await t.restart(`users:\n  ${u}:\n    workspace: 16m`);
+  const up = await uploadLink(await t.client(u));
+  const ws = t.ws(u);
+  const before = listTree(ws);
+  const free = freeBytes(ws);
+  const { body, contentType } = multipart([{ name: 'over-quota.bin', data: randomBytes(40 * MiB) }]);
+  const res = await fetch(up.url, { method: 'POST', headers: { 'content-type': contentType }, body });
+  const text = await res.text();
+  assert.equal(res.status, 507, text.slice(0, 300));
+  assert.match(text.replace(/<[^>]*>/g, ' '), /workspace is full/, text.slice(0, 500));
+  await sleep(500);
+  // (The directories uploads are received in may stay, empty.)
+  const files = (l) => l.filter((x) => x !== '.vivarium/' && x !== '.vivarium/uploading/');
+  assert.deepEqual(files(listTree(ws)), files(before), 'nothing left of it');
+  assert.ok(freeBytes(ws) >= free - MiB, `the space was given back: ${mb(freeBytes(ws))} free, ${mb(free)} before`);
+  const r = await upload(up.url, [{ name: 'small.txt', data: 'fits' }]);
+  assert.equal(r.status, 200, r.text);
+});
 
 // Last: the supervisor again with a small upload cap (same sandboxes).
 test('restart the supervisor with links.upload_max: 1m', async () => {

@@ -1,12 +1,15 @@
 /*
  * Unit tests for common/guard.c: which connection makes room, which link
- * transfer is admitted, and when a slow head, body or transfer is cut.
+ * transfer is admitted, and when a slow head, body or transfer is cut;
+ * and a sendfile download whose file shrank.
  * The decisions are plain functions of the guard's list; no daemon runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -264,10 +267,37 @@ test_tcp_bytes(void **state)
 	close(l);
 }
 
+/* A download's file, watched: cut once shorter than its answer said. */
+static void
+test_file_shrank(void **state)
+{
+	struct guard_conn	 c;
+	char			 path[] = "/tmp/viv-guard-XXXXXX";
+	int			 fd;
+
+	memset(&c, 0, sizeof(c));
+	c.file_fd = -1;
+	assert_false(guard_file_shrank(&c));
+	assert_true((fd = mkstemp(path)) >= 0);
+	unlink(path);
+	assert_int_equal(ftruncate(fd, 1000), 0);
+	c.file_fd = dup(fd);
+	c.file_size = 1000;
+	assert_false(guard_file_shrank(&c));
+	assert_int_equal(ftruncate(fd, 2000), 0);	/* grew: still sent */
+	assert_false(guard_file_shrank(&c));
+	assert_int_equal(ftruncate(fd, 0), 0);		/* rewritten */
+	assert_true(guard_file_shrank(&c));
+	guard_file_drop(&c);
+	assert_int_equal(c.file_fd, -1);
+	close(fd);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_file_shrank),
 		cmocka_unit_test(test_victim_order),
 		cmocka_unit_test(test_admit_caps),
 		cmocka_unit_test(test_head_deadline),
