@@ -200,6 +200,10 @@ json_t	*tools_list(const struct agent_config *cfg);
 /* New CallToolResult, or NULL with err filled (unknown tool, bad arguments). */
 json_t	*tools_call(const struct agent_ctx *, const char *name,
 	    json_t *arguments, struct rpc_error *err);
+/* With VIVARIUM_WARM, starts the zygote (and its first spare) without
+ * waiting for it, so that the first run after a start is warm whenever
+ * the client's first request is not a run. */
+void	tools_warm_start(const struct agent_config *);
 
 /* ------------------------------------------------------------ files.c */
 

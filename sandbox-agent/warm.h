@@ -1,7 +1,7 @@
 /*
  * warm.h: runs forked from a warm interpreter (python/vivarium/_zygote.py;
  * docs/runner-contract.md, "Warm starts").  One zygote per agent, started
- * on first use, and one spare run forked from it ahead of time; runs for
+ * with the agent, and one spare run forked from it ahead of time; runs for
  * different workspaces differ only in cwd and environment.  Whenever the zygote is not ready or misbehaves, the caller
  * runs cold: nothing here may cost a run its result.
  */
