@@ -274,6 +274,24 @@ test_timeout_kills_group(void **state)
 	free(out);
 }
 
+/* Waits (at most 10 s) until the zygote, our child, has exited: a loaded
+ * machine may take longer than any fixed sleep to tear it down. */
+static void
+zygote_dead(pid_t z)
+{
+	siginfo_t	 si;
+	int		 i;
+
+	for (i = 0; i < 1000; i++) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)z, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == z)
+			return;
+		usleep(10000);
+	}
+	fail_msg("the zygote %d did not die", (int)z);
+}
+
 static void
 test_zygote_killed_between_runs(void **state)
 {
@@ -285,7 +303,7 @@ test_zygote_killed_between_runs(void **state)
 	assert_warm(&lim);
 	z = warm_zygote_pid();
 	assert_int_equal(kill(z, SIGKILL), 0);
-	usleep(100000);
+	zygote_dead(z);
 	out = ok(&lim, "print('after')");
 	assert_string_equal(out, "after\n");
 	free(out);
@@ -551,7 +569,10 @@ static const char fake_zygote[] =
     "        pid = os.fork()\n"
     "        if pid == 0:\n"
     "            os.setpgid(0, 0)\n"
-    "            while not req.recv(1 << 20).startswith(b'r'): pass\n"
+    "            while True:\n"
+    "                m = req.recv(1 << 20)\n"
+    "                if not m: os._exit(0)\n"
+    "                if m.startswith(b'r'): break\n"
     "            req.send(b'?')\n"
     "            if req.recv(16) == b'g': open('ran.txt', 'a').write('!')\n"
     "            os._exit(0)\n"
