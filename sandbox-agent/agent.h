@@ -145,7 +145,8 @@ void	init_maybe(void);
  */
 int	sweep_refused(char *why, size_t whylen);
 /* Turns sweeping on or off; keep() names a process to spare (the zygote's
- * pid, or -1), killed() is called when a kill took it too.  Both may be NULL. */
+ * pid, or -1) with its children (waiters) and their live children (the
+ * spare); killed() is called when a kill took it too.  Both may be NULL. */
 void	sweep_setup(int enabled, pid_t (*keep)(void), void (*killed)(void));
 /* Around every run: begin before anything starts, end after it is reaped.
  * end sweeps when it was the last run in flight and returns how many
@@ -199,6 +200,10 @@ json_t	*tools_list(const struct agent_config *cfg);
 /* New CallToolResult, or NULL with err filled (unknown tool, bad arguments). */
 json_t	*tools_call(const struct agent_ctx *, const char *name,
 	    json_t *arguments, struct rpc_error *err);
+/* With VIVARIUM_WARM, starts the zygote (and its first spare) without
+ * waiting for it, so that the first run after a start is warm whenever
+ * the client's first request is not a run. */
+void	tools_warm_start(const struct agent_config *);
 
 /* ------------------------------------------------------------ files.c */
 

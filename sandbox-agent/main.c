@@ -234,6 +234,7 @@ main(int argc, char **argv)
 	}
 	files_init(&cfg);
 	pycheck(&cfg);
+	tools_warm_start(&cfg);
 	if (agent_http_start(&cfg) == -1) {
 		agent_config_release(&cfg);
 		return 1;

@@ -6,7 +6,8 @@
  * setsid() has left the group and outlives it: a fork bomb made that way
  * holds every PID of the container and the agent cannot even accept a
  * connection.  So when no run is in progress, any process besides the
- * agent, PID 1 (the container's init) and the warm zygote is a leftover;
+ * agent, PID 1 (the container's init) and the warm zygote with its waiters
+ * and spare is a leftover;
  * if there are any, one kill(-1, SIGKILL) stops them all.  The kernel walks
  * the process list for kill(-1) under its tasklist lock and a fork racing
  * with it fails, so a bomb cannot outrun it; it skips the caller and PID 1
@@ -98,40 +99,71 @@ sleep_ms(long ms)
 		;
 }
 
+/* Reads /proc/<pid>/status into text: 0, or -1 when it is gone. */
+static int
+proc_status(const char *pid, char *text, size_t len)
+{
+	char	 path[64];
+	ssize_t	 n;
+	int	 fd;
+
+	snprintf(path, sizeof(path), "%s/%s/status", sweep_proc, pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, text, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	return 0;
+}
+
+static long
+status_ppid(const char *text)
+{
+	const char	*p;
+	long		 ppid;
+
+	if ((p = strstr(text, "\nPPid:\t")) == NULL ||
+	    sscanf(p + 7, "%ld", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
 /*
  * Whether /proc/<pid> is a live leftover we may signal: 1, or 0 when it is
  * gone, a zombie (already dead, waiting to be reaped), not ours to kill
  * (kill(2): our real or effective uid is its real or saved uid), or a child
- * of `keep`.  The zygote's children are its waiters: they never run the
- * user's code (a run closes the zygote's sockets before it starts, and
- * orphans go to PID 1, never to the zygote) and exit by themselves once
- * the agent has reaped their run; waiting for that would cost every warm
- * run a few milliseconds.
+ * or grandchild of `keep`.  The zygote's children are its waiters: they
+ * never run the user's code (a run closes the zygote's sockets before it
+ * starts, and orphans go to PID 1, never to the zygote) and exit by
+ * themselves once the agent has reaped their run; waiting for that would
+ * cost every warm run a few milliseconds.  A waiter's live child, when no
+ * run is in flight, is the spare waiting for the next run: it has run
+ * nothing yet (a run is over, a zombie, by the time the agent sweeps).
  */
 static int
 stray_alive(const char *pid, pid_t keep)
 {
-	char		 path[64], text[2048], *p;
+	char		 text[2048], ptext[2048], parent[24], *p;
 	unsigned long	 ruid, euid, suid;
 	long		 ppid;
-	ssize_t		 n;
-	int		 fd, state = 0;
+	int		 state = 0;
 
-	snprintf(path, sizeof(path), "%s/%s/status", sweep_proc, pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (proc_status(pid, text, sizeof(text)) == -1)
 		return 0;
-	n = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	text[n] = '\0';
 	if ((p = strstr(text, "\nState:\t")) != NULL)
 		state = p[8];
 	if (state == 'Z' || state == 'X' || state == 'x')
 		return 0;
-	if (keep > 0 && (p = strstr(text, "\nPPid:\t")) != NULL &&
-	    sscanf(p + 7, "%ld", &ppid) == 1 && ppid == (long)keep)
-		return 0;
+	if (keep > 0 && (ppid = status_ppid(text)) > 1) {
+		if (ppid == (long)keep)
+			return 0;
+		snprintf(parent, sizeof(parent), "%ld", ppid);
+		if (proc_status(parent, ptext, sizeof(ptext)) == 0 &&
+		    status_ppid(ptext) == (long)keep)
+			return 0;
+	}
 	if ((p = strstr(text, "\nUid:\t")) == NULL ||
 	    sscanf(p + 6, "%lu %lu %lu", &ruid, &euid, &suid) != 3)
 		return 1;	/* unreadable: count it, to be safe */

@@ -757,6 +757,35 @@ result_oom(struct rpc_error *err)
 	return NULL;
 }
 
+/* What every run of this agent gets from its configuration. */
+static void
+run_limits_of(const struct agent_config *cfg, struct run_limits *lim)
+{
+	memset(lim, 0, sizeof(*lim));
+	lim->python = cfg->python;
+	lim->pythonpath = cfg->pythonpath;
+	lim->output_limit = (size_t)cfg->output_limit;
+	lim->max_images = (int)cfg->max_images;
+	lim->max_image_side = (int)cfg->max_image_side;
+	lim->max_image_bytes = (size_t)cfg->max_image_bytes;
+	lim->max_result_image_bytes = (size_t)cfg->max_result_image_bytes;
+	lim->persist_namespace = cfg->persist_namespace;
+	lim->namespace_max_bytes = cfg->namespace_max_bytes;
+	lim->state_summary = cfg->state_summary;
+	lim->warm = cfg->warm;
+	lim->warm_imports = cfg->warm_imports;
+}
+
+void
+tools_warm_start(const struct agent_config *cfg)
+{
+	struct run_limits lim;
+
+	run_limits_of(cfg, &lim);
+	if (lim.warm)
+		run_warm_wait(&lim, 0);
+}
+
 static json_t *
 tool_run_python(const struct agent_ctx *ctx, json_t *args,
     struct rpc_error *err)
@@ -806,19 +835,7 @@ tool_run_python(const struct agent_ctx *ctx, json_t *args,
 		return out;
 	}
 
-	memset(&lim, 0, sizeof(lim));
-	lim.python = cfg->python;
-	lim.pythonpath = cfg->pythonpath;
-	lim.output_limit = (size_t)cfg->output_limit;
-	lim.max_images = (int)cfg->max_images;
-	lim.max_image_side = (int)cfg->max_image_side;
-	lim.max_image_bytes = (size_t)cfg->max_image_bytes;
-	lim.max_result_image_bytes = (size_t)cfg->max_result_image_bytes;
-	lim.persist_namespace = cfg->persist_namespace;
-	lim.namespace_max_bytes = cfg->namespace_max_bytes;
-	lim.state_summary = cfg->state_summary;
-	lim.warm = cfg->warm;
-	lim.warm_imports = cfg->warm_imports;
+	run_limits_of(cfg, &lim);
 	timeout_s = asked > cfg->max_timeout ? cfg->max_timeout : asked;
 	job = job_new(&lim, json_string_value(code), json_string_length(code),
 	    timeout_s, asked, json_is_true(fresh), ctx->workspace, ctx->label);

@@ -3,14 +3,17 @@
  * docs/runner-contract.md, "Warm starts").
  *
  * The zygote is a child of the agent on a SOCK_SEQPACKET control socket
- * (its descriptor 3).  A run sends one "run" message carrying the run's
- * stdin, stdout, stderr and one end of a new run socket; the zygote forks a
- * waiter for it and forgets it.  On the run socket the agent sends the cwd
- * ("c..."), the environment ("e..." each) and "r"; the waiter answers
- * "p<pid>" (or "f<errno>" when the cwd cannot be entered), the agent says
- * "g" and only then does the code run; when it ends the waiter answers
- * "s<raw wait status>" and keeps the zombie (so its process group id stays
- * reserved) until the agent closes the run socket.
+ * (its descriptor 3).  Runs never wait for a fork: the agent keeps one
+ * *spare* asked for ahead of time.  Asking is one "spare" message carrying
+ * one end of two new sockets, the request socket and the status socket; the
+ * zygote forks a waiter, which forks the spare run, says "p<pid>" on the
+ * status socket and waits for the spare to end.  To use it, the agent sends
+ * the spare the cwd ("c..."), the environment ("e..." each) and "r" with
+ * the run's stdin, stdout and stderr; the spare answers "k" (or "f<errno>"
+ * when the cwd cannot be entered), the agent says "g" and only then does
+ * the code run.  When it ends the waiter answers "s<raw wait status>" and
+ * keeps the zombie (so its process group id stays reserved) until the
+ * agent closes the status socket.  Taking the spare asks for the next one.
  */
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -54,7 +57,11 @@ static struct {
 	double		 next_try;
 	uint64_t	 key;		/* of the interpreter and environment */
 	unsigned int	 gen;		/* counts zygote starts */
-} wz = { -1, -1, 0, 0, 0, 0, 0, 0 };
+	/* The spare asked for ahead of time: its request and status
+	 * sockets, -1 when none.  Its pid is read when it is taken. */
+	int		 spare_req;
+	int		 spare_st;
+} wz = { -1, -1, 0, 0, 0, 0, 0, 0, -1, -1 };
 
 /* FNV-1a over the interpreter and the environment it was started with. */
 static uint64_t
@@ -85,10 +92,78 @@ close_fd(int *fd)
 
 /* ---------------------------------------------------------- the zygote */
 
+/* With wz_lock held: closing its sockets makes the spare exit unused. */
+static void
+spare_drop(void)
+{
+	close_fd(&wz.spare_req);
+	close_fd(&wz.spare_st);
+}
+
+/*
+ * With wz_lock held: asks the zygote for a spare unless there is one.  A
+ * zygote still importing takes the request when it is ready.  Never blocks:
+ * a stopped zygote fills its socket and the spare fails when taken.
+ */
+static int
+spare_request(void)
+{
+	union {
+		char		 buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr	 align;
+	} u;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	int		 req[2] = { -1, -1 }, st[2] = { -1, -1 }, fds[2];
+	ssize_t		 n;
+
+	if (wz.spare_req != -1)
+		return 0;
+	if (wz.ctl == -1)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, req) == -1 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st) == -1)
+		goto fail;
+	fds[0] = req[1];
+	fds[1] = st[1];
+	memset(&u, 0, sizeof(u));
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = (void *)(uintptr_t)"spare";
+	iov.iov_len = 5;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	do
+		n = sendmsg(wz.ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		goto fail;
+	close(req[1]);
+	close(st[1]);
+	wz.spare_req = req[0];
+	wz.spare_st = st[0];
+	return 0;
+fail:
+	log_debug("warm: cannot ask for a spare: %s", strerror(errno));
+	close_fd(&req[0]);
+	close_fd(&req[1]);
+	close_fd(&st[0]);
+	close_fd(&st[1]);
+	return -1;
+}
+
 /* With wz_lock held. */
 static void
 zygote_stop(void)
 {
+	spare_drop();
 	close_fd(&wz.ctl);
 	if (wz.pid > 0) {
 		/* Ours and not reaped yet: the pid cannot be anyone else's. */
@@ -164,6 +239,8 @@ zygote_start(const char *python, char *const *envp)
 	wz.gen++;
 	wz.started = clock_mono();
 	log_debug("warm: zygote started, pid %d", (int)wz.pid);
+	/* Made as soon as its imports are done: the first run need not wait. */
+	spare_request();
 	return 0;
 }
 
@@ -328,28 +405,23 @@ send_msg(int fd, char tag, const char *s)
 	return n == -1 ? -1 : 0;
 }
 
-/* The request on the control socket, with the four descriptors. */
+/* "r" on the request socket, with the run's stdin, stdout and stderr. */
 static int
-send_request(const int stdio[3], int runfd, unsigned int *gen)
+send_stdio(int fd, const int stdio[3])
 {
 	union {
-		char		 buf[CMSG_SPACE(4 * sizeof(int))];
+		char		 buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr	 align;
 	} u;
 	struct msghdr	 mh;
 	struct iovec	 iov;
 	struct cmsghdr	*c;
-	int		 fds[4];
 	ssize_t		 n;
 
-	fds[0] = stdio[0];
-	fds[1] = stdio[1];
-	fds[2] = stdio[2];
-	fds[3] = runfd;
 	memset(&u, 0, sizeof(u));
 	memset(&mh, 0, sizeof(mh));
-	iov.iov_base = (void *)(uintptr_t)"run";
-	iov.iov_len = 3;
+	iov.iov_base = (void *)(uintptr_t)"r";
+	iov.iov_len = 1;
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
 	mh.msg_control = u.buf;
@@ -357,20 +429,11 @@ send_request(const int stdio[3], int runfd, unsigned int *gen)
 	c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	pthread_mutex_lock(&wz_lock);
-	*gen = wz.gen;
-	if (wz.ctl == -1 || !wz.ready) {
-		pthread_mutex_unlock(&wz_lock);
-		errno = ENOTCONN;
-		return -1;
-	}
-	/* Never block here: a stopped zygote would hold every run. */
+	c->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(c), stdio, 3 * sizeof(int));
 	do
-		n = sendmsg(wz.ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 	while (n == -1 && errno == EINTR);
-	pthread_mutex_unlock(&wz_lock);
 	return n == -1 ? -1 : 0;
 }
 
@@ -389,45 +452,59 @@ parse_num(const char *s, size_t n, long *out)
 	return errno != 0 || *end != '\0' || end == tmp ? -1 : 0;
 }
 
-static int
-warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
-    size_t errlen)
+static ssize_t
+recv_msg(int fd, char *buf, size_t len)
 {
-	struct warm_run	*w = arg;
+	ssize_t	 n;
+
+	do
+		n = recv(fd, buf, len, 0);
+	while (n == -1 && errno == EINTR);
+	return n;
+}
+
+/* How using a spare ended. */
+enum spare_end {
+	SPARE_OK,
+	SPARE_CWD,		/* the cwd cannot be entered: the caller's */
+	SPARE_DEAD,		/* it went away before it took the run */
+	SPARE_BROKEN,		/* the zygote's fault: go cold, replace it */
+};
+
+/* Hands the run to one spare; on SPARE_OK sp->pid runs the code. */
+static enum spare_end
+spare_use(struct warm_run *w, int req, struct spawn *sp, const int stdio[3],
+    char *errbuf, size_t errlen)
+{
 	char *const	*e;
 	char		 msg[32];
-	int		 sv[2];
 	ssize_t		 n;
+	pid_t		 pid = -1;
 	long		 v;
 
-	w->sock = -1;
-	w->have_status = w->lost = w->failed = 0;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-		snprintf(errbuf, errlen, "socketpair: %s",
-		    strerror(errno));
-		w->failed = 1;
-		return -1;
-	}
-	w->sock = sv[0];
-	if (send_request(stdio, sv[1], &w->gen) == -1) {
-		snprintf(errbuf, errlen, "the zygote took no request: %s",
-		    strerror(errno));
-		close(sv[1]);
-		goto failed;
-	}
-	close(sv[1]);
 	if (set_timeout(w->sock, warm_reply_timeout) == -1 ||
-	    send_msg(w->sock, 'c', sp->cwd != NULL ? sp->cwd : ".") == -1)
+	    set_timeout(req, warm_reply_timeout) == -1 ||
+	    (n = recv_msg(w->sock, msg, sizeof(msg))) == -1)
+		goto io;
+	if (n < 2 || msg[0] != 'p' || parse_num(msg + 1, (size_t)n - 1, &v) == -1 ||
+	    v <= 1 || v > INT32_MAX) {
+		snprintf(errbuf, errlen, "%s from the zygote",
+		    n == 0 ? "no answer (it went away)" : "a bad answer");
+		return SPARE_BROKEN;
+	}
+	pid = (pid_t)v;
+	if (pid == getpid() || getpgid(pid) != pid) {
+		snprintf(errbuf, errlen, "a bad pid (%d) from the zygote",
+		    (int)pid);
+		return SPARE_BROKEN;
+	}
+	if (send_msg(req, 'c', sp->cwd != NULL ? sp->cwd : ".") == -1)
 		goto io;
 	for (e = sp->envp; e != NULL && *e != NULL; e++)
-		if (send_msg(w->sock, 'e', *e) == -1)
+		if (send_msg(req, 'e', *e) == -1)
 			goto io;
-	if (send_msg(w->sock, 'r', NULL) == -1)
-		goto io;
-	do
-		n = recv(w->sock, msg, sizeof(msg), 0);
-	while (n == -1 && errno == EINTR);
-	if (n == -1)
+	if (send_stdio(req, stdio) == -1 ||
+	    (n = recv_msg(req, msg, sizeof(msg))) == -1)
 		goto io;
 	if (n > 1 && msg[0] == 'f' && parse_num(msg + 1, (size_t)n - 1, &v) == 0) {
 		/* As the fork+exec path reports a cwd it cannot enter. */
@@ -435,32 +512,84 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 		sp->chdir_failed = 1;
 		snprintf(errbuf, errlen, "%s: %s", sp->cwd ? sp->cwd : "",
 		    strerror((int)v));
-		close_fd(&w->sock);
-		return -1;
+		return SPARE_CWD;
 	}
-	if (n < 2 || msg[0] != 'p' || parse_num(msg + 1, (size_t)n - 1, &v) == -1 ||
-	    v <= 1 || v > INT32_MAX || (pid_t)v == getpid() ||
-	    getpgid((pid_t)v) != (pid_t)v) {
-		snprintf(errbuf, errlen, "%s from the zygote",
-		    n == 0 ? "no answer (it went away)" : "a bad answer");
-		goto failed;
+	if (n == 0) {
+		snprintf(errbuf, errlen, "the spare %d went away", (int)pid);
+		return SPARE_DEAD;
+	}
+	if (n != 1 || msg[0] != 'k') {
+		snprintf(errbuf, errlen, "a bad answer from the spare");
+		return SPARE_BROKEN;
 	}
 	/* Committed: from here on the code runs. */
-	if (send_msg(w->sock, 'g', NULL) == -1)
+	if (send_msg(req, 'g', NULL) == -1)
 		goto io;
-	sp->pid = (pid_t)v;
+	sp->pid = pid;
 	set_timeout(w->sock, 0);
-	return 0;
+	return SPARE_OK;
 io:
+	if (errno == EPIPE || errno == ECONNRESET) {
+		snprintf(errbuf, errlen, "the spare %d went away", (int)pid);
+		return SPARE_DEAD;
+	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK)
 		snprintf(errbuf, errlen, "the zygote did not answer in time");
 	else
-		snprintf(errbuf, errlen, "the zygote's run socket: %s",
+		snprintf(errbuf, errlen, "the spare's socket: %s",
 		    strerror(errno));
-failed:
-	/* Closing makes the waiter kill the run before it ever runs. */
-	close_fd(&w->sock);
-	w->failed = 1;
+	return SPARE_BROKEN;
+}
+
+static int
+warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
+    size_t errlen)
+{
+	struct warm_run	*w = arg;
+	enum spare_end	 end = SPARE_BROKEN;
+	int		 req = -1, tries, fresh;
+
+	w->sock = -1;
+	w->have_status = w->lost = w->failed = 0;
+	/* A spare killed while it waited costs one more, made now. */
+	for (tries = 0; tries < 2; tries++) {
+		pthread_mutex_lock(&wz_lock);
+		w->gen = wz.gen;
+		fresh = wz.spare_req == -1;
+		if (wz.ctl == -1 || !wz.ready)
+			errno = ENOTCONN;
+		if (wz.ctl == -1 || !wz.ready || spare_request() == -1) {
+			pthread_mutex_unlock(&wz_lock);
+			snprintf(errbuf, errlen, "the zygote took no request: %s",
+			    strerror(errno));
+			end = SPARE_BROKEN;
+			break;
+		}
+		req = wz.spare_req;
+		w->sock = wz.spare_st;
+		wz.spare_req = wz.spare_st = -1;
+		pthread_mutex_unlock(&wz_lock);
+
+		end = spare_use(w, req, sp, stdio, errbuf, errlen);
+		/* Closing makes a spare that never got "g" exit unused. */
+		close_fd(&req);
+		if (end == SPARE_OK)
+			break;
+		close_fd(&w->sock);
+		if (end != SPARE_DEAD || fresh)
+			break;
+		log_warnx("warm: %s; trying another", errbuf);
+	}
+	/* The next run's spare, forked while this one runs. */
+	pthread_mutex_lock(&wz_lock);
+	if (wz.gen == w->gen && wz.ready)
+		spare_request();
+	pthread_mutex_unlock(&wz_lock);
+	if (end == SPARE_OK)
+		return 0;
+	if (end == SPARE_DEAD)
+		end = SPARE_BROKEN;
+	w->failed = end == SPARE_BROKEN;
 	return -1;
 }
 

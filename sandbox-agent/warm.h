@@ -1,8 +1,8 @@
 /*
  * warm.h: runs forked from a warm interpreter (python/vivarium/_zygote.py;
  * docs/runner-contract.md, "Warm starts").  One zygote per agent, started
- * on first use; runs for different workspaces differ only in cwd and
- * environment.  Whenever the zygote is not ready or misbehaves, the caller
+ * with the agent, and one spare run forked from it ahead of time; runs for
+ * different workspaces differ only in cwd and environment.  Whenever the zygote is not ready or misbehaves, the caller
  * runs cold: nothing here may cost a run its result.
  */
 #ifndef VIVARIUM_WARM_H
@@ -14,17 +14,17 @@
 
 /* A zygote not ready this long after its start is broken (s). */
 #define WARM_READY_WAIT		30.0
-/* How long the zygote may take to answer a request with a pid (s). */
+/* How long a spare (or the zygote making it) may take to answer (s). */
 #define WARM_REPLY_TIMEOUT	5.0
 
 /* One run's state for warm_starter (spawn.starter_arg). */
 struct warm_run {
-	int		 sock;		/* the run socket, or -1 */
+	int		 sock;		/* the waiter's status socket, or -1 */
 	int		 status;	/* raw wait status, when have_status */
 	int		 have_status;
 	int		 lost;		/* the waiter went away without a status */
 	int		 failed;	/* the start failed through the zygote's fault */
-	unsigned int	 gen;		/* which zygote took the request */
+	unsigned int	 gen;		/* which zygote made the spare */
 };
 
 #define WARM_RUN_INIT	{ -1, 0, 0, 0, 0, 0 }

@@ -52,6 +52,13 @@ def start(workspace):
     """Called once per run, before the namespace is restored (restoring
     `plt` imports pyplot)."""
     _run[0] = _Run(workspace)
+    patch()
+
+
+def patch():
+    """Patches matplotlib where it is imported, and hooks its import where
+    not yet; idempotent.  A warm run's process does it before its run is
+    known (vivarium._zygote), never the zygote itself."""
     pending = [m for m in (FIGURE_MODULE, PYPLOT_MODULE) if m not in sys.modules]
     for name in (FIGURE_MODULE, PYPLOT_MODULE):
         if name not in pending:

@@ -7,23 +7,25 @@ importing it.  docs/runner-contract.md ("Warm starts") is the protocol.
 Three kinds of process run this file:
 
 - the zygote: imports VIVARIUM_WARM_IMPORTS and the runner's modules, says
-  "ready" on the control socket, then for each request (its descriptors
-  arrive with SCM_RIGHTS) forks a waiter and forgets it (SIGCHLD is ignored,
-  so waiters are reaped by the kernel).  It never runs user code, so nothing
-  a run does reaches it.
-- a waiter: reads the run's cwd and environment from the run socket, enters
-  the cwd, forks the run, reports its pid, lets it go on the agent's "g",
-  waits for it (without reaping: the group id stays reserved), kills what is
-  left of its group, reports the raw wait status, and reaps it once the
-  agent closes the run socket.  A waiter outlives the zygote, so a zygote
+  "ready" on the control socket, then for each "spare" request (a request
+  socket and a status socket arrive with SCM_RIGHTS) forks a waiter and
+  forgets it (SIGCHLD is ignored, so waiters are reaped by the kernel).  It
+  never runs user code, so nothing a run does reaches it.
+- a waiter: forks the spare, reports its pid on the status socket, waits
+  for it (without reaping: the group id stays reserved), kills what is left
+  of its group, reports the raw wait status, and reaps it once the agent
+  closes the status socket.  A waiter outlives the zygote, so a zygote
   killed mid-run costs that run nothing.
-- the run: leads its own process group, restores the signal dispositions a
-  fresh interpreter has, takes the run's stdio, closes every other
-  descriptor, replaces the environment, re-seeds numpy's global generator
-  (random re-seeds itself at fork), and calls vivarium._runner.main(); it
-  exits doing what interpreter shutdown does that code can see (threads,
-  atexit, flushing, the user's globals released), without tearing down the
-  modules the zygote imported (see _exit).
+- the spare, which becomes the run: forked ahead of time, it leads its own
+  process group and has the signal dispositions a fresh interpreter has
+  from its start, then waits on the request socket.  Given a run (cwd,
+  environment, stdio) it enters the cwd, takes the stdio, answers "k" and on
+  the agent's "g" closes every other descriptor, replaces the environment,
+  re-seeds numpy's global generator (random re-seeds itself at fork), and
+  calls vivarium._runner.main(), which restores the namespace from disk only
+  now; it exits doing what interpreter shutdown does that code can see
+  (threads, atexit, flushing, the user's globals released), without tearing
+  down the modules the zygote imported (see _exit).
 
 There is also a small client (Zygote, WarmProcess) for the Python tests and
 the benchmark; the agent has its own, in C (sandbox-agent/warm.c).
@@ -122,92 +124,105 @@ def _keep_mpl_tempdir():
 
 # ------------------------------------------------------------------ the run
 
-def _become_run(fds, env, go, saved):
-    """In the run's process: returns when it may run the code."""
-    stdin, stdout, stderr = fds
-    os.setpgid(0, 0)
-    for i, fd in enumerate((stdin, stdout, stderr)):
-        os.dup2(fd, i)
-    _restore_signals(saved)
-    # Wait for the agent's go (through the waiter): without it, never run.
-    if os.read(go, 1) != b"g":
-        os._exit(0)
-    try:
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    except (OSError, ValueError):
-        os.closerange(3, 65536)
-    envb = os.environb
-    for k in list(envb):
-        del envb[k]
-    envb.update(env)
-    np = sys.modules.get("numpy.random")
-    if np is not None:
-        try:
-            np.seed()       # the legacy global RandomState, from OS entropy
-        except Exception:
-            pass
-
-
-def _waiter(fds, saved):
-    """In the waiter: returns only in the run's process."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    stdio, runfd = fds[:3], fds[3]
-    run = socket.socket(fileno=runfd)
+def _request(req):
+    """In the spare: waits for its run on the request socket.  Returns
+    (cwd, env, stdio) or None when the agent gave up (EOF or garbage)."""
     cwd, env = None, {}
     while True:
-        m = run.recv(MSG_MAX)
-        if not m:
-            os._exit(0)             # the agent gave up
+        m, fds, _, _ = socket.recv_fds(req, MSG_MAX, 3)
         t, body = m[:1], m[1:]
+        if t == b"r" and len(fds) == 3 and cwd is not None:
+            return cwd, env, fds
+        for fd in fds:
+            os.close(fd)
         if t == b"c":
             cwd = body
         elif t == b"e":
             k, eq, v = body.partition(b"=")
             if eq and k:
                 env[k] = v
-        elif t == b"r" and cwd is not None:
-            break
         else:
-            _log("bad request message %r" % m[:40])
-            os._exit(0)
+            if m:
+                _log("bad request message %r" % m[:40])
+            return None
+
+
+def _spare(reqfd, saved):
+    """In the spare: returns when it may run the code, in the run's cwd
+    with its stdio and environment; exits without running anything when the
+    agent gives up on it first (closes the socket, or never says "g")."""
+    os.setpgid(0, 0)                # the waiter sets it too: no race
+    _restore_signals(saved)
+    _before_run()
+    req = socket.socket(fileno=reqfd)
     try:
-        os.chdir(cwd)
-    except OSError as e:
-        run.send(b"f%d" % (e.errno or 0))
-        while run.recv(16):
-            pass
+        got = _request(req)
+        if got is None:
+            os._exit(0)
+        cwd, env, stdio = got
+        try:
+            os.chdir(cwd)
+        except OSError as e:
+            req.send(b"f%d" % (e.errno or 0))
+            os._exit(0)
+        for i, fd in enumerate(stdio):
+            os.dup2(fd, i)
+        req.send(b"k")
+        if req.recv(16) != b"g":
+            os._exit(0)
+    except OSError:
         os._exit(0)
-    go_r, go_w = os.pipe()
+    req.detach()
+    try:
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        os.closerange(3, 65536)
+    # Only what differs: every object touched after a fork copies its page
+    # (~240 page faults to replace all ~60 variables, 12 ms on these VMs),
+    # and the run's environment is mostly the zygote's.
+    envb = os.environb
+    for k in [k for k in envb if k not in env]:
+        del envb[k]
+    for k, v in env.items():
+        if envb.get(k) != v:
+            envb[k] = v
+
+
+def _before_run():
+    """In the spare, at its birth: what every run does first that need not
+    wait for the run (and whose page copies then cost no run anything)."""
+    np = sys.modules.get("numpy.random")
+    if np is not None:
+        try:
+            np.seed()       # the legacy global RandomState, from OS entropy
+        except Exception:
+            pass
+    try:
+        from vivarium import _figures
+        _figures.patch()
+    except Exception:
+        pass                # the run's _figures.start() tries again
+
+
+def _waiter(reqfd, stfd, saved):
+    """In the waiter: forks the spare and returns only in it."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    st = socket.socket(fileno=stfd)
     sys.stderr.flush()
     pid = _fork()
     if pid == 0:
-        os.close(go_w)
-        run.detach()
-        _become_run(stdio, env, go_r, saved)
+        st.close()                  # the waiter's alone: EOF when it dies
+        _spare(reqfd, saved)
         return
-    os.close(go_r)
-    for fd in stdio:
-        os.close(fd)
+    os.close(reqfd)
     try:
         os.setpgid(pid, pid)        # both sides set it: no race
     except OSError:
         pass
     try:
-        run.send(b"p%d" % pid)
-        m = run.recv(16)
+        st.send(b"p%d" % pid)
     except OSError:
-        m = b""
-    if m == b"g":
-        os.write(go_w, b"g")
-    os.close(go_w)
-    if m != b"g":
-        # The agent gave up on this start: the run never runs.
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        os.waitpid(pid, 0)
-        os._exit(0)
+        pass                        # the agent has gone: the spare sees EOF
     info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     status = _raw_status(info)
     try:
@@ -215,8 +230,8 @@ def _waiter(fds, saved):
     except OSError:
         pass
     try:
-        run.send(b"s%d" % status)
-        while run.recv(16):
+        st.send(b"s%d" % status)
+        while st.recv(16):
             pass
     except OSError:
         pass
@@ -250,7 +265,7 @@ def serve(ctl_fd):
             return None
         if not msg and not fds:
             return None             # the agent has gone
-        if msg != b"run" or len(fds) != 4:
+        if msg != b"spare" or len(fds) != 2:
             _log("bad request %r with %d descriptor(s)" % (msg[:40], len(fds)))
             for fd in fds:
                 os.close(fd)
@@ -260,7 +275,7 @@ def serve(ctl_fd):
         if pid == 0:
             try:
                 ctl.close()
-                _waiter(fds, saved)
+                _waiter(fds[0], fds[1], saved)
             except BaseException as e:
                 if os.getpgid(0) == os.getpid():
                     raise           # the run's process: report as a run would
@@ -406,20 +421,31 @@ class Zygote:
 
     def start(self, cwd, env, fds, stdout=None, stderr=None):
         """fds: the run's stdin, stdout, stderr descriptors (the caller
-        closes its copies); stdout/stderr: file objects for communicate()."""
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        socket.send_fds(self.ctl, [b"run"], list(fds) + [theirs.fileno()])
-        theirs.close()
-        mine.send(b"c" + os.fsencode(cwd))
-        for k, v in env.items():
-            mine.send(b"e" + os.fsencode(k) + b"=" + os.fsencode(v))
-        mine.send(b"r")
-        m = mine.recv(64)
+        closes its copies); stdout/stderr: file objects for communicate().
+        Asks for a spare and runs in it at once (the agent keeps one ready
+        ahead of time instead)."""
+        req, req_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        st, st_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        socket.send_fds(self.ctl, [b"spare"], [req_theirs.fileno(), st_theirs.fileno()])
+        req_theirs.close()
+        st_theirs.close()
+        m = st.recv(64)
         if not m.startswith(b"p"):
-            mine.close()
+            req.close()
+            st.close()
             raise OSError("warm start failed: %r" % m)
-        mine.send(b"g")
-        return WarmProcess(int(m[1:]), mine, stdout, stderr)
+        req.send(b"c" + os.fsencode(cwd))
+        for k, v in env.items():
+            req.send(b"e" + os.fsencode(k) + b"=" + os.fsencode(v))
+        socket.send_fds(req, [b"r"], list(fds))
+        k = req.recv(64)
+        if k != b"k":
+            req.close()
+            st.close()
+            raise OSError("warm start failed: %r" % k)
+        req.send(b"g")
+        req.close()
+        return WarmProcess(int(m[1:]), st, stdout, stderr)
 
     def close(self):
         self.ctl.close()

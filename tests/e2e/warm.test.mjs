@@ -1,10 +1,11 @@
 // Warm runs through the real agent (VIVARIUM_WARM=1) and the MCP SDK client:
-// per-user workspaces stay apart when every user's runs fork from one
-// zygote, users run in parallel through it, and a zygote killed between
-// calls is replaced without the caller noticing.
+// the zygote starts with the agent, so the first call is warm; per-user
+// workspaces stay apart when every user's runs fork from one zygote, users
+// run in parallel through it, and a zygote killed between calls is replaced
+// without the caller noticing.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAgent, textOf } from './harness.mjs';
 
@@ -39,6 +40,32 @@ async function waitWarm(agent, client, ms = 30000) {
   }
 }
 
+// The children of a process, from /proc.
+function childrenOf(pid) {
+  const out = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+// Once the zygote has imported it forks the first spare (through a waiter):
+// until then a run would go cold.  Returns the zygote's pid.
+async function spareReady(agent, ms = 60000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    for (const z of childrenOf(agent.proc.pid)) {
+      if (childrenOf(z).some((w) => childrenOf(w).length > 0)) return z;
+    }
+    if (Date.now() > end) throw new Error('no spare appeared');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 describe('warm runs with per-user workspaces', () => {
   let agent;
   let alice;
@@ -54,9 +81,15 @@ describe('warm runs with per-user workspaces', () => {
   });
   after(async () => { await agent.stop(); });
 
+  test('the zygote starts with the agent: the first call is warm', async () => {
+    const z = await spareReady(agent);
+    const [p1, w1, z1] = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
+    assert.notEqual(w1, agent.proc.pid, 'the first run was cold');
+    assert.equal(z1, z);
+    assert.notEqual(p1, w1);
+  });
+
   test('runs are warm: forked from the zygote, a new process each call', async () => {
-    const first = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
-    assert.equal(first[1], agent.proc.pid, 'the first run does not wait for the zygote');
     const [p1, w1, z1] = await waitWarm(agent, alice);
     const [p2, w2, z2] = (await stdoutOf(alice, LINEAGE)).split(' ').map(Number);
     assert.notEqual(w1, agent.proc.pid, 'the run was cold');

@@ -23,6 +23,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 int LLVMFuzzerInitialize(int *, char ***);
 
+/* No zygote here (tools_warm_start). */
+int
+run_warm_wait(const struct run_limits *lim, double seconds)
+{
+	return -1;
+}
+
 int
 run_python(const struct run_limits *lim, const struct run_request *rq,
     struct run_result *res, char *errbuf, size_t errlen)

@@ -192,6 +192,24 @@ test_waiters_spared(void **state)
 	assert_int_equal(killed_calls, 1);
 }
 
+/* A waiter's live child is the spare waiting for the next run: spared; a
+ * child of that spare is not (it would be the code's, run after all). */
+static void
+test_spare_spared(void **state)
+{
+	put_proc(4242, 'S', getuid());
+	put_proc_child(4300, 'S', getuid(), 4242);
+	put_proc_child(4301, 'S', getuid(), 4300);
+	sweep_run_begin();
+	assert_int_equal(sweep_run_end(), 0);
+	assert_int_equal(kills, 0);
+	put_proc_child(4302, 'S', getuid(), 4301);
+	sweep_run_begin();
+	assert_int_equal(sweep_run_end(), 1);
+	assert_int_equal(kills, 1);
+	assert_int_equal(killed_calls, 1);
+}
+
 /* Off (the default): the count is kept but nothing is scanned or killed. */
 static void
 test_off(void **state)
@@ -263,6 +281,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_leftovers_without_zygote,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waits_for_last_run, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_spare_spared, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_waiters_spared, setup,
 		    teardown),

@@ -29,6 +29,13 @@ dup_str(const char *s)
 	return p;
 }
 
+/* No zygote here (tools_warm_start). */
+int
+run_warm_wait(const struct run_limits *lim, double seconds)
+{
+	return -1;
+}
+
 int
 run_python(const struct run_limits *lim, const struct run_request *rq,
     struct run_result *res, char *errbuf, size_t errlen)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "../../../sandbox-agent/run.c"
 #include "../../../sandbox-agent/warm.c"
@@ -96,6 +97,58 @@ assert_warm(const struct run_limits *lim)
 		fail_msg("the run was started cold");
 	free(out);
 	assert_true(warm_zygote_pid() > 0);
+}
+
+/* The ppid of a process, or -1. */
+static pid_t
+ppid_of(pid_t pid)
+{
+	char	 path[64], line[512], *p;
+	FILE	*f;
+	pid_t	 pp = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	if (fgets(line, sizeof(line), f) != NULL &&
+	    (p = strrchr(line, ')')) != NULL)
+		sscanf(p + 1, " %*c %d", &pp);
+	fclose(f);
+	return pp;
+}
+
+/* The zygote's spare (its waiter's child), waiting up to 5 s; or -1. */
+static pid_t
+spare_of(pid_t z)
+{
+	char		 path[64], line[512];
+	DIR		*d;
+	struct dirent	*de;
+	pid_t		 pid, found = -1;
+	int		 i;
+	FILE		*f;
+
+	for (i = 0; i < 500 && found == -1; i++) {
+		if (i > 0)
+			usleep(10000);
+		if ((d = opendir("/proc")) == NULL)
+			return -1;
+		while (found == -1 && (de = readdir(d)) != NULL) {
+			if ((pid = (pid_t)atoi(de->d_name)) <= 0 ||
+			    ppid_of(pid) <= 0 || ppid_of(ppid_of(pid)) != z)
+				continue;
+			/* A waiting spare, not a zombie. */
+			snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+			if ((f = fopen(path, "r")) == NULL)
+				continue;
+			if (fgets(line, sizeof(line), f) != NULL &&
+			    strstr(line, ") S ") != NULL)
+				found = pid;
+			fclose(f);
+		}
+		closedir(d);
+	}
+	return found;
 }
 
 static void
@@ -221,6 +274,24 @@ test_timeout_kills_group(void **state)
 	free(out);
 }
 
+/* Waits (at most 10 s) until the zygote, our child, has exited: a loaded
+ * machine may take longer than any fixed sleep to tear it down. */
+static void
+zygote_dead(pid_t z)
+{
+	siginfo_t	 si;
+	int		 i;
+
+	for (i = 0; i < 1000; i++) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)z, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == z)
+			return;
+		usleep(10000);
+	}
+	fail_msg("the zygote %d did not die", (int)z);
+}
+
 static void
 test_zygote_killed_between_runs(void **state)
 {
@@ -232,7 +303,7 @@ test_zygote_killed_between_runs(void **state)
 	assert_warm(&lim);
 	z = warm_zygote_pid();
 	assert_int_equal(kill(z, SIGKILL), 0);
-	usleep(100000);
+	zygote_dead(z);
 	out = ok(&lim, "print('after')");
 	assert_string_equal(out, "after\n");
 	free(out);
@@ -271,7 +342,7 @@ static void
 test_zygote_stopped_falls_back(void **state)
 {
 	struct run_limits lim;
-	char		 path[PATH_MAX], buf[64];
+	char		 path[PATH_MAX], buf[64], mine[32];
 	pid_t		 z;
 	char		*out;
 	FILE		*f;
@@ -280,24 +351,99 @@ test_zygote_stopped_falls_back(void **state)
 	limits(&lim, 1);
 	assert_warm(&lim);
 	z = warm_zygote_pid();
+	assert_true(spare_of(z) > 0);	/* made before the zygote stops */
 	warm_reply_timeout = 0.5;
 	assert_int_equal(kill(z, SIGSTOP), 0);
-	/* Goes cold after the reply timeout, runs exactly once. */
+	snprintf(mine, sizeof(mine), "%d\n", (int)getpid());
+	/* The spare made before needs no zygote: warm. */
 	out = ok(&lim, "open('ran.txt', 'a').write('x')\nimport os\n"
 	    "print(os.getppid())");
-	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	assert_string_equal(out, buf);		/* cold: our child */
+	assert_string_not_equal(out, mine);
+	free(out);
+	/* Its replacement never comes: cold after the reply timeout, run
+	 * exactly once. */
+	out = ok(&lim, "open('ran.txt', 'a').write('x')\nimport os\n"
+	    "print(os.getppid())");
+	assert_string_equal(out, mine);		/* cold: our child */
 	free(out);
 	usleep(300000);
 	snprintf(path, sizeof(path), "%s/ran.txt", ws);
 	assert_non_null(f = fopen(path, "r"));
 	n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
-	assert_int_equal(n, 1);
+	assert_int_equal(n, 2);
 	/* The stopped one was replaced. */
 	assert_int_equal(kill(z, 0), -1);
 	assert_warm(&lim);
 	assert_int_not_equal(warm_zygote_pid(), z);
+}
+
+/*
+ * The spare for a run is forked while the run before it runs, before that
+ * run saves its namespace: it must restore what that run saved, see the
+ * files it wrote and import the module it rewrote, and keep none of its
+ * sys.path.  The run is the spare found before it: no fork on its path.
+ */
+static void
+test_spare_sees_last_run(void **state)
+{
+	struct run_limits lim;
+	char		*out, *end, want[64];
+	double		 ended, started;
+	pid_t		 spare;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	free(ok(&lim, "x = 1\nopen('helpermod.py', 'w').write('V = 1')\n"
+	    "import helpermod, sys\nsys.path.insert(0, '/vivarium-marker')\n"
+	    "print(helpermod.V)"));
+	out = ok(&lim, "import time\nx = 2\n"
+	    "open('helpermod.py', 'w').write('V = 22')\n"
+	    "open('data.txt', 'w').write('new')\ntime.sleep(0.5)\n"
+	    "print(open('/proc/uptime').read().split()[0])");
+	ended = strtod(out, &end);
+	assert_true(end != out);
+	free(out);
+	assert_true((spare = spare_of(warm_zygote_pid())) > 0);
+	out = ok(&lim, "import os, sys, helpermod\n"
+	    "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
+	    "print(int(st[19]) / os.sysconf('SC_CLK_TCK'))\n"
+	    "print(os.getpid(), x, helpermod.V, open('data.txt').read(),"
+	    " '/vivarium-marker' in sys.path)");
+	started = strtod(out, &end);
+	assert_true(end != out);
+	/* Forked before the run before it ended (ticks: 10 ms). */
+	assert_true(started < ended);
+	snprintf(want, sizeof(want), "\n%d 2 22 new False\n", (int)spare);
+	assert_string_equal(end, want);
+	free(out);
+}
+
+/* A spare killed while it waited costs no run: another is made and the
+ * run is still warm, run once, from the same zygote. */
+static void
+test_spare_killed(void **state)
+{
+	struct run_limits lim;
+	pid_t		 z, spare;
+	char		*out, mine[32];
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	z = warm_zygote_pid();
+	assert_true((spare = spare_of(z)) > 0);
+	assert_int_equal(kill(spare, SIGKILL), 0);
+	usleep(100000);
+	out = ok(&lim, "open('ran.txt', 'a').write('x')\nimport os\n"
+	    "print(os.getpid(), os.getppid())");
+	snprintf(mine, sizeof(mine), " %d\n", (int)getpid());
+	assert_null(strstr(out, mine));		/* warm */
+	assert_int_not_equal(atoi(out), spare);
+	free(out);
+	out = ok(&lim, "print(open('ran.txt').read())");
+	assert_string_equal(out, "x\n");
+	free(out);
+	assert_int_equal(warm_zygote_pid(), z);
 }
 
 /* The same code warm and cold gives the same result. */
@@ -409,24 +555,35 @@ static const char fake_zygote[] =
     "mode = os.environ['FAKE_ZYGOTE']\n"
     "ctl = socket.socket(fileno=3)\n"
     "ctl.send(b'ready')\n"
+    "held = []\n"
     "while True:\n"
     "    msg, fds, _, _ = socket.recv_fds(ctl, 64, 8)\n"
     "    if not msg: sys.exit(0)\n"
-    "    run = socket.socket(fileno=fds[3])\n"
-    "    if mode == 'close':\n"
-    "        run.close(); continue\n"
-    "    while run.recv(1 << 20) != b'r': pass\n"
-    "    if mode == 'garbage': run.send(b'hello there')\n"
-    "    elif mode == 'badpid': run.send(b'p1')\n"
-    "    elif mode == 'silent': time.sleep(60)\n"
+    "    req, st = socket.socket(fileno=fds[0]), socket.socket(fileno=fds[1])\n"
+    "    held.append((req, st))\n"
+    "    if mode == 'close': req.close(); st.close()\n"
+    "    elif mode == 'garbage': st.send(b'hello there')\n"
+    "    elif mode == 'badpid': st.send(b'p1')\n"
     "    elif mode == 'exit': os._exit(1)\n"
-    "    run.close()\n";
+    "    elif mode == 'badack':\n"
+    "        pid = os.fork()\n"
+    "        if pid == 0:\n"
+    "            os.setpgid(0, 0)\n"
+    "            while True:\n"
+    "                m = req.recv(1 << 20)\n"
+    "                if not m: os._exit(0)\n"
+    "                if m.startswith(b'r'): break\n"
+    "            req.send(b'?')\n"
+    "            if req.recv(16) == b'g': open('ran.txt', 'a').write('!')\n"
+    "            os._exit(0)\n"
+    "        os.setpgid(pid, pid)\n"
+    "        st.send(b'p%d' % pid)\n";   /* 'silent': never answers */
 
 static void
 test_zygote_misbehaves(void **state)
 {
 	static const char *const modes[] = { "close", "garbage", "badpid",
-	    "silent", "exit" };
+	    "silent", "exit", "badack" };
 	struct run_limits lim;
 	char		 fake[PATH_MAX / 2], path[PATH_MAX], want[32], buf[64];
 	const char	*mods[] = { "__init__", "_runner", "_store", "_footer",
@@ -493,6 +650,10 @@ main(void)
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_zygote_stopped_falls_back,
 		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_spare_sees_last_run,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_spare_killed, ws_new,
+		    ws_del),
 		cmocka_unit_test_setup_teardown(test_exit_and_crash_as_cold,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_workspace_gone, ws_new,
