@@ -141,6 +141,10 @@ box() {
 	vpodman save "$IMAGE" | vpodman exec -i "$name" podman load -q \
 	    >"$LOGS/$tag.load" 2>&1 ||
 	    { failed=1; say "$tag: podman load: $(cat "$LOGS/$tag.load")"; end; return; }
+	# Under the name the install expects, whatever its name here.
+	[ "$IMAGE" = "localhost/vivarium-sandbox:$VERSION" ] ||
+	    vpodman exec "$name" podman tag "$IMAGE" "localhost/vivarium-sandbox:$VERSION" ||
+	    { failed=1; say "$tag: podman tag failed"; end; return; }
 	took load-image
 	say "$tag: $(vpodman exec "$name" sh -c '. /etc/os-release; echo "$PRETTY_NAME"'), $(vpodman exec "$name" podman --version 2>/dev/null)"
 
