@@ -193,7 +193,21 @@ struct agent_ctx {
 	const char	*user;			/* VIVARIUM_USER_HEADER's id, or NULL */
 	const struct call_io *io;		/* borrowed, or NULL */
 	json_t		*request_id;		/* borrowed: the tools/call's id */
+	unsigned int	 client;		/* CLIENT_* the client declared */
+	char		*session_out;		/* initialize writes the id to mint
+						   here (MCP_SESSION_SIZE), or NULL */
 };
+
+/*
+ * What the client said it can do, as far as our tools care.  A 2026-07-28
+ * request says it in its _meta; before that era only initialize does, so
+ * the agent mints a session id that carries these bits (mcp_session_*):
+ * no table, nothing to expire, and any agent of the image reads it back.
+ * A forged id can only make a client receive what it says it handles.
+ */
+#define CLIENT_ELICIT_URL	0x01u	/* capabilities.elicitation.url */
+#define CLIENT_UI		0x02u	/* extensions io.modelcontextprotocol/ui */
+#define MCP_SESSION_SIZE	32	/* "vv1-FF-" + 16 hex + NUL fits */
 
 /* New {tools: [...]}; the schemas say cfg's limits. */
 json_t	*tools_list(const struct agent_config *cfg);
@@ -309,6 +323,13 @@ unsigned int mcp_handle(const struct agent_ctx *, const char *protocol_version,
 	    const char *body, size_t len, json_t **reply);
 /* 1 when version is one we speak. */
 int	mcp_version_supported(const char *version);
+/* CLIENT_* bits from an initialize's params.capabilities. */
+unsigned int mcp_client_caps(json_t *capabilities);
+/* Writes a new session id carrying client into out (MCP_SESSION_SIZE);
+ * 0, or -1 when no randomness could be had. */
+int	mcp_session_mint(unsigned int client, char *out);
+/* The CLIENT_* bits a session id carries; 0 for NULL or a foreign id. */
+unsigned int mcp_session_client(const char *session_id);
 
 /* ------------------------------------------------------------ sse.c */
 

@@ -201,12 +201,15 @@ mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 	struct call_io		 io;
 	struct MHD_Response	*resp;
 	char			 ws[4096], label[128], err[512];
+	char			 session[MCP_SESSION_SIZE] = "";
 	const char		*id = NULL;
 	json_t			*reply;
 	unsigned int		 status;
 
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = conf;
+	ctx.client = mcp_session_client(http_header(conn, "Mcp-Session-Id"));
+	ctx.session_out = session;
 	ctx.workspace = conf->workdir;
 	ctx.label = "workspace";
 	if (conf->user_header != NULL) {
@@ -243,6 +246,8 @@ mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 		return http_reply_empty(conn, status == 202 ? 202 : 500, NULL);
 	resp = http_response_json(reply);
 	json_decref(reply);
+	if (resp != NULL && session[0] != '\0')
+		MHD_add_response_header(resp, "Mcp-Session-Id", session);
 	return http_queue(conn, status, resp);
 }
 

@@ -5,14 +5,16 @@
  * every answered request (method errors included), 202 when there is
  * nothing to answer.
  *
- * The agent issues no Mcp-Session-Id: all state belongs to the workspace,
- * so any request may come on any connection, and there is no session table
- * to bound or expire.
+ * All state belongs to the workspace, so any request may come on any
+ * connection, and there is no session table to bound or expire.  The
+ * Mcp-Session-Id minted at initialize only carries what the client
+ * declared (agent.h, CLIENT_*), for the eras that say it only there.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "jsonrpc.h"
@@ -68,6 +70,73 @@ mcp_version_supported(const char *v)
 	return 0;
 }
 
+unsigned int
+mcp_client_caps(json_t *caps)
+{
+	json_t		*el, *ext, *ui, *types, *t;
+	unsigned int	 client = 0;
+	size_t		 i;
+
+	if (!json_is_object(caps))
+		return 0;
+	/* URL mode must be named; an empty elicitation object means form. */
+	el = json_object_get(caps, "elicitation");
+	if (json_is_object(json_object_get(el, "url")))
+		client |= CLIENT_ELICIT_URL;
+	ext = json_object_get(caps, "extensions");
+	ui = json_object_get(ext, "io.modelcontextprotocol/ui");
+	if (json_is_object(ui)) {
+		types = json_object_get(ui, "mimeTypes");
+		if (!json_is_array(types))
+			client |= CLIENT_UI;	/* the extension's default */
+		json_array_foreach(types, i, t)
+			if (json_is_string(t) && strcmp(json_string_value(t),
+			    "text/html;profile=mcp-app") == 0)
+				client |= CLIENT_UI;
+	}
+	return client;
+}
+
+#define SESSION_PREFIX	"vv1-"
+
+int
+mcp_session_mint(unsigned int client, char *out)
+{
+	unsigned char	r[8];
+
+	if (getentropy(r, sizeof(r)) == -1)
+		return -1;
+	snprintf(out, MCP_SESSION_SIZE, SESSION_PREFIX "%02x-"
+	    "%02x%02x%02x%02x%02x%02x%02x%02x", client & 0xffu, r[0], r[1],
+	    r[2], r[3], r[4], r[5], r[6], r[7]);
+	return 0;
+}
+
+unsigned int
+mcp_session_client(const char *sid)
+{
+	const char	*p;
+	unsigned int	 v = 0;
+	int		 i;
+
+	if (sid == NULL || strncmp(sid, SESSION_PREFIX,
+	    sizeof(SESSION_PREFIX) - 1) != 0)
+		return 0;
+	p = sid + sizeof(SESSION_PREFIX) - 1;
+	for (i = 0; i < 2; i++, p++) {
+		if (*p >= '0' && *p <= '9')
+			v = v * 16 + (unsigned int)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			v = v * 16 + (unsigned int)(*p - 'a' + 10);
+		else
+			return 0;
+	}
+	if (*p != '-' || strlen(p + 1) != 16 ||
+	    strspn(p + 1, "0123456789abcdef") != 16)
+		return 0;
+	return v & (CLIENT_ELICIT_URL | CLIENT_UI);
+}
+
 static json_t *
 mcp_result(json_t *id, json_t *result)
 {
@@ -80,7 +149,7 @@ mcp_result(json_t *id, json_t *result)
 /* ------------------------------------------------------------ methods */
 
 static json_t *
-method_initialize(json_t *id, json_t *params)
+method_initialize(const struct agent_ctx *ctx, json_t *id, json_t *params)
 {
 	json_t		*pv = json_object_get(params, "protocolVersion");
 	const char	*v, *mods = pycheck_modules();
@@ -94,6 +163,9 @@ method_initialize(json_t *id, json_t *params)
 	v = json_string_value(pv);
 	if (!mcp_version_supported(v))
 		v = MCP_LATEST_VERSION;
+	if (ctx->session_out != NULL && mcp_session_mint(mcp_client_caps(
+	    json_object_get(params, "capabilities")), ctx->session_out) == -1)
+		ctx->session_out[0] = '\0';
 	if (buf_appends(&ins, instructions) == -1 || (mods[0] != '\0' &&
 	    buf_appendf(&ins, "\n%s", mods) == -1)) {
 		buf_release(&ins);
@@ -224,7 +296,7 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 		if (in_batch)
 			return jsonrpc_error(id, RPC_INVALID_REQUEST,
 			    "initialize must not be part of a batch");
-		return method_initialize(id, params);
+		return method_initialize(ctx, id, params);
 	}
 	if (strcmp(m, "ping") == 0)
 		return mcp_result(id, json_object());

@@ -216,6 +216,7 @@ sse_serve(struct MHD_Connection *conn, const struct agent_ctx *ctx,
 	s->ctx = *ctx;
 	s->ctx.workspace = s->workspace;
 	s->ctx.label = s->label;
+	s->ctx.session_out = NULL;	/* initialize never comes this way */
 	s->ctx.io = &s->io;
 	pthread_mutex_init(&s->mtx, NULL);
 	pthread_cond_init(&s->cond, NULL);

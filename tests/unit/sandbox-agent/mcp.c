@@ -59,8 +59,8 @@ cancel_request(const char *scope, json_t *id, const char *why)
 	return 1;
 }
 
-static const struct agent_ctx ctx = { NULL, "/nonexistent", "test", NULL,
-    NULL, NULL };
+static const struct agent_ctx ctx = { .workspace = "/nonexistent",
+    .label = "test" };
 
 /* Handles body; returns the status and leaves the reply in *out. */
 static unsigned int
@@ -323,6 +323,57 @@ test_batches(void **state)
 	json_decref(r);
 }
 
+/* The session id minted at initialize carries what the client declared. */
+static void
+test_session_carries_client(void **state)
+{
+	struct agent_ctx c;
+	char		 sid[MCP_SESSION_SIZE] = "", other[MCP_SESSION_SIZE];
+	json_t		*r, *caps;
+	const char	*init = "{\"jsonrpc\":\"2.0\",\"id\":1,"
+	    "\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+	    "\"2025-11-25\",\"capabilities\":{\"elicitation\":{\"url\":{}},"
+	    "\"extensions\":{\"io.modelcontextprotocol/ui\":{\"mimeTypes\":"
+	    "[\"text/html;profile=mcp-app\"]}}}}}";
+
+	memset(&c, 0, sizeof(c));
+	c.label = "t";
+	c.workspace = "/nonexistent";
+	c.session_out = sid;
+	r = NULL;
+	assert_int_equal(mcp_handle(&c, NULL, init, strlen(init), &r), 200);
+	json_decref(r);
+	assert_int_equal(mcp_session_client(sid), CLIENT_ELICIT_URL | CLIENT_UI);
+	/* Each initialize mints a new id. */
+	assert_int_equal(mcp_session_mint(CLIENT_ELICIT_URL | CLIENT_UI, other),
+	    0);
+	assert_string_not_equal(sid, other);
+
+	/* Form-only elicitation, another extension, or none: no bits. */
+	caps = json_loads("{\"elicitation\":{}, \"extensions\":{\"x/y\":{}}}",
+	    0, NULL);
+	assert_int_equal(mcp_client_caps(caps), 0);
+	json_decref(caps);
+	caps = json_loads("{\"elicitation\":{\"form\":{}, \"url\":{}}, "
+	    "\"extensions\":{\"io.modelcontextprotocol/ui\":{\"mimeTypes\":"
+	    "[\"text/plain\"]}}}", 0, NULL);
+	assert_int_equal(mcp_client_caps(caps), CLIENT_ELICIT_URL);
+	json_decref(caps);
+	assert_int_equal(mcp_client_caps(NULL), 0);
+
+	/* Foreign, truncated or hostile ids carry nothing. */
+	assert_int_equal(mcp_session_client(NULL), 0);
+	assert_int_equal(mcp_session_client(""), 0);
+	assert_int_equal(mcp_session_client("abc"), 0);
+	assert_int_equal(mcp_session_client("vv1-03-0123"), 0);
+	assert_int_equal(mcp_session_client("vv1-0g-0123456789abcdef"), 0);
+	assert_int_equal(mcp_session_client("vv1-03-0123456789abcdef0"), 0);
+	assert_int_equal(mcp_session_client("vv1-ff-0123456789abcdef"),
+	    CLIENT_ELICIT_URL | CLIENT_UI);
+	assert_int_equal(mcp_session_client("vv1-01-0123456789abcdef"),
+	    CLIENT_ELICIT_URL);
+}
+
 int
 main(void)
 {
@@ -337,6 +388,7 @@ main(void)
 		cmocka_unit_test(test_protocol_version_header),
 		cmocka_unit_test(test_tools_call_params),
 		cmocka_unit_test(test_batches),
+		cmocka_unit_test(test_session_carries_client),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
