@@ -160,6 +160,7 @@ int	sweep_run_end(void);
 struct rpc_error {
 	int		 code;
 	char		 message[512];
+	json_t		*data;		/* error.data, owned (new), or NULL */
 };
 
 #define RPC_PARSE_ERROR		-32700
@@ -167,6 +168,13 @@ struct rpc_error {
 #define RPC_METHOD_NOT_FOUND	-32601
 #define RPC_INVALID_PARAMS	-32602
 #define RPC_INTERNAL_ERROR	-32603
+/*
+ * URL elicitation required (MCP 2025-11-25): data is {elicitations:
+ * [{mode: "url", elicitationId, url, message}]}.  A tool says it so in
+ * every era; mcp.c answers it as the era does (an error before
+ * 2026-07-28, an input_required result since).
+ */
+#define RPC_URL_ELICITATION	-32042
 /* Not an error code: the request was cancelled, so nothing is answered. */
 #define RPC_NO_REPLY		1
 

@@ -204,10 +204,17 @@ method_tools_call(const struct agent_ctx *ctx, json_t *id, json_t *params)
 	res = tools_call(ctx, json_string_value(name), args, &err);
 	if (res == NULL && err.code == RPC_NO_REPLY)
 		return NULL;	/* cancelled: no response (MCP cancellation) */
-	if (res == NULL)
-		return jsonrpc_error(id, err.code ? err.code :
+	if (res == NULL) {
+		res = jsonrpc_error(id, err.code ? err.code :
 		    RPC_INTERNAL_ERROR, "%s", err.message[0] ? err.message :
 		    "internal error");
+		if (res != NULL && err.data != NULL)
+			json_object_set(json_object_get(res, "error"), "data",
+			    err.data);
+		json_decref(err.data);
+		return res;
+	}
+	json_decref(err.data);
 	return mcp_result(id, res);
 }
 

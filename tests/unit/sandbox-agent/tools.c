@@ -95,7 +95,8 @@ run_python(const struct run_limits *lim, const struct run_request *rq,
 }
 
 static struct agent_config	cfg;
-static struct agent_ctx		ctx = { &cfg, "/tmp", "test", NULL, NULL, NULL };
+static struct agent_ctx		ctx = { .cfg = &cfg, .workspace = "/tmp",
+    .label = "test" };
 
 static int
 reset(void **state)
