@@ -72,6 +72,27 @@ $(O)/t/$(1): $(2) $(3) $$(COMMON_LIB)
 		$$(call PC_libs,$(4) cmocka $$(COMMON_PKGS)) -lm -lpthread
 endef
 
+# $(call fuzz_target,NAME,SOURCES,LIBS,CORPUS,RUN_FLAGS,DEPS): build/fuzz/NAME,
+# a libFuzzer driver built by clang (Debian's libclang-rt) with ASan and
+# UBSan from SOURCES, the driver first (DEPS: what it #includes besides
+# common/*.h); and fuzz-run-NAME, which runs it for FUZZ_TIME seconds on
+# the CORPUS folder plus what earlier runs found (build/fuzz/NAME-corpus),
+# crashes kept as build/fuzz/NAME-*.
+FUZZ_TIME	?= 30
+define fuzz_target
+build/fuzz/$(1): $(2) $(6) $$(wildcard common/*.h)
+	@mkdir -p $$(@D)
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
+		-Icommon -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $$@ $(2) $(3)
+.PHONY: fuzz-run-$(1)
+fuzz-run-$(1): build/fuzz/$(1)
+	@mkdir -p build/fuzz/$(1)-corpus
+	build/fuzz/$(1) -max_total_time=$$(FUZZ_TIME) -print_final_stats=1 \
+		-timeout=5 -artifact_prefix=build/fuzz/$(1)- $(5) \
+		build/fuzz/$(1)-corpus $(4)
+endef
+
 # Order matters only for TEST_SUITES: cheap suites first; the benchmarks'
 # short runs (tests/bench) after the suites that build the sandbox image,
 # and the whole hosts (tests/host), the dearest, last.

@@ -23,9 +23,6 @@ $(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-ou
 # ---------------------------------------------------------------- suites
 
 TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
-FUZZ_TIME	?= 30
-FUZZ_POLICY	:= build/fuzz/egress-policy
-FUZZ_LABELS	:= build/fuzz/egress-labels
 
 .PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 
@@ -61,56 +58,30 @@ test-egress-container: image-for-tests
 # proxy is the parser's first user; the supervisor's reply reader has its
 # own target (test-fuzz-supervisor).
 FUZZ_HTTP1	:= request response body
-build/fuzz/http1-%: tests/fuzz/http1/fuzz_%.c common/http1.c common/http1.h \
-		common/buf.c
-	@mkdir -p $(@D)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ $< common/http1.c common/buf.c
+$(foreach t,$(FUZZ_HTTP1),$(eval $(call fuzz_target,http1-$(t),\
+	tests/fuzz/http1/fuzz_$(t).c common/http1.c common/buf.c,,\
+	tests/fuzz/http1/$(t),-max_len=8192)))
 
 # The classifier and the host address file, against rules of its own.  The
 # proxy logs each file it reads (thousands a second here): -close_fd_mask=2
 # drops that, and libFuzzer still reports a crash on its own copy of stderr.
-$(FUZZ_POLICY): tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
-		egress-proxy/conf.c egress-proxy/egress.h common/buf.c \
-		common/config.c common/conftab.c common/yconf.c common/log.c \
-		common/text.c
-	@mkdir -p $(@D)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/egress/fuzz_policy.c egress-proxy/policy.c \
-		egress-proxy/conf.c common/buf.c common/config.c common/conftab.c \
-		common/yconf.c common/log.c common/text.c \
-		-lyaml -lpthread
+$(eval $(call fuzz_target,egress-policy,tests/fuzz/egress/fuzz_policy.c \
+	egress-proxy/policy.c egress-proxy/conf.c common/buf.c common/config.c \
+	common/conftab.c common/yconf.c common/log.c common/text.c,\
+	-Iegress-proxy -lyaml -lpthread,tests/fuzz/egress/policy-corpus,\
+	-max_len=4096 -close_fd_mask=2,egress-proxy/egress.h))
 
 # The user labels file (labels.c), which the supervisor writes and the
 # proxy's log lines carry.
-$(FUZZ_LABELS): tests/fuzz/egress/fuzz_labels.c egress-proxy/labels.c \
-		egress-proxy/egress.h common/buf.c common/log.c common/text.c
-	@mkdir -p $(@D)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Iegress-proxy \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/egress/fuzz_labels.c common/buf.c common/log.c \
-		common/text.c -lpthread
+$(eval $(call fuzz_target,egress-labels,tests/fuzz/egress/fuzz_labels.c \
+	common/buf.c common/log.c common/text.c,-Iegress-proxy -lpthread,\
+	tests/fuzz/egress/labels-corpus,-max_len=8192,egress-proxy/labels.c \
+	egress-proxy/egress.h))
 
 test-fuzz-egress:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory $(FUZZ_HTTP1:%=build/fuzz/http1-%) \
-		$(FUZZ_POLICY) $(FUZZ_LABELS)
-	@mkdir -p $(FUZZ_HTTP1:%=build/fuzz/http1-%-corpus) \
-		build/fuzz/egress-policy-corpus build/fuzz/egress-labels-corpus
-	@set -e; for t in $(FUZZ_HTTP1); do \
-		echo "build/fuzz/http1-$$t"; \
-		build/fuzz/http1-$$t -max_total_time=$(FUZZ_TIME) -max_len=8192 \
-		    -print_final_stats=1 -timeout=5 build/fuzz/http1-$$t-corpus \
-		    tests/fuzz/http1/$$t; \
-	done
-	$(FUZZ_POLICY) -max_total_time=$(FUZZ_TIME) -max_len=4096 -print_final_stats=1 \
-		-timeout=5 -close_fd_mask=2 build/fuzz/egress-policy-corpus \
-		tests/fuzz/egress/policy-corpus
-	$(FUZZ_LABELS) -max_total_time=$(FUZZ_TIME) -max_len=8192 \
-		-print_final_stats=1 -timeout=5 build/fuzz/egress-labels-corpus \
-		tests/fuzz/egress/labels-corpus
+	@$(MAKE) --no-print-directory $(FUZZ_HTTP1:%=fuzz-run-http1-%) \
+		fuzz-run-egress-policy fuzz-run-egress-labels
 
 # `make fuzz FUZZ_TIME=600` runs as long as you like.
 fuzz: test-fuzz-egress

@@ -19,6 +19,7 @@ $(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_LIB)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
 $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
+		$(O)/supervisor/tarown.o \
 		$(O)/supervisor/doctor.o \
 		$(SV_LIB_OBJS) $(COMMON_LIB)
 	@mkdir -p $(@D)
@@ -37,6 +38,7 @@ $(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/superv
 $(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
 $(eval $(call unit_test,supervisor_kspec,tests/unit/supervisor/kspec.c,$(O)/supervisor/spec.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
 $(eval $(call unit_test,supervisor_kube,tests/unit/supervisor/kube.c,$(O)/supervisor/backend.o $(O)/supervisor/backend_podman.o $(O)/supervisor/egress.o $(O)/supervisor/names.o $(O)/supervisor/sandbox.o $(O)/supervisor/quota.o $(O)/supervisor/kube.o $(O)/supervisor/forward.o $(O)/supervisor/podman.o $(O)/supervisor/kspec.o $(O)/supervisor/spec.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_tarown,tests/unit/supervisor/tarown.c,$(O)/supervisor/tarown.o,))
 $(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/kspec.o $(O)/supervisor/spec.o $(O)/supervisor/route.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.
@@ -91,26 +93,18 @@ run:
 	@$(MAKE) --no-print-directory image
 	@BIN=$(BIN) supervisor/run.sh
 
-# The agent-reply parser under libFuzzer (clang, Debian's libclang-rt).
-FUZZ_TIME	?= 30
-FUZZ_SUPERVISOR	:= build/fuzz/supervisor-relay
-$(FUZZ_SUPERVISOR): tests/fuzz/supervisor/fuzz_relay.c supervisor/forward.c \
-		supervisor/supervisor.h common/buf.c common/http1.c common/http1.h \
-		common/proof.c common/sha256.c common/link.c common/fdpass.c
-	@mkdir -p $(@D)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
-		$(call PC_cflags,jansson) \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/supervisor/fuzz_relay.c common/buf.c \
-		common/http1.c common/proof.c common/sha256.c common/link.c \
-		common/fdpass.c
+# Under libFuzzer: the agent-reply parser, and the tar import passes on.
+$(eval $(call fuzz_target,supervisor-relay,tests/fuzz/supervisor/fuzz_relay.c \
+	common/buf.c common/http1.c common/proof.c common/sha256.c \
+	common/link.c common/fdpass.c,$(call PC_cflags,jansson),\
+	tests/fuzz/supervisor/corpus,-max_len=8192,supervisor/forward.c \
+	supervisor/supervisor.h))
+$(eval $(call fuzz_target,tarown,tests/fuzz/tarown/fuzz_tarown.c \
+	supervisor/tarown.c,,tests/fuzz/tarown/corpus,-max_len=16384,\
+	supervisor/tarown.h))
 
 .PHONY: test-fuzz-supervisor
 TEST_SUITES += test-fuzz-supervisor
 test-fuzz-supervisor:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory $(FUZZ_SUPERVISOR)
-	@mkdir -p build/fuzz/supervisor-corpus
-	$(FUZZ_SUPERVISOR) -max_total_time=$(FUZZ_TIME) -max_len=8192 \
-		-print_final_stats=1 -timeout=5 build/fuzz/supervisor-corpus \
-		tests/fuzz/supervisor/corpus
+	@$(MAKE) --no-print-directory fuzz-run-supervisor-relay fuzz-run-tarown
