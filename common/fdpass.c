@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,39 +16,53 @@
 /* Room for a few: more than one is refused, but each must be closed. */
 #define FDS_MAX	8
 
-int
-fdpass_send(int sock, int fd)
+ssize_t
+fdpass_sendv(int sock, const void *payload, size_t len, const int *fds,
+    int nfds, int flags)
 {
 	union {
 		struct cmsghdr	 h;
-		char		 buf[CMSG_SPACE(sizeof(int))];
+		char		 buf[CMSG_SPACE(FDPASS_MAX * sizeof(int))];
 	} u;
-	struct pollfd	 p = { .fd = sock, .events = POLLOUT };
 	struct msghdr	 msg;
 	struct cmsghdr	*cm;
 	struct iovec	 iov;
-	char		 mark = FDPASS_MARK;
 	ssize_t		 n;
 
+	if (nfds < 1 || nfds > FDPASS_MAX || len == 0) {
+		errno = EINVAL;
+		return -1;
+	}
 	memset(&msg, 0, sizeof(msg));
 	memset(&u, 0, sizeof(u));
-	iov.iov_base = &mark;
-	iov.iov_len = 1;
+	iov.iov_base = (void *)(uintptr_t)payload;
+	iov.iov_len = len;
 	msg.msg_iov = &iov;
 	msg.msg_iovlen = 1;
 	msg.msg_control = u.buf;
-	msg.msg_controllen = sizeof(u.buf);
+	msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+	do
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL | flags);
+	while (n == -1 && errno == EINTR);
+	return n;
+}
+
+int
+fdpass_send(int sock, int fd)
+{
+	struct pollfd	 p = { .fd = sock, .events = POLLOUT };
+	char		 mark = FDPASS_MARK;
+	ssize_t		 n;
+
 	for (;;) {
-		n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = fdpass_sendv(sock, &mark, 1, &fd, 1, MSG_DONTWAIT);
 		if (n == 1)
 			return 0;
-		if (n == -1 && errno == EINTR)
-			continue;
 		/* The socket may be non-blocking; one byte waits little. */
 		if (n == -1 && errno == EAGAIN && poll(&p, 1, 10000) == 1)
 			continue;

@@ -11,7 +11,18 @@
 #ifndef VIVARIUM_FDPASS_H
 #define VIVARIUM_FDPASS_H
 
+#include <sys/types.h>
+
 #define FDPASS_MARK	'\0'
+#define FDPASS_MAX	4	/* descriptors in one message */
+
+/*
+ * One sendmsg of len bytes of payload carrying nfds (1 to FDPASS_MAX)
+ * descriptors, flags added to MSG_NOSIGNAL, EINTR retried: what sendmsg
+ * returns.  The one place SCM_RIGHTS are written.
+ */
+ssize_t	fdpass_sendv(int sock, const void *payload, size_t len,
+	    const int *fds, int nfds, int flags);
 
 /* Sends FDPASS_MARK carrying fd on the unix socket sock; 0, or -1. */
 int	fdpass_send(int sock, int fd);

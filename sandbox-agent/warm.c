@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fdpass.h"
 #include "log.h"
 #include "warm.h"
 #include "banned.h"
@@ -108,15 +109,7 @@ spare_drop(void)
 static int
 spare_request(void)
 {
-	union {
-		char		 buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr	 align;
-	} u;
-	struct msghdr	 mh;
-	struct iovec	 iov;
-	struct cmsghdr	*c;
 	int		 req[2] = { -1, -1 }, st[2] = { -1, -1 }, fds[2];
-	ssize_t		 n;
 
 	if (wz.spare_req != -1)
 		return 0;
@@ -127,23 +120,7 @@ spare_request(void)
 		goto fail;
 	fds[0] = req[1];
 	fds[1] = st[1];
-	memset(&u, 0, sizeof(u));
-	memset(&mh, 0, sizeof(mh));
-	iov.iov_base = (void *)(uintptr_t)"spare";
-	iov.iov_len = 5;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	do
-		n = sendmsg(wz.ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (n == -1 && errno == EINTR);
-	if (n == -1)
+	if (fdpass_sendv(wz.ctl, "spare", 5, fds, 2, MSG_DONTWAIT) == -1)
 		goto fail;
 	close(req[1]);
 	close(st[1]);
@@ -409,32 +386,7 @@ send_msg(int fd, char tag, const char *s)
 static int
 send_stdio(int fd, const int stdio[3])
 {
-	union {
-		char		 buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr	 align;
-	} u;
-	struct msghdr	 mh;
-	struct iovec	 iov;
-	struct cmsghdr	*c;
-	ssize_t		 n;
-
-	memset(&u, 0, sizeof(u));
-	memset(&mh, 0, sizeof(mh));
-	iov.iov_base = (void *)(uintptr_t)"r";
-	iov.iov_len = 1;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(3 * sizeof(int));
-	memcpy(CMSG_DATA(c), stdio, 3 * sizeof(int));
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n == -1 && errno == EINTR);
-	return n == -1 ? -1 : 0;
+	return fdpass_sendv(fd, "r", 1, stdio, 3, 0) == -1 ? -1 : 0;
 }
 
 /* A number after the tag: 0, or -1 when it is not one. */

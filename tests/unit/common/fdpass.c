@@ -54,30 +54,59 @@ open_fds(void)
 static void
 send_raw(char byte, int fd, int nfds)
 {
+	int	 fds[FDPASS_MAX] = { fd, fd, fd, fd };
+
+	if (nfds == 0)
+		assert_int_equal(send(sp[0], &byte, 1, 0), 1);
+	else
+		assert_int_equal(fdpass_sendv(sp[0], &byte, 1, fds, nfds, 0), 1);
+}
+
+/* Several descriptors and a longer payload in one message, in order. */
+static void
+test_sendv(void **state)
+{
 	union {
 		struct cmsghdr	 h;
-		char		 buf[CMSG_SPACE(4 * sizeof(int))];
+		char		 buf[CMSG_SPACE(FDPASS_MAX * sizeof(int))];
 	} u;
 	struct msghdr	 msg;
 	struct cmsghdr	*cm;
-	struct iovec	 iov = { &byte, 1 };
-	int		 i;
+	struct iovec	 iov;
+	struct stat	 a, b;
+	char		 got[8];
+	int		 fds[3], in[3], i;
 
+	fds[0] = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	fds[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fds[2] = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(fdpass_sendv(sp[0], "spare", 5, fds, 3, 0), 5);
 	memset(&msg, 0, sizeof(msg));
-	memset(&u, 0, sizeof(u));
+	iov.iov_base = got;
+	iov.iov_len = sizeof(got);
 	msg.msg_iov = &iov;
 	msg.msg_iovlen = 1;
-	if (nfds > 0) {
-		msg.msg_control = u.buf;
-		msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		for (i = 0; i < nfds; i++)
-			memcpy(CMSG_DATA(cm) + i * sizeof(int), &fd, sizeof(int));
+	msg.msg_control = u.buf;
+	msg.msg_controllen = sizeof(u.buf);
+	assert_int_equal(recvmsg(sp[1], &msg, MSG_CMSG_CLOEXEC), 5);
+	assert_memory_equal(got, "spare", 5);
+	cm = CMSG_FIRSTHDR(&msg);
+	assert_non_null(cm);
+	assert_int_equal(cm->cmsg_len, CMSG_LEN(3 * sizeof(int)));
+	memcpy(in, CMSG_DATA(cm), sizeof(in));
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(fstat(fds[i], &a), 0);
+		assert_int_equal(fstat(in[i], &b), 0);
+		assert_true(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+		close(fds[i]);
+		close(in[i]);
 	}
-	assert_int_equal(sendmsg(sp[0], &msg, 0), 1);
+	/* None, too many, or no payload: refused before sending. */
+	assert_int_equal(fdpass_sendv(sp[0], "x", 1, fds, 0, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(fdpass_sendv(sp[0], "x", 1, fds, FDPASS_MAX + 1, 0),
+	    -1);
+	assert_int_equal(fdpass_sendv(sp[0], "", 0, fds, 1, 0), -1);
 }
 
 static void
@@ -153,6 +182,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_handed_over, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_plain_byte, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sendv, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
