@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "spawn.h"
 #include "banned.h"
 
@@ -126,15 +127,6 @@ spawn_release(struct spawn *sp)
 }
 
 /* ---------------------------------------------------------------- helpers */
-
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static const char *
 env_lookup(char *const *envp, const char *name)
@@ -544,7 +536,7 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 	stdio[0] = devnull;
 	stdio[1] = outp[1];
 	stdio[2] = errp[1];
-	start = mono_now();
+	start = clock_mono();
 	if (how->start(arg, sp, stdio, errbuf, errlen) == -1) {
 		sp->exited = 0;
 		goto fail;
@@ -567,7 +559,7 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 	while (!gone) {
 		ms = -1;
 		if (sp->timeout > 0) {
-			left = deadline - mono_now();
+			left = deadline - clock_mono();
 			if (left <= 0) {
 				/* The pid too, in case the group was never set. */
 				kill(-sp->pid, SIGKILL);
@@ -612,13 +604,13 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 	 */
 	kill(-sp->pid, SIGKILL);
 	reap(sp, how, arg);
-	sp->duration = mono_now() - start;
+	sp->duration = clock_mono() - start;
 	/*
 	 * Take what is in the pipes.  Members of the group may take a moment
 	 * to die and close their ends, so wait briefly for EOF; a process
 	 * outside the group may hold them forever, so not for long.
 	 */
-	end = mono_now() + SPAWN_LINGER;
+	end = clock_mono() + SPAWN_LINGER;
 	for (;;) {
 		if (outp[0] != -1)
 			drain_fd(&outp[0], &sp->out, chunk, SPAWN_DRAIN_MAX, &t1);
@@ -626,7 +618,7 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 			drain_fd(&errp[0], &sp->err, chunk, SPAWN_DRAIN_MAX, &t2);
 		if ((outp[0] == -1 && errp[0] == -1) ||
 		    t1 >= SPAWN_DRAIN_MAX || t2 >= SPAWN_DRAIN_MAX ||
-		    (left = end - mono_now()) <= 0)
+		    (left = end - clock_mono()) <= 0)
 			break;
 		pfd[0].fd = outp[0];
 		pfd[1].fd = errp[0];

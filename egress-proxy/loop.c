@@ -27,6 +27,7 @@
 
 #include "egress.h"
 #include "log.h"
+#include "hash.h"
 #include "banned.h"
 
 #define TICK_MS		100
@@ -72,8 +73,8 @@ clientcount_take(const struct sockaddr_storage *ss, long max, int *busy)
 {
 	struct clientcount *cc;
 	const uint8_t	*b;
-	size_t		 n, i;
-	unsigned	 h = 2166136261u;
+	size_t		 n;
+	uint64_t	 h;
 
 	if (ss->ss_family == AF_INET6) {
 		b = ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr;
@@ -82,9 +83,7 @@ clientcount_take(const struct sockaddr_storage *ss, long max, int *busy)
 		b = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
 		n = 4;
 	}
-	for (i = 0; i < n; i++)
-		h = (h ^ b[i]) * 16777619u;
-	h %= CC_BUCKETS;
+	h = hash_bytes(HASH_INIT, b, n) % CC_BUCKETS;
 	*busy = 0;
 	pthread_mutex_lock(&cc_mtx);
 	for (cc = cc_table[h]; cc != NULL; cc = cc->next)

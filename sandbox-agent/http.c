@@ -29,6 +29,7 @@
 #include "bearer.h"
 #include "fileweb.h"
 #include "jsonrpc.h"
+#include "clock.h"
 #include "log.h"
 #include "mhd.h"
 #include "origin.h"
@@ -626,7 +627,7 @@ quiesce(struct MHD_Daemon *d, int is_unix)
 void
 agent_http_stop(double grace)
 {
-	struct timespec	 now, end, nap = { 0, 50 * 1000 * 1000 };
+	double		 end;
 
 	quiesce(tcp_daemon, 0);
 	quiesce(unix_daemon, 1);
@@ -634,17 +635,14 @@ agent_http_stop(double grace)
 	 * MHD_stop_daemon cuts connections whose answers are not out yet, so
 	 * first let requests in progress finish (a run ends by its timeout).
 	 */
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += (time_t)grace;
+	end = clock_mono() + grace;
 	while (__atomic_load_n(&active, __ATOMIC_SEQ_CST) > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec &&
-		    now.tv_nsec >= end.tv_nsec)) {
+		if (clock_mono() >= end) {
 			log_warnx("%d request(s) still in progress; stopping "
 			    "anyway", __atomic_load_n(&active, __ATOMIC_SEQ_CST));
 			break;
 		}
-		nanosleep(&nap, NULL);
+		clock_sleep_ms(50);
 	}
 	if (tcp_daemon != NULL)
 		MHD_stop_daemon(tcp_daemon);

@@ -646,10 +646,7 @@ jobs_shutdown(double grace)
 			if (!job_done(j))
 				busy++;
 		pthread_mutex_unlock(&table_mtx);
-		if (busy > 0) {
-			struct timespec nap = { 0, 50 * 1000 * 1000 };
-
-			nanosleep(&nap, NULL);
-		}
+		if (busy > 0)
+			clock_sleep_ms(50);
 	} while (busy > 0 && clock_mono() < end);
 }

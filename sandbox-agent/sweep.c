@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "log.h"
 #include "banned.h"
 
@@ -88,16 +89,6 @@ sweep_setup(int enabled, pid_t (*keep)(void), void (*killed)(void))
 	pthread_mutex_unlock(&sw_lock);
 }
 
-static void
-sleep_ms(long ms)
-{
-	struct timespec	 ts;
-
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
 
 /* Reads /proc/<pid>/status into text: 0, or -1 when it is gone. */
 static int
@@ -210,7 +201,7 @@ strays_wait(pid_t keep, long ms)
 	while ((n = strays_count(keep)) > 0 && waited < ms) {
 		if (step > ms - waited)
 			step = ms - waited;
-		sleep_ms(step);
+		clock_sleep_ms(step);
 		waited += step;
 		if (step < 32)
 			step *= 2;

@@ -34,6 +34,7 @@
 
 #include "clock.h"
 #include "fdpass.h"
+#include "hash.h"
 #include "log.h"
 #include "warm.h"
 #include "banned.h"
@@ -64,21 +65,15 @@ static struct {
 	int		 spare_st;
 } wz = { -1, -1, 0, 0, 0, 0, 0, 0, -1, -1 };
 
-/* FNV-1a over the interpreter and the environment it was started with. */
+/* A hash of the interpreter and the environment it was started with,
+ * each string with its NUL. */
 static uint64_t
 zygote_key(const char *python, char *const *envp)
 {
-	uint64_t	 h = 1469598103934665603ULL;
-	const char	*s;
+	uint64_t	 h = hash_bytes(HASH_INIT, python, strlen(python) + 1);
 
-	for (s = python; ; s++) {
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-		if (*s == '\0') {
-			if (envp == NULL || *envp == NULL)
-				break;
-			s = *envp++ - 1;
-		}
-	}
+	for (; envp != NULL && *envp != NULL; envp++)
+		h = hash_bytes(h, *envp, strlen(*envp) + 1);
 	return h;
 }
 

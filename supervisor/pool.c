@@ -45,13 +45,11 @@ static struct sandbox	*sandboxes;
 static const struct conf *conf;
 static struct backend	*backend;
 
+/* Whole seconds are what idle times are kept in. */
 static time_t
 mono_now(void)
 {
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (time_t)clock_mono();
 }
 
 const char *

@@ -15,6 +15,7 @@
 
 #include "sha256.h"
 #include "supervisor.h"
+#include "hash.h"
 #include "banned.h"
 
 #define AGENT_SOCK_IN	"/run/vivarium/agent.sock"
@@ -60,13 +61,8 @@ sandbox_label_user(const json_t *obj)
 static void
 bridge_name(const char *user, char *dst, size_t len)
 {
-	uint64_t	 h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-	const char	*p;
+	uint64_t	 h = hash_bytes(HASH_INIT, user, strlen(user));
 
-	for (p = user; *p != '\0'; p++) {
-		h ^= (unsigned char)*p;
-		h *= 0x100000001b3ULL;
-	}
 	snprintf(dst, len, "viv%012llx", (unsigned long long)(h >> 16));
 }
 

@@ -237,7 +237,7 @@ test_bounded_rounds(void **state)
 static void *
 drop_later(void *arg)
 {
-	sleep_ms(20);
+	clock_sleep_ms(20);
 	drop_proc(900);
 	return NULL;
 }
