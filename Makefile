@@ -75,16 +75,30 @@ endef
 # $(call fuzz_target,NAME,SOURCES,LIBS,CORPUS,RUN_FLAGS,DEPS): build/fuzz/NAME,
 # a libFuzzer driver built by clang (Debian's libclang-rt) with ASan and
 # UBSan from SOURCES, the driver first (DEPS: what it #includes besides
-# common/*.h); and fuzz-run-NAME, which runs it for FUZZ_TIME seconds on
-# the CORPUS folder plus what earlier runs found (build/fuzz/NAME-corpus),
-# crashes kept as build/fuzz/NAME-*.
+# common/*.h), linked with common/ built the same way as an archive (so
+# it takes the modules it calls, as the programs do); and fuzz-run-NAME,
+# which runs it for FUZZ_TIME seconds on the CORPUS folder plus what
+# earlier runs found (build/fuzz/NAME-corpus), crashes kept as
+# build/fuzz/NAME-*.
 FUZZ_TIME	?= 30
+FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
+		   -Icommon -fno-sanitize-recover=all
+FUZZ_COMMON	:= build/fuzz/libcommon.a
+
+build/fuzz/common/%.o: common/%.c
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined \
+		$(call PC_cflags,$(COMMON_PKGS)) -MMD -MP -c -o $@ $<
+
+$(FUZZ_COMMON): $(COMMON_SRCS:common/%.c=build/fuzz/common/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 define fuzz_target
-build/fuzz/$(1): $(2) $(6) $$(wildcard common/*.h)
+build/fuzz/$(1): $(2) $(6) $$(FUZZ_COMMON)
 	@mkdir -p $$(@D)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
-		-Icommon -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -o $$@ $(2) $(3)
+	clang $$(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined \
+		-o $$@ $(2) $$(FUZZ_COMMON) $(3)
 .PHONY: fuzz-run-$(1)
 fuzz-run-$(1): build/fuzz/$(1)
 	@mkdir -p build/fuzz/$(1)-corpus

@@ -23,6 +23,7 @@
 #include "mhd.h"
 #include "log.h"
 #include "text.h"
+#include "base64.h"
 #include "banned.h"
 
 #define PAGE_MAX	(4u << 20)
@@ -269,7 +270,7 @@ nonce_make(char out[25])
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		memset(r, 0, sizeof(r));	/* no script runs, that is all */
-	b64url_encode(r, sizeof(r), &b);
+	base64_encode(BASE64_URL, r, sizeof(r), &b);
 	snprintf(out, 25, "%s", buf_str(&b));
 	buf_release(&b);
 }

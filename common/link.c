@@ -12,81 +12,12 @@
 #include <unistd.h>
 
 #include "link.h"
+#include "base64.h"
 #include "banned.h"
 
 #define PAYLOAD_MAX	(LINK_PATH_MAX + LINK_USER_MAX + 64)
 
-static const char b64tab[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
 /* ------------------------------------------------------------ encodings */
-
-int
-b64url_encode(const void *in, size_t len, struct buf *out)
-{
-	const unsigned char	*p = in;
-	char			 q[4];
-	unsigned int		 v;
-	size_t			 i;
-
-	for (i = 0; i + 2 < len; i += 3) {
-		v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 | p[i + 2];
-		q[0] = b64tab[v >> 18];
-		q[1] = b64tab[(v >> 12) & 63];
-		q[2] = b64tab[(v >> 6) & 63];
-		q[3] = b64tab[v & 63];
-		if (buf_append(out, q, 4) == -1)
-			return -1;
-	}
-	if (i < len) {
-		v = (unsigned)p[i] << 16;
-		if (i + 1 < len)
-			v |= (unsigned)p[i + 1] << 8;
-		q[0] = b64tab[v >> 18];
-		q[1] = b64tab[(v >> 12) & 63];
-		q[2] = b64tab[(v >> 6) & 63];
-		if (buf_append(out, q, i + 1 < len ? 3 : 2) == -1)
-			return -1;
-	}
-	return 0;
-}
-
-static int
-b64val(char c)
-{
-	const char *p;
-
-	if (c == '\0' || (p = strchr(b64tab, c)) == NULL)
-		return -1;
-	return (int)(p - b64tab);
-}
-
-long
-b64url_decode(const char *s, size_t len, unsigned char *out, size_t outlen)
-{
-	size_t		 i, o = 0;
-	unsigned int	 v = 0;
-	int		 bits = 0, x;
-
-	if (len % 4 == 1)
-		return -1;
-	for (i = 0; i < len; i++) {
-		if ((x = b64val(s[i])) == -1)
-			return -1;
-		v = (v << 6) | (unsigned)x;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o >= outlen)
-				return -1;
-			out[o++] = (unsigned char)(v >> bits);
-		}
-	}
-	/* Leftover bits must be zero: one token, one spelling. */
-	if (bits > 0 && (v & ((1u << bits) - 1)) != 0)
-		return -1;
-	return (long)o;
-}
 
 int
 url_escape(const char *s, int keep_slash, struct buf *out)
@@ -313,9 +244,9 @@ link_mint(const struct link_keys *k, const struct link *l, struct buf *out)
 	if (link_user_key(k, l->user, key) == -1 || payload(l, &p) == -1)
 		goto done;
 	hmac_sha256(key, sizeof(key), p.data, p.len, mac);
-	if (b64url_encode(p.data, p.len, out) == -1 ||
+	if (base64_encode(BASE64_URL, p.data, p.len, out) == -1 ||
 	    buf_append(out, ".", 1) == -1 ||
-	    b64url_encode(mac, sizeof(mac), out) == -1)
+	    base64_encode(BASE64_URL, mac, sizeof(mac), out) == -1)
 		goto done;
 	r = 0;
 done:
@@ -356,8 +287,8 @@ link_verify(const struct link_keys *k, const char *token, size_t len,
 	memset(l, 0, sizeof(*l));
 	if ((dot = memchr(token, '.', len)) == NULL)
 		return LINK_MALFORMED;
-	plen = b64url_decode(token, (size_t)(dot - token), p, sizeof(p) - 1);
-	mlen = b64url_decode(dot + 1, len - (size_t)(dot + 1 - token), mac,
+	plen = base64_decode(BASE64_URL, 0, token, (size_t)(dot - token), p, sizeof(p) - 1);
+	mlen = base64_decode(BASE64_URL, 0, dot + 1, len - (size_t)(dot + 1 - token), mac,
 	    sizeof(mac));
 	if (plen <= 0 || mlen != SHA256_LEN)
 		return LINK_MALFORMED;

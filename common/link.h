@@ -83,9 +83,6 @@ enum link_check link_verify(const struct link_keys *, const char *token,
 	    size_t len, time_t now, long max_lifetime, struct link *l);
 const char *link_purpose_name(enum link_purpose);
 
-/* base64url without padding.  decode: bytes written, or -1 when invalid. */
-int	b64url_encode(const void *, size_t, struct buf *out);
-long	b64url_decode(const char *, size_t, unsigned char *out, size_t outlen);
 /* len bytes as 2 * len lowercase hex digits and a NUL. */
 void	hex_encode(const unsigned char *in, size_t len, char *out);
 /* Percent-encodes all but A-Z a-z 0-9 - . _ ~ and (when keep_slash) '/'. */

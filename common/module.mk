@@ -7,6 +7,7 @@
 # itself; add its library here and to the PKGS_ of the programs using it.
 COMMON_PKGS += yaml-0.1 libmicrohttpd jansson
 
+$(eval $(call unit_test,common_base64,tests/unit/common/base64.c,,))
 $(eval $(call unit_test,common_hash,tests/unit/common/hash.c,,))
 $(eval $(call unit_test,common_buf,tests/unit/common/buf.c,,))
 $(eval $(call unit_test,common_http1,tests/unit/common/http1.c,,))

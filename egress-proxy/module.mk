@@ -59,22 +59,20 @@ test-egress-container: image-for-tests
 # own target (test-fuzz-supervisor).
 FUZZ_HTTP1	:= request response body
 $(foreach t,$(FUZZ_HTTP1),$(eval $(call fuzz_target,http1-$(t),\
-	tests/fuzz/http1/fuzz_$(t).c common/http1.c common/buf.c,,\
-	tests/fuzz/http1/$(t),-max_len=8192)))
+	tests/fuzz/http1/fuzz_$(t).c,,tests/fuzz/http1/$(t),-max_len=8192)))
 
 # The classifier and the host address file, against rules of its own.  The
 # proxy logs each file it reads (thousands a second here): -close_fd_mask=2
 # drops that, and libFuzzer still reports a crash on its own copy of stderr.
 $(eval $(call fuzz_target,egress-policy,tests/fuzz/egress/fuzz_policy.c \
-	egress-proxy/policy.c egress-proxy/conf.c common/buf.c common/config.c \
-	common/conftab.c common/yconf.c common/log.c common/text.c,\
+	egress-proxy/policy.c egress-proxy/conf.c,\
 	-Iegress-proxy -lyaml -lpthread,tests/fuzz/egress/policy-corpus,\
 	-max_len=4096 -close_fd_mask=2,egress-proxy/egress.h))
 
 # The user labels file (labels.c), which the supervisor writes and the
 # proxy's log lines carry.
-$(eval $(call fuzz_target,egress-labels,tests/fuzz/egress/fuzz_labels.c \
-	common/buf.c common/log.c common/text.c,-Iegress-proxy -lpthread,\
+$(eval $(call fuzz_target,egress-labels,tests/fuzz/egress/fuzz_labels.c,\
+	-Iegress-proxy -lpthread,\
 	tests/fuzz/egress/labels-corpus,-max_len=8192,egress-proxy/labels.c \
 	egress-proxy/egress.h))
 

@@ -65,7 +65,7 @@ $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
 		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/jobs.c \
 		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
-		common/link.c common/sha256.c common/fileweb.c common/mhd.c \
+		common/link.c common/base64.c common/sha256.c common/fileweb.c common/mhd.c \
 		common/guard.c common/text.c common/clock.c common/jsonrpc.c \
 		common/fdpass.c -lmicrohttpd -ljansson -lm -lpthread
 
@@ -90,7 +90,7 @@ $(FUZZ_LINK): tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/link/fuzz_link.c common/link.c common/sha256.c \
+		-o $@ tests/fuzz/link/fuzz_link.c common/link.c common/base64.c common/sha256.c \
 		common/fileweb.c common/mhd.c common/guard.c common/clock.c \
 		common/buf.c common/log.c common/text.c -lmicrohttpd -ljansson \
 		-lm -lpthread

@@ -16,6 +16,7 @@
 #include "agent.h"
 #include "log.h"
 #include "run.h"
+#include "base64.h"
 #include "banned.h"
 
 #define READ_DEFAULT_CHARS	10000
@@ -342,36 +343,17 @@ tool_text(const char *text, size_t len, int is_error)
 	return tool_result(json_pack("[o]", t), is_error);
 }
 
+/* Standard base64 of len bytes, as MCP's image data wants; new string. */
 static char *
 base64(const unsigned char *in, size_t len)
 {
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char		*out, *o;
-	size_t		 i;
-	unsigned int	 v;
+	struct buf	 b = BUF_INIT(base64_encoded_len(BASE64_STD, len) + 1);
 
-	if ((out = malloc((len + 2) / 3 * 4 + 1)) == NULL)
+	if (base64_encode(BASE64_STD, in, len, &b) == -1) {
+		buf_release(&b);
 		return NULL;
-	o = out;
-	for (i = 0; i + 2 < len; i += 3) {
-		v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
-		*o++ = tab[v >> 18];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = tab[(v >> 6) & 63];
-		*o++ = tab[v & 63];
 	}
-	if (i < len) {
-		v = (unsigned)in[i] << 16;
-		if (i + 1 < len)
-			v |= (unsigned)in[i + 1] << 8;
-		*o++ = tab[v >> 18];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
-		*o++ = '=';
-	}
-	*o = '\0';
-	return out;
+	return buf_detach(&b, NULL);
 }
 
 /*

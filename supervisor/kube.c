@@ -24,6 +24,7 @@
 #include "config.h"
 #include "log.h"
 #include "kube.h"
+#include "base64.h"
 #include "banned.h"
 
 #define KUBE_REPLY_MAX	(32u << 20)	/* a list of a few thousand Pods */
@@ -94,37 +95,24 @@ read_token(const char *path, char *dst, size_t len, struct perr *e)
 
 /* ---------------------------------------------------------------- config */
 
-/* Standard base64 (the kubeconfig's *-data), blanks skipped; new buffer. */
+/* Standard base64 (the kubeconfig's *-data), blanks skipped; a new
+ * NUL-ended buffer, or NULL when it is not base64 or memory ran out. */
 static char *
 b64_decode(const char *s, size_t *lenp)
 {
-	static const char alphabet[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char	*p;
-	char		*out, *q;
-	unsigned long	 acc = 0;
-	int		 bits = 0;
+	size_t	 cap = strlen(s) / 4 * 3 + 3;
+	char	*out;
+	long	 n;
 
-	if ((out = malloc(strlen(s) / 4 * 3 + 4)) == NULL)
+	if ((out = malloc(cap + 1)) == NULL)
 		return NULL;
-	q = out;
-	for (p = s; *p != '\0' && *p != '='; p++) {
-		const char *at;
-
-		if (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
-			continue;
-		if ((at = strchr(alphabet, *p)) == NULL) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned long)(at - alphabet);
-		if ((bits += 6) >= 8) {
-			bits -= 8;
-			*q++ = (char)((acc >> bits) & 0xff);
-		}
+	if ((n = base64_decode(BASE64_STD, BASE64_BLANKS, s, strlen(s),
+	    (unsigned char *)out, cap)) == -1) {
+		free(out);
+		return NULL;
 	}
-	*q = '\0';
-	*lenp = (size_t)(q - out);
+	out[n] = '\0';
+	*lenp = (size_t)n;
 	return out;
 }
 

@@ -94,11 +94,9 @@ run:
 	@BIN=$(BIN) supervisor/run.sh
 
 # Under libFuzzer: the agent-reply parser, and the tar import passes on.
-$(eval $(call fuzz_target,supervisor-relay,tests/fuzz/supervisor/fuzz_relay.c \
-	common/buf.c common/http1.c common/proof.c common/sha256.c \
-	common/link.c common/fdpass.c,$(call PC_cflags,jansson),\
-	tests/fuzz/supervisor/corpus,-max_len=8192,supervisor/forward.c \
-	supervisor/supervisor.h))
+$(eval $(call fuzz_target,supervisor-relay,tests/fuzz/supervisor/fuzz_relay.c,\
+	$(call PC_cflags,jansson),tests/fuzz/supervisor/corpus,-max_len=8192,\
+	supervisor/forward.c supervisor/supervisor.h))
 $(eval $(call fuzz_target,tarown,tests/fuzz/tarown/fuzz_tarown.c \
 	supervisor/tarown.c,,tests/fuzz/tarown/corpus,-max_len=16384,\
 	supervisor/tarown.h))
