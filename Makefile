@@ -144,6 +144,9 @@ test-unit:
 		$(patsubst bin/%,build/san/bin/%,$(PROGS))
 	@scripts/run-unit $(patsubst build/rel/%,build/san/%,$(UNIT_TESTS))
 	@tests/programs/run.sh build/san/bin $(VERSION)
+	@$(MAKE) --no-print-directory $(PROGS)
+	@tests/programs/libs.sh $(BIN)
+	@tests/programs/libs.sh build/san/bin
 
 # ---------------------------------------------------------------- misc
 

@@ -28,7 +28,7 @@ TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
 
 # Unit tests (ASan+UBSan) for the proxy, then the loopback integration test
 # against a sanitizer build of the proxy.  Both builds are checked to load
-# no library the proxy never calls (tests/egress/libs.sh).
+# no library the proxy never calls (tests/programs/libs.sh, in test-unit).
 test-egress:
 	@scripts/deps build test
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-egress
@@ -36,7 +36,6 @@ test-egress:
 		build/san/t/egress_policy build/san/t/common_http1 \
 		build/san/t/egress_conf build/san/t/egress_relay \
 		build/san/t/egress_labels build/san/bin/vivarium-egress
-	@tests/egress/libs.sh $(BIN)/vivarium-egress build/san/bin/vivarium-egress
 	@scripts/run-unit build/san/t/egress_policy build/san/t/common_http1 \
 		build/san/t/egress_conf build/san/t/egress_relay \
 		build/san/t/egress_labels

@@ -1,6 +1,9 @@
 # supervisor: vivarium-supervisor (the multi-tenant front) and vivariumctl,
-# sharing the Podman client and the sandbox logic.
+# sharing the backends through an archive, so that each takes only what it
+# calls: vivariumctl serves no HTTP, keeps no pool and makes no file links,
+# and loads no libmicrohttpd (tests/programs/libs.sh checks it).
 PKGS_supervisor := libmicrohttpd jansson libcurl yaml-0.1
+PKGS_ctl	:= jansson libcurl yaml-0.1
 
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
@@ -11,19 +14,24 @@ SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/kspec.c \
 		   supervisor/kube.c supervisor/backend_kube.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
+SV_LIB		 = $(O)/supervisor/libsupervisor.a
 SV_LIBS		 = $(call PC_libs,$(PKGS_supervisor)) -lm -lpthread
+
+$(SV_LIB): $(SV_LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
 PROGS		+= $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
 
-$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB_OBJS) $(COMMON_LIB)
+$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
 $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
 		$(O)/supervisor/tarown.o \
 		$(O)/supervisor/doctor.o \
-		$(SV_LIB_OBJS) $(COMMON_LIB)
+		$(SV_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(PKGS_ctl)) -lm -lpthread
 
 # Unit tests: the Podman client against recorded replies, config and routes;
 # pool.c over a fake backend.
