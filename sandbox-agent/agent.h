@@ -251,6 +251,30 @@ json_t	*files_tool_share(const struct agent_ctx *, json_t *args);
 json_t	*files_tool_upload(const struct agent_ctx *, json_t *args);
 json_t	*files_tool_workspace(const struct agent_ctx *, json_t *args);
 
+json_t	*files_tool_view(const struct agent_ctx *, json_t *args);
+/* The links' base URL (no trailing slash), or NULL when there are no
+ * links (no key or no public address). */
+const char *files_link_base(void);
+
+/* ------------------------------------------------------------ ui.c */
+
+/* The MCP Apps view (docs/agent.md, "The workspace view"). */
+#define UI_WORKSPACE_URI	"ui://vivarium/workspace"
+#define UI_MIME_TYPE		"text/html;profile=mcp-app"
+#define UI_EXTENSION		"io.modelcontextprotocol/ui"
+/* MCP's error for resources/read of an unknown uri. */
+#define RPC_RESOURCE_NOT_FOUND	-32002
+
+/* New {resources: [...]}, or NULL when out of memory. */
+json_t	*ui_resources_list(void);
+/* New ReadResourceResult for uri, or NULL with err filled.  link_base
+ * (may be NULL) is the links' base URL, whose origin the CSP allows. */
+json_t	*ui_resource_read(const char *uri, const char *link_base,
+	    struct rpc_error *err);
+/* Adds _meta.ui to the tools the view shows, and with with_app_tools the
+ * app-only workspace_view.  0, or -1 when out of memory. */
+int	ui_tools_decorate(json_t *tools_list_result, int with_app_tools);
+
 /* ------------------------------------------------------------ jobs.c */
 
 #define JOB_ID_LEN	24		/* hex digits */

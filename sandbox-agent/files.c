@@ -937,3 +937,46 @@ files_tool_workspace(const struct agent_ctx *ctx, json_t *args)
 {
 	return page_link(ctx, args, LINK_WORKSPACE);
 }
+
+/*
+ * workspace_view, for the MCP Apps view only (ui.c): the listing, and a
+ * workspace link under which the view previews, downloads and uploads
+ * through the same checks as the workspace page.  Without links the
+ * listing comes alone (base null) and the view only lists.
+ */
+json_t *
+files_tool_view(const struct agent_ctx *ctx, json_t *args)
+{
+	struct link	 l;
+	struct buf	 url = BUF_INIT(4096);
+	struct fw_error	 e;
+	json_t		*list, *res = NULL;
+	char		 when[32];
+
+	memset(&e, 0, sizeof(e));
+	if ((list = ws_list(ctx->workspace, &e)) == NULL)
+		return link_refusal("The workspace could not be listed: %s",
+		    e.msg);
+	memset(&l, 0, sizeof(l));
+	l.purpose = LINK_WORKSPACE;
+	if (link_url(ctx, &l, conf->download_lifetime, "/ws/", NULL, &url,
+	    &res) == 0) {
+		iso_time(l.expires, when, sizeof(when));
+		json_object_set_new(list, "base", json_string(buf_str(&url)));
+		json_object_set_new(list, "expires_at", json_string(when));
+	} else {
+		json_decref(res);
+		json_object_set_new(list, "base", json_null());
+	}
+	buf_release(&url);
+	return link_result(json_array_size(json_object_get(list, "files")) ?
+	    "The workspace's files are listed in structuredContent." :
+	    "The workspace is empty.", list, 0);
+}
+
+const char *
+files_link_base(void)
+{
+	return conf != NULL && conf->links && base_url[0] != '\0' ? base_url :
+	    NULL;
+}

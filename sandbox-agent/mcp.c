@@ -1,6 +1,7 @@
 /*
  * mcp.c: JSON-RPC framing and the MCP methods (initialize, ping,
- * tools/list, tools/call).  Knows nothing of HTTP beyond the status code it
+ * tools/list, tools/call, and resources/list and resources/read for the
+ * MCP Apps view, ui.c).  Knows nothing of HTTP beyond the status code it
  * suggests: 400 for a body that is not a usable JSON-RPC message, 200 for
  * every answered request (method errors included), 202 when there is
  * nothing to answer.
@@ -171,9 +172,13 @@ method_initialize(const struct agent_ctx *ctx, json_t *id, json_t *params)
 		buf_release(&ins);
 		return mcp_result(id, NULL);
 	}
-	res = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
+	/* resources and the extension: the MCP Apps view (ui.c). */
+	res = json_pack("{s:s, s:{s:{s:b}, s:{s:b, s:b}, s:{s:{s:[s]}}}, "
+	    "s:{s:s, s:s, s:s}, s:s}",
 	    "protocolVersion", v,
 	    "capabilities", "tools", "listChanged", 0,
+	    "resources", "subscribe", 0, "listChanged", 0,
+	    "extensions", UI_EXTENSION, "mimeTypes", UI_MIME_TYPE,
 	    "serverInfo", "name", "vivarium-agent", "title", "vivarium",
 	    "version", VIVARIUM_VERSION,
 	    "instructions", buf_str(&ins));
@@ -216,6 +221,45 @@ method_tools_call(const struct agent_ctx *ctx, json_t *id, json_t *params)
 	}
 	json_decref(err.data);
 	return mcp_result(id, res);
+}
+
+static json_t *
+method_tools_list(const struct agent_ctx *ctx, json_t *id)
+{
+	json_t	*list = tools_list(ctx->cfg);
+
+	if (list != NULL && ui_tools_decorate(list,
+	    (ctx->client & CLIENT_UI) != 0) == -1) {
+		json_decref(list);
+		list = NULL;
+	}
+	return mcp_result(id, list);
+}
+
+/* resources/read {uri}: the view (ui.c), the one resource there is. */
+static json_t *
+method_resources_read(json_t *id, json_t *params)
+{
+	struct rpc_error	 err;
+	json_t			*uri = json_object_get(params, "uri"), *res;
+
+	if (uri == NULL)
+		return jsonrpc_error(id, RPC_INVALID_PARAMS, "resources/read "
+		    "needs params.uri (see resources/list)");
+	if (!json_is_string(uri))
+		return jsonrpc_error(id, RPC_INVALID_PARAMS, "resources/read: "
+		    "params.uri must be a string");
+	memset(&err, 0, sizeof(err));
+	res = ui_resource_read(json_string_value(uri), files_link_base(),
+	    &err);
+	if (res != NULL)
+		return mcp_result(id, res);
+	res = jsonrpc_error(id, err.code, "%s", err.message);
+	if (res != NULL && err.data != NULL)
+		json_object_set(json_object_get(res, "error"), "data",
+		    err.data);
+	json_decref(err.data);
+	return res;
 }
 
 /*
@@ -308,7 +352,11 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 	if (strcmp(m, "ping") == 0)
 		return mcp_result(id, json_object());
 	if (strcmp(m, "tools/list") == 0)
-		return mcp_result(id, tools_list(ctx->cfg));
+		return method_tools_list(ctx, id);
+	if (strcmp(m, "resources/list") == 0)
+		return mcp_result(id, ui_resources_list());
+	if (strcmp(m, "resources/read") == 0)
+		return method_resources_read(id, params);
 	if (strcmp(m, "tools/call") == 0) {
 		struct agent_ctx call = *ctx;
 
@@ -319,8 +367,8 @@ mcp_one(const struct agent_ctx *ctx, json_t *msg, int in_batch, int *bad)
 		return method_tools_call(&call, id, params);
 	}
 	return jsonrpc_error(id, RPC_METHOD_NOT_FOUND, "Method not found: "
-	    "'%.100s' (this server offers initialize, ping, tools/list and "
-	    "tools/call)", m);
+	    "'%.100s' (this server offers initialize, ping, tools/list, "
+	    "tools/call, resources/list and resources/read)", m);
 }
 
 unsigned int

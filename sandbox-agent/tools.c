@@ -1033,6 +1033,7 @@ tool_read_text_file(const struct agent_ctx *ctx, json_t *args,
 
 static const char *const share_args[] = { "path", "lifetime_hours", NULL };
 static const char *const page_args[] = { "lifetime_hours", NULL };
+static const char *const view_args[] = { NULL };
 
 json_t *
 tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
@@ -1064,6 +1065,9 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 	else if (strcmp(name, "workspace_link") == 0)
 		out = args_known("workspace_link", args, page_args, err) == -1 ?
 		    NULL : files_tool_workspace(ctx, args);
+	else if (strcmp(name, "workspace_view") == 0)	/* the view's (ui.c) */
+		out = args_known("workspace_view", args, view_args, err) == -1 ?
+		    NULL : files_tool_view(ctx, args);
 	else {
 		rpc_fail(err, "Unknown tool '%.100s' (this server has run_python, "
 		    "job_status, list_files, read_text_file, share_file, "

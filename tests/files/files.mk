@@ -1,4 +1,4 @@
-# tests/files: download and upload links in a real browser,
+# tests/files: download and upload links, and the MCP Apps view, in a real browser,
 # through the standalone agent and through the supervisor; and bench/files.
 # Included from supervisor/module.mk, after test-supervisor.
 .PHONY: test-files bench-files
@@ -14,6 +14,13 @@ test-files:
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-agent $(BIN)/vivarium-supervisor
 	@$(MAKE) --no-print-directory image-for-tests
 	@$(FILES_ENV) tests/files/run.sh
+
+# The MCP Apps view alone: the standalone agent, no image or Podman.
+.PHONY: test-apps
+test-apps:
+	@scripts/deps build test browser
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-agent
+	@$(FILES_ENV) VIVARIUM_FILES_TESTS=tests/files/apps.test.mjs tests/files/run.sh
 
 bench-files:
 	@scripts/deps build test podman browser

@@ -16,10 +16,24 @@
 
 static int calls;
 
+/* Two tools: one the view shows (run_python), one it does not. */
 json_t *
 tools_list(const struct agent_config *cfg)
 {
-	return json_pack("{s:[]}", "tools");
+	return json_pack("{s:[{s:s}, {s:s}]}", "tools", "name", "run_python",
+	    "name", "list_files");
+}
+
+/* The embedded view (ui_html.c). */
+extern const size_t ui_workspace_html_len;
+
+/* The links' base URL (files.c): what the view's CSP allows. */
+static const char *link_base = "https://files.example.org:8443/base";
+
+const char *
+files_link_base(void)
+{
+	return link_base;
 }
 
 /* What pycheck found, as the instructions' last lines. */
@@ -196,10 +210,10 @@ test_unknown_method(void **state)
 	json_t *r;
 
 	assert_int_equal(handle(NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,"
-	    "\"method\":\"resources/list\"}", &r), 200);
+	    "\"method\":\"prompts/list\"}", &r), 200);
 	assert_int_equal(error_code(r), RPC_METHOD_NOT_FOUND);
 	assert_non_null(strstr(json_string_value(json_object_get(
-	    json_object_get(r, "error"), "message")), "resources/list"));
+	    json_object_get(r, "error"), "message")), "prompts/list"));
 	json_decref(r);
 }
 
@@ -374,6 +388,208 @@ test_session_carries_client(void **state)
 	    CLIENT_ELICIT_URL);
 }
 
+
+/* ---------------------------------------------------------------- the view */
+
+static json_t *
+ask(const struct agent_ctx *c, const char *body)
+{
+	json_t *r = NULL;
+
+	assert_int_equal(mcp_handle(c, NULL, body, strlen(body), &r), 200);
+	assert_non_null(r);
+	return r;
+}
+
+static void
+test_resources_list(void **state)
+{
+	json_t	*r, *list, *e;
+
+	r = ask(&ctx, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"resources/list\"}");
+	list = json_object_get(json_object_get(r, "result"), "resources");
+	assert_int_equal(json_array_size(list), 1);
+	e = json_array_get(list, 0);
+	assert_string_equal(json_string_value(json_object_get(e, "uri")),
+	    "ui://vivarium/workspace");
+	assert_string_equal(json_string_value(json_object_get(e, "mimeType")),
+	    "text/html;profile=mcp-app");
+	assert_non_null(json_object_get(e, "name"));
+	json_decref(r);
+	/* params are optional, a cursor is ignored (one page). */
+	r = ask(&ctx, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+	    "\"resources/list\",\"params\":{\"cursor\":\"x\"}}");
+	assert_int_equal(json_array_size(json_object_get(json_object_get(r,
+	    "result"), "resources")), 1);
+	json_decref(r);
+}
+
+static void
+test_resources_read(void **state)
+{
+	json_t		*r, *c, *csp;
+	const char	*html;
+
+	r = ask(&ctx, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"resources/read\",\"params\":{\"uri\":\"ui://vivarium/workspace\"}}");
+	c = json_array_get(json_object_get(json_object_get(r, "result"),
+	    "contents"), 0);
+	assert_non_null(c);
+	assert_string_equal(json_string_value(json_object_get(c, "uri")),
+	    "ui://vivarium/workspace");
+	assert_string_equal(json_string_value(json_object_get(c, "mimeType")),
+	    "text/html;profile=mcp-app");
+	html = json_string_value(json_object_get(c, "text"));
+	assert_non_null(html);
+	assert_non_null(strstr(html, "<html"));
+	assert_non_null(strstr(html, "Content-Security-Policy"));
+	/* The embedded file is all there, its CSP filled in. */
+	assert_non_null(strstr(html, "</html>"));
+	assert_true(strlen(html) > ui_workspace_html_len / 2);
+	assert_null(strstr(html, "@SCRIPT_HASH@"));
+	assert_null(strstr(html, "@LINK_ORIGIN@"));
+	assert_non_null(strstr(html, "script-src 'sha256-"));
+	assert_non_null(strstr(html, "style-src 'sha256-"));
+	assert_non_null(strstr(html, "connect-src https://files.example.org:8443;"));
+	/* The CSP names the links' origin (no path), and only it. */
+	csp = json_object_get(json_object_get(json_object_get(c, "_meta"),
+	    "ui"), "csp");
+	assert_int_equal(json_array_size(json_object_get(csp,
+	    "connectDomains")), 1);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(
+	    csp, "connectDomains"), 0)), "https://files.example.org:8443");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(
+	    csp, "resourceDomains"), 0)), "https://files.example.org:8443");
+	json_decref(r);
+
+	/* No links: no domain at all. */
+	link_base = NULL;
+	r = ask(&ctx, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"resources/read\",\"params\":{\"uri\":\"ui://vivarium/workspace\"}}");
+	c = json_array_get(json_object_get(json_object_get(r, "result"),
+	    "contents"), 0);
+	csp = json_object_get(json_object_get(json_object_get(c, "_meta"),
+	    "ui"), "csp");
+	assert_true(json_is_object(csp));
+	assert_int_equal(json_object_size(csp), 0);
+	assert_non_null(strstr(json_string_value(json_object_get(c, "text")),
+	    "connect-src 'none';"));
+	json_decref(r);
+	/* A base that is no http(s) URL is not put into a CSP. */
+	link_base = "javascript:alert(1)";
+	r = ask(&ctx, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"resources/read\",\"params\":{\"uri\":\"ui://vivarium/workspace\"}}");
+	c = json_array_get(json_object_get(json_object_get(r, "result"),
+	    "contents"), 0);
+	assert_int_equal(json_object_size(json_object_get(json_object_get(
+	    json_object_get(c, "_meta"), "ui"), "csp")), 0);
+	json_decref(r);
+	link_base = "https://files.example.org:8443/base";
+}
+
+static void
+test_resources_read_bad(void **state)
+{
+	static const struct { const char *params; int code; const char *says; }
+	    cases[] = {
+		{ "", RPC_INVALID_PARAMS, "params.uri" },
+		{ ",\"params\":{}", RPC_INVALID_PARAMS, "params.uri" },
+		{ ",\"params\":{\"uri\":null}", RPC_INVALID_PARAMS, "string" },
+		{ ",\"params\":{\"uri\":7}", RPC_INVALID_PARAMS, "string" },
+		{ ",\"params\":{\"uri\":[\"ui://vivarium/workspace\"]}",
+		    RPC_INVALID_PARAMS, "string" },
+		{ ",\"params\":[1]", RPC_INVALID_PARAMS, "object" },
+		{ ",\"params\":{\"uri\":\"ui://vivarium/other\"}",
+		    RPC_RESOURCE_NOT_FOUND, "ui://vivarium/other" },
+		{ ",\"params\":{\"uri\":\"ui://vivarium/workspace/\"}",
+		    RPC_RESOURCE_NOT_FOUND, "not found" },
+		{ ",\"params\":{\"uri\":\"file:///etc/passwd\"}",
+		    RPC_RESOURCE_NOT_FOUND, "not found" },
+		{ ",\"params\":{\"uri\":\"\"}", RPC_RESOURCE_NOT_FOUND,
+		    "not found" },
+	};
+	char	 body[256];
+	json_t	*r, *e;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":5,"
+		    "\"method\":\"resources/read\"%s}", cases[i].params);
+		r = ask(&ctx, body);
+		e = json_object_get(r, "error");
+		assert_non_null(e);
+		assert_int_equal(error_code(r), cases[i].code);
+		assert_non_null(strstr(json_string_value(json_object_get(e,
+		    "message")), cases[i].says));
+		assert_int_equal(json_integer_value(json_object_get(r, "id")),
+		    5);
+		if (cases[i].code == RPC_RESOURCE_NOT_FOUND)
+			assert_true(json_is_string(json_object_get(
+			    json_object_get(e, "data"), "uri")));
+		json_decref(r);
+	}
+}
+
+/* A tool's _meta.ui for everyone; the app-only tool with the extension. */
+static void
+test_tools_list_ui(void **state)
+{
+	struct agent_ctx c = ctx;
+	json_t		*r, *tools, *t;
+	size_t		 i;
+	int		 view;
+
+	for (c.client = 0; c.client <= CLIENT_UI; c.client += CLIENT_UI) {
+		r = ask(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		    "\"tools/list\"}");
+		tools = json_object_get(json_object_get(r, "result"), "tools");
+		view = 0;
+		json_array_foreach(tools, i, t) {
+			const char *n = json_string_value(json_object_get(t,
+			    "name")), *uri;
+			json_t *ui = json_object_get(json_object_get(t,
+			    "_meta"), "ui");
+
+			uri = json_string_value(json_object_get(ui,
+			    "resourceUri"));
+			if (strcmp(n, "list_files") == 0)
+				assert_null(ui);
+			else
+				assert_string_equal(uri,
+				    "ui://vivarium/workspace");
+			if (strcmp(n, "workspace_view") == 0) {
+				view = 1;
+				assert_int_equal(json_array_size(
+				    json_object_get(ui, "visibility")), 1);
+				assert_string_equal(json_string_value(
+				    json_array_get(json_object_get(ui,
+				    "visibility"), 0)), "app");
+			}
+		}
+		assert_int_equal(view, c.client == CLIENT_UI);
+		assert_int_equal(json_array_size(tools), 2 + view);
+		json_decref(r);
+	}
+}
+
+/* initialize says resources and the extension. */
+static void
+test_initialize_ui(void **state)
+{
+	json_t *r, *caps;
+
+	r = ask(&ctx, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+	caps = json_object_get(json_object_get(r, "result"), "capabilities");
+	assert_true(json_is_object(json_object_get(caps, "resources")));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(
+	    json_object_get(json_object_get(caps, "extensions"),
+	    "io.modelcontextprotocol/ui"), "mimeTypes"), 0)),
+	    "text/html;profile=mcp-app");
+	json_decref(r);
+}
+
 int
 main(void)
 {
@@ -389,6 +605,11 @@ main(void)
 		cmocka_unit_test(test_tools_call_params),
 		cmocka_unit_test(test_batches),
 		cmocka_unit_test(test_session_carries_client),
+		cmocka_unit_test(test_resources_list),
+		cmocka_unit_test(test_resources_read),
+		cmocka_unit_test(test_resources_read_bad),
+		cmocka_unit_test(test_tools_list_ui),
+		cmocka_unit_test(test_initialize_ui),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
