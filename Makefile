@@ -46,7 +46,9 @@ all: programs
 # lists the libraries of the modules it uses in its PKGS_ (the link fails
 # when one is missing, and an unused one would still be loaded: ldd).
 COMMON_SRCS	:= $(wildcard common/*.c)
-COMMON_OBJS	 = $(COMMON_SRCS:%.c=$(O)/%.o)
+# Files compiled in (embed, below): the link pages' style and script.
+COMMON_EMBEDS	:= common/page_style common/upload_script
+COMMON_OBJS	 = $(COMMON_SRCS:%.c=$(O)/%.o) $(COMMON_EMBEDS:%=$(O)/gen/%.o)
 COMMON_LIB	 = $(O)/common/libcommon.a
 # Every library some common/ module needs (its compile flags, unit tests).
 COMMON_PKGS	:=
@@ -60,6 +62,28 @@ $(O)/common/libcommon.a: $(COMMON_OBJS)
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(call PC_cflags,$(PKGS_$(firstword $(subst /, ,$*)))) -c -o $@ $<
+
+# $(call embed,NAME,FILE): build/gen/NAME.c, which defines FILE's bytes as
+# `const unsigned char NAME[]` (a NUL after them) and `NAME_len`, so that
+# pages, styles and scripts are kept and reviewed as the files they are and
+# compiled in; $(O)/gen/NAME.o is its object in each build flavour.
+define embed
+build/gen/$(1).c: $(2)
+	@mkdir -p $$(@D)
+	@{ echo '/* Generated from $(2) by the Makefile (embed). */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'extern const unsigned char $(notdir $(1))[];'; \
+	  echo 'extern const size_t $(notdir $(1))_len;'; \
+	  echo 'const unsigned char $(notdir $(1))[] = {'; \
+	  od -An -v -tx1 $(2) | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '0x00 };'; \
+	  echo 'const size_t $(notdir $(1))_len = sizeof($(notdir $(1))) - 1;'; \
+	} > $$@.tmp && mv $$@.tmp $$@
+endef
+
+$(O)/gen/%.o: build/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # $(call unit_test,NAME,TEST_SOURCE,EXTRA_OBJECTS,PKGS): a cmocka test binary
 # built from a test source that may #include the .c it tests.
@@ -90,7 +114,12 @@ build/fuzz/common/%.o: common/%.c
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined \
 		$(call PC_cflags,$(COMMON_PKGS)) -MMD -MP -c -o $@ $<
 
-$(FUZZ_COMMON): $(COMMON_SRCS:common/%.c=build/fuzz/common/%.o)
+build/fuzz/gen/%.o: build/gen/%.c
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_COMMON): $(COMMON_SRCS:common/%.c=build/fuzz/common/%.o) \
+		$(COMMON_EMBEDS:%=build/fuzz/gen/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 

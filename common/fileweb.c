@@ -294,51 +294,13 @@ time_utc(time_t t, char *out, size_t len)
 		snprintf(out, len, "%lld", (long long)t);
 }
 
-static const char page_style[] =
-    "body{font:16px/1.45 system-ui,sans-serif;max-width:60em;margin:2em auto;"
-    "padding:0 1em;color:#1d1d1f}h1{font-size:1.4em}"
-    "table{border-collapse:collapse;width:100%}"
-    "td,th{padding:.35em .6em;border-bottom:1px solid #ddd;text-align:left;"
-    "vertical-align:middle}td.n{text-align:right;white-space:nowrap}"
-    "img.p{max-width:160px;max-height:90px;display:block}"
-    ".drop{border:2px dashed #999;border-radius:8px;padding:1.5em;"
-    "text-align:center;margin:1em 0}.drop.over{background:#eef}"
-    "progress{width:100%;display:none}.err{color:#a00}.ok{color:#060}"
-    "a.b{display:inline-block;padding:.2em .7em;border:1px solid #888;"
-    "border-radius:4px;text-decoration:none}";
-
 /*
- * The upload script: a progress bar, drop onto the page, and the answer
- * shown in place.  Without it the form still works: a plain POST, and the
- * answer is a page of its own.
+ * The pages' style and the upload page's script, kept as the files they
+ * are (common/pages/) and compiled in by the Makefile (embed).
  */
-static const char upload_script[] =
-    "(function(){var f=document.getElementById('up');if(!f)return;"
-    "var i=f.querySelector('input[type=file]'),p=document.getElementById('pr'),"
-    "o=document.getElementById('out'),d=document.getElementById('drop');"
-    "function send(){if(!i.files.length)return;var x=new XMLHttpRequest();"
-    "x.open('POST',f.getAttribute('action'));"
-    "x.setRequestHeader('Accept','application/json');"
-    "p.style.display='block';p.value=0;"
-    "x.upload.onprogress=function(e){if(e.lengthComputable)p.value=e.loaded/e.total;};"
-    "x.onload=function(){p.style.display='none';var r;try{r=JSON.parse(x.responseText);}"
-    "catch(e){r={error:'the server answered '+x.status};}show(r);};"
-    "x.onerror=function(){p.style.display='none';show({error:'the upload did not "
-    "reach the server (connection lost)'});};"
-    "x.send(new FormData(f));}"
-    "function show(r){var u=document.createElement('ul');"
-    "(r.files||[]).forEach(function(e){var l=document.createElement('li');"
-    "l.className='ok';l.textContent=e.name+' \\u2192 '+e.path+' ('+e.size+' bytes)'"
-    "+(e.renamed?' (a file of that name existed, so this one got a new name)':'');"
-    "u.appendChild(l);});if(r.error){var l=document.createElement('li');"
-    "l.className='err';l.textContent=r.error;u.appendChild(l);}"
-    "o.appendChild(u);i.value='';}"
-    "f.addEventListener('submit',function(e){e.preventDefault();send();});"
-    "d.addEventListener('dragover',function(e){e.preventDefault();d.className='drop over';});"
-    "d.addEventListener('dragleave',function(){d.className='drop';});"
-    "d.addEventListener('drop',function(e){e.preventDefault();d.className='drop';"
-    "i.files=e.dataTransfer.files;send();});"
-    "i.addEventListener('change',function(){send();});})();";
+extern const unsigned char page_style[], upload_script[];
+#define PAGE_STYLE	((const char *)page_style)
+#define UPLOAD_SCRIPT	((const char *)upload_script)
 
 static void
 page_begin(struct buf *b, const char *title, const char *nonce)
@@ -348,7 +310,7 @@ page_begin(struct buf *b, const char *title, const char *nonce)
 	    "content=\"width=device-width,initial-scale=1\"><title>");
 	html_escape(b, title);
 	buf_appendf(b, "</title><style nonce=\"%s\">%s</style></head><body>"
-	    "<h1>", nonce, page_style);
+	    "<h1>", nonce, PAGE_STYLE);
 	html_escape(b, title);
 	buf_appends(b, "</h1>\n");
 }
@@ -635,7 +597,7 @@ upload_page(const struct fileweb *fw, struct MHD_Connection *conn,
 	    "ask it to look.</p>\n");
 	upload_form(fw, &b, url);
 	buf_appendf(&b, "<p><small>This link works until %s.</small></p>"
-	    "<script nonce=\"%s\">%s</script>\n", when, nonce, upload_script);
+	    "<script nonce=\"%s\">%s</script>\n", when, nonce, UPLOAD_SCRIPT);
 	return page_send(conn, 200, &b, nonce);
 }
 
@@ -706,7 +668,7 @@ workspace_page(const struct fileweb *fw, struct MHD_Connection *conn,
 	time_utc(l->expires, when, sizeof(when));
 	buf_appendf(&b, "<p><small>Nothing can be deleted from this page. This "
 	    "link works until %s.</small></p><script nonce=\"%s\">%s</script>\n",
-	    when, nonce, upload_script);
+	    when, nonce, UPLOAD_SCRIPT);
 	json_decref(list);
 	buf_release(&base);
 	buf_release(&href);

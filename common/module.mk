@@ -7,6 +7,9 @@
 # itself; add its library here and to the PKGS_ of the programs using it.
 COMMON_PKGS += yaml-0.1 libmicrohttpd jansson
 
+$(eval $(call embed,common/page_style,common/pages/page.css))
+$(eval $(call embed,common/upload_script,common/pages/upload.js))
+
 $(eval $(call unit_test,common_base64,tests/unit/common/base64.c,,))
 $(eval $(call unit_test,common_hash,tests/unit/common/hash.c,,))
 $(eval $(call unit_test,common_buf,tests/unit/common/buf.c,,))

@@ -32,26 +32,16 @@ TEST_SUITES += test-valgrind-agent
 
 # The thumbnailer under libFuzzer (clang, Debian's libclang-rt), seeded
 # with the fixtures.  `make fuzz FUZZ_TIME=600` runs it longer.
-FUZZ_PNG := build/fuzz/agent-png
-
-$(FUZZ_PNG): tests/fuzz/png/fuzz_thumb.c sandbox-agent/images.c \
-		sandbox-agent/images.h sandbox-agent/quant.c sandbox-agent/quant.h \
-		common/buf.c
-	@mkdir -p $(@D)
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -Icommon -Isandbox-agent \
-		$(call PC_cflags,libpng) \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ tests/fuzz/png/fuzz_thumb.c sandbox-agent/images.c \
-		sandbox-agent/quant.c common/buf.c $(call PC_libs,libpng) -lm
+$(eval $(call fuzz_target,agent-png,tests/fuzz/png/fuzz_thumb.c \
+	sandbox-agent/images.c sandbox-agent/quant.c,\
+	-Isandbox-agent $(call PC_cflags,libpng) $(call PC_libs,libpng) -lm,\
+	tests/data/png,-max_len=65536 -rss_limit_mb=1024 -timeout=10,\
+	sandbox-agent/images.h sandbox-agent/quant.h))
 
 .PHONY: test-fuzz-png fuzz
 test-fuzz-png:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory $(FUZZ_PNG)
-	@mkdir -p build/fuzz/png-corpus
-	$(FUZZ_PNG) -max_total_time=$(or $(FUZZ_TIME),30) -max_len=65536 \
-		-rss_limit_mb=1024 -timeout=10 -print_final_stats=1 \
-		build/fuzz/png-corpus tests/data/png
+	@$(MAKE) --no-print-directory fuzz-run-agent-png
 
 fuzz: test-fuzz-png
 TEST_SUITES += test-fuzz-png
