@@ -34,8 +34,6 @@ PC_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 
 PROGS		:=
 UNIT_TESTS	:=
-# Make targets that `make test` runs in order; each module.mk appends its own.
-TEST_SUITES	:= test-unit
 
 .PHONY: all
 all: programs
@@ -136,9 +134,6 @@ fuzz-run-$(1): build/fuzz/$(1)
 		build/fuzz/$(1)-corpus $(4)
 endef
 
-# Order matters only for TEST_SUITES: cheap suites first; the benchmarks'
-# short runs (tests/bench) after the suites that build the sandbox image,
-# and the whole hosts (tests/host), the dearest, last.
 include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
 	egress-proxy/module.mk tests/k8s/k8s.mk image/module.mk \
 	supervisor/module.mk deploy/module.mk tests/bench/bench.mk \
@@ -147,10 +142,25 @@ include $(wildcard common/module.mk python/module.mk sandbox-agent/module.mk \
 .PHONY: programs
 programs: $(PROGS)
 
+# Every suite `make test` runs, in one list, cheapest first, so that a
+# broken build or unit fails in minutes: the programs alone (unit tests,
+# fuzzing, the agent and the proxy on loopback, the fake Kubernetes);
+# then what needs the tests' Podman and the sandbox image (built once by
+# the first of them, image-for-tests); then the second image flavour
+# (test-image), the benchmarks' short runs, and the whole hosts
+# (tests/host), the dearest, last.  Each suite is defined next to its
+# code, in a module.mk or tests/*/*.mk.
+TEST_SUITES	:= test-unit test-python test-fuzz-agent test-fuzz-png \
+		   test-fuzz-egress test-fuzz-supervisor test-egress \
+		   test-sweep test-warm test-valgrind-agent test-agent \
+		   test-k8s test-deploy-k8s test-netclean \
+		   test-egress-container test-supervisor test-files \
+		   test-gvisor test-kubeplay test-rootless test-deploy \
+		   test-image test-bench test-host
+
 # What dead test containers left on the host, and its cleaner (make test
 # runs the cleaner first).
 .PHONY: test-netclean
-TEST_SUITES += test-netclean
 test-netclean:
 	@tests/lib/netclean-test.sh
 

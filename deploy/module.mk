@@ -28,7 +28,6 @@ test-deploy:
 		$(K8S_NODE_MODULES)
 	@$(MAKE) --no-print-directory image-for-tests
 	@IMAGE_VERSION=$(VERSION) BIN=$(BIN) tests/deploy/run.sh
-TEST_SUITES += test-deploy
 
 # The schemas, the YAML parser and the fake cluster are tests/k8s/'s; its
 # session drives the supervisor with tests/e2e's MCP client.
@@ -43,4 +42,3 @@ test-deploy-k8s:
 	    VIVARIUM_EGRESS_BIN=$(abspath $(BIN))/vivarium-egress \
 	    VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 	    node tests/deploy/k8s-manifests.mjs
-TEST_SUITES += test-deploy-k8s

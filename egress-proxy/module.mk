@@ -22,7 +22,6 @@ $(eval $(call unit_test,egress_relay,tests/unit/egress-proxy/relay.c,$(filter-ou
 
 # ---------------------------------------------------------------- suites
 
-TEST_SUITES	+= test-egress test-egress-container test-fuzz-egress
 
 .PHONY: test-egress test-egress-container test-fuzz-egress fuzz bench-egress
 

@@ -49,4 +49,3 @@ test-image: image-for-tests image-for-tests-forky $(BIN)/vivarium-agent
 	@IMAGE_VERSION=$(VERSION) AGENT_BIN=$(BIN)/vivarium-agent tests/image/run.sh
 	@IMAGE_VERSION=$(VERSION) SUITE=forky tests/image/run.sh
 
-TEST_SUITES += test-image

@@ -4,7 +4,6 @@
 # unless overridden, e.g. by the image's test to run them on trixie's).
 
 .PHONY: test-python bench-namespace
-TEST_SUITES += test-python
 
 test-python:
 	@scripts/deps test

@@ -41,7 +41,6 @@ $(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbo
 # $(E2E_NODE_MODULES) to get the pinned client installed.
 
 .PHONY: test-agent
-TEST_SUITES += test-agent
 test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
@@ -70,7 +69,6 @@ $(eval $(call fuzz_target,link,tests/fuzz/link/fuzz_link.c,\
 	-max_len=8192))
 
 .PHONY: test-fuzz-agent
-TEST_SUITES += test-fuzz-agent
 test-fuzz-agent:
 	@scripts/deps build test
 	@$(MAKE) --no-print-directory fuzz-run-agent-mcp fuzz-run-link

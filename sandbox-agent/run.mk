@@ -28,7 +28,6 @@ test-valgrind-agent:
 	$(VALGRIND_RUN) build/rel/t/agent_run_output
 	RUN_TEST_MB=64 $(VALGRIND_RUN) build/rel/t/agent_run
 
-TEST_SUITES += test-valgrind-agent
 
 # The thumbnailer under libFuzzer (clang, Debian's libclang-rt), seeded
 # with the fixtures.  `make fuzz FUZZ_TIME=600` runs it longer.
@@ -44,7 +43,6 @@ test-fuzz-png:
 	@$(MAKE) --no-print-directory fuzz-run-agent-png
 
 fuzz: test-fuzz-png
-TEST_SUITES += test-fuzz-png
 
 # Warm runs: unit and e2e tests, bench-run.
 include sandbox-agent/warm.mk

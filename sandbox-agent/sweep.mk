@@ -8,7 +8,6 @@ $(eval $(call unit_test,agent_sweep,tests/unit/sandbox-agent/sweep.c,,))
 # runs leave setsid'd sleepers behind and they are gone afterwards.  Needs
 # root for the namespace.
 .PHONY: test-sweep
-TEST_SUITES += test-sweep
 test-sweep: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	@scripts/deps podman
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \

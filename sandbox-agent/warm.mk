@@ -7,7 +7,6 @@ $(eval $(call unit_test,agent_warm,tests/unit/sandbox-agent/warm.c,$(O)/sandbox-
 # Per-user workspaces, parallel users and a killed zygote through the real
 # agent and the MCP SDK client.
 .PHONY: test-warm
-TEST_SUITES += test-warm
 test-warm: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 	cd tests/e2e && VIVARIUM_AGENT_BIN=$(CURDIR)/$(BIN)/vivarium-agent \
 		VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \

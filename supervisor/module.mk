@@ -57,7 +57,6 @@ test-supervisor:
 	@$(MAKE) --no-print-directory image-for-tests
 	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
 	    VIVARIUM_CTL_BIN=$(abspath $(BIN))/vivariumctl tests/supervisor/run.sh
-TEST_SUITES += test-supervisor
 
 # A few of those with the sandboxes under gVisor (deploy/vivarium-runsc).
 .PHONY: test-gvisor
@@ -67,7 +66,6 @@ test-gvisor:
 	@$(MAKE) --no-print-directory image-for-tests
 	@VIVARIUM_SUPERVISOR_BIN=$(abspath $(BIN))/vivarium-supervisor \
 	    tests/gvisor/run.sh
-TEST_SUITES += test-gvisor
 
 # Download and upload links in a real browser.  "-": the image builds the
 # supervisor from a context without tests/ (Containerfile).
@@ -110,7 +108,6 @@ $(eval $(call fuzz_target,tarown,tests/fuzz/tarown/fuzz_tarown.c \
 	supervisor/tarown.h))
 
 .PHONY: test-fuzz-supervisor
-TEST_SUITES += test-fuzz-supervisor
 test-fuzz-supervisor:
 	@scripts/deps build test
 	@$(MAKE) --no-print-directory fuzz-run-supervisor-relay fuzz-run-tarown

@@ -3,6 +3,5 @@
 # modules whose suites build the sandbox image: bench-supervisor and
 # bench-files reuse it.
 .PHONY: test-bench
-TEST_SUITES += test-bench
 test-bench:
 	@tests/bench/run.sh "$(MAKE)"

@@ -8,7 +8,6 @@ FILES_ENV = VIVARIUM_AGENT_BIN=$(abspath $(BIN))/vivarium-agent \
 	    VIVARIUM_PYTHON=$(PYTHON) VIVARIUM_PYTHONPATH=$(CURDIR)/python \
 	    VIVARIUM_SANDBOX_IMAGE=$${VIVARIUM_SANDBOX_IMAGE:-localhost/vivarium-sandbox:$(VERSION)}
 
-TEST_SUITES += test-files
 test-files:
 	@scripts/deps build test podman browser
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-agent $(BIN)/vivarium-supervisor

@@ -8,7 +8,6 @@
 # image is the one the other suites use.  Last in make test: the most
 # expensive suite (two box images and two hosts, side by side).
 .PHONY: test-host
-TEST_SUITES += test-host
 test-host:
 	@scripts/deps podman
 	@$(MAKE) --no-print-directory image-for-tests

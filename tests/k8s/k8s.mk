@@ -5,7 +5,6 @@
 # and the restricted Pod Security Standard).  No Podman needed.
 # Included from the top-level Makefile, before the Podman suites: it needs none.
 .PHONY: test-k8s
-TEST_SUITES += test-k8s
 
 K8S_NODE_MODULES := tests/k8s/node_modules/.package-lock.json
 $(K8S_NODE_MODULES): tests/k8s/package.json tests/k8s/package-lock.json

@@ -3,7 +3,6 @@
 # TCP with its secret (tests/kubeplay/README.md).  Included from
 # supervisor/module.mk.
 .PHONY: test-kubeplay
-TEST_SUITES += test-kubeplay
 test-kubeplay:
 	@scripts/deps build test podman
 	@$(MAKE) --no-print-directory $(BIN)/vivariumctl $(E2E_NODE_MODULES)

@@ -2,7 +2,6 @@
 # rootless Podman (tests/rootless/run.sh makes the user; run as root).
 # Included from supervisor/module.mk, after test-supervisor.
 .PHONY: test-rootless
-TEST_SUITES += test-rootless
 test-rootless:
 	@scripts/deps build test podman rootless
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
