@@ -413,6 +413,28 @@ name_decode(const char *h, char *out, size_t outsz)
 }
 
 /*
+ * A header's value without the optional white space around it (RFC 9110
+ * 5.5), in buf; NULL for NULL, and for a value too long for any name here.
+ */
+static const char *
+ows_trim(const char *h, char *buf, size_t sz)
+{
+	size_t	 n;
+
+	if (h == NULL)
+		return NULL;
+	h += strspn(h, " \t");
+	n = strlen(h);
+	while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+		n--;
+	if (n >= sz)
+		return "(too long)";
+	memcpy(buf, h, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
  * Which era a message belongs to.  The body decides: a request whose
  * params._meta names a protocol version is stateless (2026-07-28), and
  * anything else is a 2025 message, initialize above all.  For a 2026
@@ -425,11 +447,14 @@ mcp_era(const struct agent_ctx *ctx, const char *pver, json_t *msg,
     json_t **reply)
 {
 	json_t		*id, *params, *meta, *claim, *caps, *info, *name;
-	const char	*m, *v;
-	char		 dec[512];
+	const char	*m, *v, *hm, *hn;
+	char		 dec[512], bv[64], bm[128], bn[512];
 	int		 hdr2026;
 
 	*reply = NULL;
+	pver = ows_trim(pver, bv, sizeof(bv));
+	hm = ows_trim(ctx->hdr_method, bm, sizeof(bm));
+	hn = ows_trim(ctx->hdr_name, bn, sizeof(bn));
 	if (!json_is_object(msg) || !json_is_string(json_object_get(msg,
 	    "method")))
 		return ERA_2025;	/* mcp_one says what is wrong */
@@ -500,10 +525,10 @@ mcp_era(const struct agent_ctx *ctx, const char *pver, json_t *msg,
 		    "'%.40s'; they must be the same", pver, v);
 		return ERA_REFUSED;
 	}
-	if (ctx->hdr_method != NULL && strcmp(ctx->hdr_method, m) != 0) {
+	if (hm != NULL && strcmp(hm, m) != 0) {
 		*reply = refuse(id, RPC_HEADER_MISMATCH, NULL, "Bad Request: "
 		    "the Mcp-Method header says '%.100s' but the body's method "
-		    "is '%.100s'; they must be the same", ctx->hdr_method, m);
+		    "is '%.100s'; they must be the same", hm, m);
 		return ERA_REFUSED;
 	}
 	if (strcmp(v, MCP_STATELESS_VERSION) != 0) {
@@ -515,7 +540,7 @@ mcp_era(const struct agent_ctx *ctx, const char *pver, json_t *msg,
 	}
 	if (id == NULL)
 		return ERA_2026;	/* notifications need no headers */
-	if (pver == NULL || ctx->hdr_method == NULL) {
+	if (pver == NULL || hm == NULL) {
 		*reply = refuse(id, RPC_HEADER_MISMATCH, NULL, "Bad Request: a "
 		    "%s request needs the %s header (the body says '%s')",
 		    MCP_STATELESS_VERSION, pver == NULL ? "MCP-Protocol-Version"
@@ -524,14 +549,14 @@ mcp_era(const struct agent_ctx *ctx, const char *pver, json_t *msg,
 	}
 	name = json_object_get(params, "name");
 	if (strcmp(m, "tools/call") == 0 && json_is_string(name)) {
-		if (ctx->hdr_name == NULL) {
+		if (hn == NULL) {
 			*reply = refuse(id, RPC_HEADER_MISMATCH, NULL, "Bad "
 			    "Request: a tools/call needs the Mcp-Name header "
 			    "(the body names the tool '%.100s')",
 			    json_string_value(name));
 			return ERA_REFUSED;
 		}
-		if (name_decode(ctx->hdr_name, dec, sizeof(dec)) == -1) {
+		if (name_decode(hn, dec, sizeof(dec)) == -1) {
 			*reply = refuse(id, RPC_HEADER_MISMATCH, NULL, "Bad "
 			    "Request: the Mcp-Name header is not valid "
 			    "(=?base64?...?= must hold base64)");
