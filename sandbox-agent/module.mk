@@ -44,7 +44,7 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 		images.test.mjs \
 		namespace.test.mjs longrun.test.mjs files_full.test.mjs files_fd.test.mjs \
 		secret.test.mjs notebook.test.mjs linkinput.test.mjs limits.test.mjs \
-		stateless.test.mjs
+		stateless.test.mjs conformance.test.mjs
 
 # Leftover processes killed after runs (VIVARIUM_SWEEP): unit tests, and the
 # real agent in a PID namespace of its own.
