@@ -17,7 +17,8 @@
 #include "text.h"
 
 /* Protocol versions we speak, newest first. */
-#define MCP_LATEST_VERSION	"2025-11-25"
+#define MCP_LATEST_VERSION	"2025-11-25"	/* the newest with initialize */
+#define MCP_STATELESS_VERSION	"2026-07-28"	/* per-request _meta, no session */
 /* What a request without MCP-Protocol-Version is assumed to use. */
 #define MCP_DEFAULT_VERSION	"2025-03-26"
 
@@ -175,6 +176,10 @@ struct rpc_error {
  * 2026-07-28, an input_required result since).
  */
 #define RPC_URL_ELICITATION	-32042
+/* MCP 2026-07-28: headers that disagree with the body (HTTP 400), and a
+ * per-request protocol version this server does not speak. */
+#define RPC_HEADER_MISMATCH	-32020
+#define RPC_UNSUPPORTED_VERSION	-32022
 /* Not an error code: the request was cancelled, so nothing is answered. */
 #define RPC_NO_REPLY		1
 
@@ -204,6 +209,11 @@ struct agent_ctx {
 	unsigned int	 client;		/* CLIENT_* the client declared */
 	char		*session_out;		/* initialize writes the id to mint
 						   here (MCP_SESSION_SIZE), or NULL */
+	/* 2026-07-28 (mcp.c): the Mcp-Method and Mcp-Name headers (NULL
+	 * when absent); and, on a tools/call retried after input_required,
+	 * the client's params.inputResponses (borrowed, or NULL). */
+	const char	*hdr_method, *hdr_name;
+	json_t		*input_responses;
 };
 
 /*
@@ -353,8 +363,22 @@ int	cancel_request(const char *scope, json_t *id, const char *why);
  */
 unsigned int mcp_handle(const struct agent_ctx *, const char *protocol_version,
 	    const char *body, size_t len, json_t **reply);
-/* 1 when version is one we speak. */
+/*
+ * What mcp_handle would refuse before answering (a 2026-07-28 request with
+ * a bad envelope or headers): its HTTP status with *reply (new) set, or 0.
+ * For answers that begin before the call runs (sse.c).
+ */
+unsigned int mcp_refused(const struct agent_ctx *, const char *protocol_version,
+	    const char *body, size_t len, json_t **reply);
+/* 1 when version is one we speak with initialize (the 2025 versions). */
 int	mcp_version_supported(const char *version);
+/*
+ * On a tools/call retried after an input_required result (2026-07-28):
+ * the action ("accept", "decline", "cancel") the client answered to the
+ * input request named key (a URL elicitation's elicitationId), or NULL.
+ * What the client says is a claim: a tool checks what it can see itself.
+ */
+const char *mcp_input_action(const struct agent_ctx *, const char *key);
 /* CLIENT_* bits from an initialize's params.capabilities. */
 unsigned int mcp_client_caps(json_t *capabilities);
 /* Writes a new session id carrying client into out (MCP_SESSION_SIZE);

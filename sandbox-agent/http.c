@@ -211,6 +211,8 @@ mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 	ctx.cfg = conf;
 	ctx.client = mcp_session_client(http_header(conn, "Mcp-Session-Id"));
 	ctx.session_out = session;
+	ctx.hdr_method = http_header(conn, "Mcp-Method");
+	ctx.hdr_name = http_header(conn, "Mcp-Name");
 	ctx.workspace = conf->workdir;
 	ctx.label = "workspace";
 	if (conf->user_header != NULL) {
@@ -225,7 +227,19 @@ mcp_post(struct MHD_Connection *conn, const struct http_request *req)
 		ctx.label = label;
 		ctx.user = id;
 	}
-	/* A tools/call with a progressToken is answered as an SSE stream. */
+	/*
+	 * A tools/call with a progressToken is answered as an SSE stream,
+	 * whose 200 goes out before the call runs: a 2026-07-28 request with
+	 * headers that disagree with its body gets its 400 first.
+	 */
+	if (sse_wanted(http_header(conn, "Accept"), buf_str(&req->body),
+	    req->body.len) && (status = mcp_refused(&ctx,
+	    http_header(conn, "MCP-Protocol-Version"), buf_str(&req->body),
+	    req->body.len, &reply)) != 0) {
+		resp = reply != NULL ? http_response_json(reply) : NULL;
+		json_decref(reply);
+		return http_queue(conn, status, resp);
+	}
 	if (sse_wanted(http_header(conn, "Accept"), buf_str(&req->body),
 	    req->body.len))
 		return (enum MHD_Result)sse_serve(conn, &ctx,

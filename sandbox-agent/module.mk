@@ -47,7 +47,8 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 		node --test --test-concurrency=1 agent.test.mjs badinput.test.mjs \
 		images.test.mjs \
 		namespace.test.mjs longrun.test.mjs files_full.test.mjs files_fd.test.mjs \
-		secret.test.mjs notebook.test.mjs linkinput.test.mjs limits.test.mjs
+		secret.test.mjs notebook.test.mjs linkinput.test.mjs limits.test.mjs \
+		stateless.test.mjs conformance.test.mjs
 
 # Leftover processes killed after runs (VIVARIUM_SWEEP): unit tests, and the
 # real agent in a PID namespace of its own.

@@ -45,6 +45,7 @@ struct sse {
 	struct agent_ctx ctx;
 	struct call_io	 io;
 	char		*workspace, *label, *pver, *body;
+	char		*hdr_method, *hdr_name;	/* the 2026 headers, or NULL */
 	size_t		 len;
 	json_t		*token;		/* owned */
 };
@@ -180,6 +181,8 @@ sse_free(void *cls)
 	free(s->workspace);
 	free(s->label);
 	free(s->pver);
+	free(s->hdr_method);
+	free(s->hdr_name);
 	free(s->body);
 	free(s);
 }
@@ -206,6 +209,10 @@ sse_serve(struct MHD_Connection *conn, const struct agent_ctx *ctx,
 	if ((s->workspace = strdup(ctx->workspace)) == NULL ||
 	    (s->label = strdup(ctx->label)) == NULL ||
 	    (pver != NULL && (s->pver = strdup(pver)) == NULL) ||
+	    (ctx->hdr_method != NULL &&
+	    (s->hdr_method = strdup(ctx->hdr_method)) == NULL) ||
+	    (ctx->hdr_name != NULL &&
+	    (s->hdr_name = strdup(ctx->hdr_name)) == NULL) ||
 	    (s->body = malloc(len + 1)) == NULL ||
 	    (s->token = token_of(body, len)) == NULL ||
 	    s->io.abandon_fd == -1 || s->io.hangup_fd == -1)
@@ -216,6 +223,8 @@ sse_serve(struct MHD_Connection *conn, const struct agent_ctx *ctx,
 	s->ctx = *ctx;
 	s->ctx.workspace = s->workspace;
 	s->ctx.label = s->label;
+	s->ctx.hdr_method = s->hdr_method;
+	s->ctx.hdr_name = s->hdr_name;
 	s->ctx.session_out = NULL;	/* initialize never comes this way */
 	s->ctx.io = &s->io;
 	pthread_mutex_init(&s->mtx, NULL);
@@ -249,6 +258,8 @@ fail:
 	free(s->workspace);
 	free(s->label);
 	free(s->pver);
+	free(s->hdr_method);
+	free(s->hdr_name);
 	free(s->body);
 	free(s);
 	return MHD_NO;

@@ -590,6 +590,8 @@ send_request(struct agent_conn *c, const struct agent_addr *a,
 	HDR("Accept", r->accept);
 	HDR("Mcp-Session-Id", r->session_id);
 	HDR("MCP-Protocol-Version", r->protocol_version);
+	HDR("Mcp-Method", r->mcp_method);
+	HDR("Mcp-Name", r->mcp_name);
 	HDR("Last-Event-ID", r->last_event_id);
 #undef HDR
 	if (a->kind == AGENT_TCP) {

@@ -186,6 +186,9 @@ relay(struct MHD_Connection *conn, const char *method, const char *user,
 	ar.accept = http_header(conn, "Accept");
 	ar.session_id = http_header(conn, "Mcp-Session-Id");
 	ar.protocol_version = http_header(conn, "MCP-Protocol-Version");
+	/* 2026-07-28: the agent checks them against the body. */
+	ar.mcp_method = http_header(conn, "Mcp-Method");
+	ar.mcp_name = http_header(conn, "Mcp-Name");
 	ar.last_event_id = http_header(conn, "Last-Event-ID");
 	ar.body = body;
 	ar.body_len = body_len;

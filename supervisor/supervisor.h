@@ -273,6 +273,7 @@ struct agent_req {
 	const char	*accept;
 	const char	*session_id;
 	const char	*protocol_version;
+	const char	*mcp_method, *mcp_name;	/* 2026-07-28's, passed on */
 	const char	*last_event_id;
 	const char	*body;
 	size_t		 body_len;

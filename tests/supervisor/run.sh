@@ -11,4 +11,5 @@ exec node --test --test-concurrency=1 tests/supervisor/stream.test.mjs \
     tests/supervisor/supervisor.test.mjs tests/supervisor/longrun.test.mjs \
     tests/supervisor/notebook.test.mjs tests/supervisor/image.test.mjs \
     tests/supervisor/egress.test.mjs tests/supervisor/doctor.test.mjs \
-    tests/supervisor/names.test.mjs tests/supervisor/backup.test.mjs
+    tests/supervisor/names.test.mjs tests/supervisor/backup.test.mjs \
+    tests/supervisor/stateless.test.mjs

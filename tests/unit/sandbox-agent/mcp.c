@@ -43,11 +43,37 @@ pycheck_modules(void)
 	return "Installed: pandas.\nNot installed: polars (use pandas).";
 }
 
+/* What the last tools_call saw of the client. */
+static unsigned int	 seen_client;
+
 json_t *
 tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
     struct rpc_error *err)
 {
+	const char	*action;
+
 	calls++;
+	seen_client = ctx->client;
+	/*
+	 * A stub of a tool that needs the user's file: asks for it by URL
+	 * elicitation when the client can show one, and on the retried call
+	 * answers what the client said.
+	 */
+	if (strcmp(name, "ask_upload") == 0) {
+		if (!(ctx->client & CLIENT_ELICIT_URL))
+			return json_pack("{s:[{s:s, s:s}]}", "content", "type",
+			    "text", "text", "open https://x.test/up/1");
+		action = mcp_input_action(ctx, "el-1");
+		if (action != NULL)
+			return json_pack("{s:[{s:s, s:s}]}", "content", "type",
+			    "text", "text", action);
+		err->code = RPC_URL_ELICITATION;
+		snprintf(err->message, sizeof(err->message), "upload needed");
+		err->data = json_pack("{s:[{s:s, s:s, s:s, s:s}]}",
+		    "elicitations", "mode", "url", "elicitationId", "el-1",
+		    "url", "https://x.test/up/1", "message", "Upload the file");
+		return NULL;
+	}
 	if (strcmp(name, "echo") != 0) {
 		err->code = RPC_INVALID_PARAMS;
 		snprintf(err->message, sizeof(err->message), "Unknown tool '%s'",
@@ -590,6 +616,362 @@ test_initialize_ui(void **state)
 	json_decref(r);
 }
 
+/* ------------------------------------------------------------ 2026-07-28 */
+
+#define ENV26(caps) "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":" \
+	"\"2026-07-28\",\"io.modelcontextprotocol/clientInfo\":{\"name\":" \
+	"\"t\",\"version\":\"1\"},\"io.modelcontextprotocol/clientCapabilities\":" \
+	caps "}"
+
+/* A POST with the 2026 headers (NULL: absent); session_out is watched. */
+static unsigned int
+handle26(const char *pver, const char *method, const char *name,
+    const char *body, json_t **out, char *sid)
+{
+	struct agent_ctx c = ctx;
+
+	c.hdr_method = method;
+	c.hdr_name = name;
+	c.session_out = sid;
+	*out = NULL;
+	return mcp_handle(&c, pver, body, strlen(body), out);
+}
+
+static json_t *
+result_of(json_t *reply)
+{
+	return json_object_get(reply, "result");
+}
+
+static void
+test_discover(void **state)
+{
+	char	 sid[MCP_SESSION_SIZE] = "";
+	json_t	*r, *res, *sv;
+
+	assert_int_equal(handle26("2026-07-28", "server/discover", NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"server/discover\","
+	    "\"params\":{" ENV26("{}") "}}", &r, sid), 200);
+	res = result_of(r);
+	assert_string_equal(json_string_value(json_object_get(res,
+	    "resultType")), "complete");
+	sv = json_object_get(res, "supportedVersions");
+	assert_string_equal(json_string_value(json_array_get(sv, 0)),
+	    "2026-07-28");
+	assert_int_equal(json_array_size(sv), 4);
+	assert_non_null(json_object_get(json_object_get(res, "capabilities"),
+	    "tools"));
+	assert_non_null(strstr(json_string_value(json_object_get(res,
+	    "instructions")), "run_python"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"),
+	    "name")), "vivarium-agent");
+	assert_string_equal(sid, "");	/* no session in this era */
+	json_decref(r);
+}
+
+static void
+test_2026_envelope_and_headers(void **state)
+{
+	static const struct {
+		const char	*pver, *method, *name, *body;
+		unsigned int	 status;
+		int		 code;
+	} cases[] = {
+		/* capabilities missing, or not an object */
+		{ "2026-07-28", "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+		  "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\""
+		  "}}}", 400, RPC_INVALID_PARAMS },
+		{ "2026-07-28", "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{" ENV26("[]")
+		  "}}", 400, RPC_INVALID_PARAMS },
+		/* a version that is not a string */
+		{ "2026-07-28", "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+		  "{\"io.modelcontextprotocol/protocolVersion\":20260728,"
+		  "\"io.modelcontextprotocol/clientCapabilities\":{}}}}", 400,
+		  RPC_INVALID_PARAMS },
+		/* the 2026 header on a body without the envelope */
+		{ "2026-07-28", "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\"}", 400,
+		  RPC_INVALID_PARAMS },
+		/* a version we do not speak */
+		{ "2027-01-01", "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+		  "{\"io.modelcontextprotocol/protocolVersion\":\"2027-01-01\","
+		  "\"io.modelcontextprotocol/clientCapabilities\":{}}}}", 400,
+		  RPC_UNSUPPORTED_VERSION },
+		/* headers missing or disagreeing with the body */
+		{ "2025-11-25", "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{" ENV26("{}")
+		  "}}", 400, RPC_HEADER_MISMATCH },
+		{ NULL, "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{" ENV26("{}")
+		  "}}", 400, RPC_HEADER_MISMATCH },
+		{ "2026-07-28", NULL, NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{" ENV26("{}")
+		  "}}", 400, RPC_HEADER_MISMATCH },
+		{ "2026-07-28", "tools/call", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/list\",\"params\":{" ENV26("{}")
+		  "}}", 400, RPC_HEADER_MISMATCH },
+		{ "2026-07-28", "tools/call", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		  "\"echo\"," ENV26("{}") "}}", 400, RPC_HEADER_MISMATCH },
+		{ "2026-07-28", "tools/call", "run_python", "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		  "\"echo\"," ENV26("{}") "}}", 400, RPC_HEADER_MISMATCH },
+		{ "2026-07-28", "tools/call", "=?base64?ZWNo!!?=",
+		  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		  "\"params\":{\"name\":\"echo\"," ENV26("{}") "}}", 400,
+		  RPC_HEADER_MISMATCH },
+		/* the same, right: plain and base64 names */
+		{ "2026-07-28", "tools/call", "echo", "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		  "\"echo\"," ENV26("{}") "}}", 200, 0 },
+		{ "2026-07-28", "tools/call", "=?base64?ZWNobw==?=",
+		  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		  "\"params\":{\"name\":\"echo\"," ENV26("{}") "}}", 200, 0 },
+		/* removed in this era: 404, -32601 */
+		{ "2026-07-28", "ping", NULL, "{\"jsonrpc\":\"2.0\",\"id\":1,"
+		  "\"method\":\"ping\",\"params\":{" ENV26("{}") "}}", 404,
+		  RPC_METHOD_NOT_FOUND },
+		{ "2026-07-28", "initialize", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"initialize\",\"params\":{"
+		  "\"protocolVersion\":\"2026-07-28\"," ENV26("{}") "}}", 404,
+		  RPC_METHOD_NOT_FOUND },
+		/* the 2025 handshake under the 2026 header */
+		{ "2026-07-28", "initialize", NULL, "{\"jsonrpc\":\"2.0\","
+		  "\"id\":1,\"method\":\"initialize\",\"params\":{"
+		  "\"protocolVersion\":\"2026-07-28\"}}", 400,
+		  RPC_HEADER_MISMATCH },
+	};
+	json_t	*r;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned int st = handle26(cases[i].pver, cases[i].method,
+		    cases[i].name, cases[i].body, &r, NULL);
+
+		if (st != cases[i].status || (cases[i].code != 0 &&
+		    error_code(r) != cases[i].code)) {
+			char *t = json_dumps(r, 0);
+
+			fail_msg("case %zu: status %u, reply %s", i, st, t);
+		}
+		if (cases[i].code != 0)
+			assert_non_null(strlen(json_string_value(json_object_get(
+			    json_object_get(r, "error"), "message"))) > 20 ?
+			    r : NULL);
+		json_decref(r);
+	}
+	/* -32022 lists what we speak. */
+	handle26("2027-01-01", "tools/list", NULL, "{\"jsonrpc\":\"2.0\","
+	    "\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+	    "{\"io.modelcontextprotocol/protocolVersion\":\"2027-01-01\","
+	    "\"io.modelcontextprotocol/clientCapabilities\":{}}}}", &r, NULL);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(
+	    json_object_get(r, "error"), "data"), "supported")), 4);
+	json_decref(r);
+}
+
+static void
+test_2026_initialize_is_2025(void **state)
+{
+	char	 sid[MCP_SESSION_SIZE] = "";
+	json_t	*r;
+
+	/* A client asking initialize for 2026-07-28 gets the newest that
+	 * has a handshake. */
+	assert_int_equal(handle26(NULL, NULL, NULL, "{\"jsonrpc\":\"2.0\","
+	    "\"id\":1,\"method\":\"initialize\",\"params\":{"
+	    "\"protocolVersion\":\"2026-07-28\",\"capabilities\":{}}}", &r,
+	    sid), 200);
+	assert_string_equal(json_string_value(json_object_get(result_of(r),
+	    "protocolVersion")), "2025-11-25");
+	assert_null(json_object_get(result_of(r), "resultType"));
+	assert_string_not_equal(sid, "");
+	json_decref(r);
+}
+
+static void
+test_2026_tools(void **state)
+{
+	json_t	*r, *res;
+
+	assert_int_equal(handle26("2026-07-28", "tools/list", NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+	    "\"params\":{" ENV26("{}") "}}", &r, NULL), 200);
+	res = result_of(r);
+	assert_string_equal(json_string_value(json_object_get(res,
+	    "resultType")), "complete");
+	assert_true(json_is_integer(json_object_get(res, "ttlMs")));
+	assert_true(json_is_string(json_object_get(res, "cacheScope")));
+	assert_true(json_is_array(json_object_get(res, "tools")));
+	json_decref(r);
+
+	/* Capabilities come from this request's _meta, not a session. */
+	assert_int_equal(handle26("2026-07-28", "tools/call", "echo",
+	    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+	    "\"params\":{\"name\":\"echo\"," ENV26("{\"elicitation\":"
+	    "{\"url\":{}}}") "}}", &r, NULL), 200);
+	assert_string_equal(json_string_value(json_object_get(result_of(r),
+	    "resultType")), "complete");
+	assert_int_equal(seen_client, CLIENT_ELICIT_URL);
+	json_decref(r);
+
+	/* A 2026 notification needs no headers, and is not answered. */
+	assert_int_equal(handle26(NULL, NULL, NULL, "{\"jsonrpc\":\"2.0\","
+	    "\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":"
+	    "7," ENV26("{}") "}}", &r, NULL), 202);
+	assert_null(r);
+
+	/* No batch may hold a 2026 request. */
+	assert_int_equal(handle26(NULL, NULL, NULL, "[{\"jsonrpc\":\"2.0\","
+	    "\"id\":1,\"method\":\"tools/list\",\"params\":{" ENV26("{}")
+	    "}}]", &r, NULL), 400);
+	json_decref(r);
+}
+
+/* Whether the reply's result names s anywhere. */
+static int
+result_mentions(json_t *r, const char *s)
+{
+	char	*d = json_dumps(result_of(r), 0);
+	int	 yes = d != NULL && strstr(d, s) != NULL;
+
+	free(d);
+	return yes;
+}
+
+/* The view in the 2026 era: discover says it, resources answer, and the
+ * view's own tool is listed only for a request whose client shows views. */
+static void
+test_2026_view(void **state)
+{
+	json_t	*r, *res;
+
+	assert_int_equal(handle26("2026-07-28", "server/discover", NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\","
+	    "\"params\":{" ENV26("{}") "}}", &r, NULL), 200);
+	res = json_object_get(result_of(r), "capabilities");
+	assert_non_null(json_object_get(res, "resources"));
+	assert_non_null(json_object_get(json_object_get(res, "extensions"),
+	    "io.modelcontextprotocol/ui"));
+	json_decref(r);
+	assert_int_equal(handle26("2026-07-28", "resources/list", NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\","
+	    "\"params\":{" ENV26("{}") "}}", &r, NULL), 200);
+	res = result_of(r);
+	assert_string_equal(json_string_value(json_object_get(res,
+	    "resultType")), "complete");
+	assert_int_equal(json_array_size(json_object_get(res, "resources")), 1);
+	json_decref(r);
+	assert_int_equal(handle26("2026-07-28", "resources/read", NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\","
+	    "\"params\":{\"uri\":\"ui://vivarium/workspace\"," ENV26("{}")
+	    "}}", &r, NULL), 200);
+	assert_non_null(json_object_get(result_of(r), "contents"));
+	json_decref(r);
+	assert_int_equal(handle26("2026-07-28", "tools/list", NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\","
+	    "\"params\":{" ENV26("{\"extensions\":{\"io.modelcontextprotocol/"
+	    "ui\":{\"mimeTypes\":[\"text/html;profile=mcp-app\"]}}}") "}}", &r,
+	    NULL), 200);
+	assert_true(result_mentions(r, "workspace_view"));
+	json_decref(r);
+	assert_int_equal(handle26("2026-07-28", "tools/list", NULL,
+	    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\","
+	    "\"params\":{" ENV26("{}") "}}", &r, NULL), 200);
+	assert_false(result_mentions(r, "workspace_view"));
+	json_decref(r);
+}
+
+static void
+test_2026_input_required(void **state)
+{
+	json_t	*r, *res, *ir, *p;
+	const char *call26 = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"ask_upload\",\"arguments\":"
+	    "{}," ENV26("{\"elicitation\":{\"url\":{}}}") "}}";
+
+	/* The tool's -32042 becomes input_required ... */
+	assert_int_equal(handle26("2026-07-28", "tools/call", "ask_upload",
+	    call26, &r, NULL), 200);
+	res = result_of(r);
+	assert_non_null(res);
+	assert_string_equal(json_string_value(json_object_get(res,
+	    "resultType")), "input_required");
+	ir = json_object_get(json_object_get(res, "inputRequests"), "el-1");
+	assert_string_equal(json_string_value(json_object_get(ir, "method")),
+	    "elicitation/create");
+	p = json_object_get(ir, "params");
+	assert_string_equal(json_string_value(json_object_get(p, "mode")),
+	    "url");
+	assert_string_equal(json_string_value(json_object_get(p, "url")),
+	    "https://x.test/up/1");
+	assert_string_equal(json_string_value(json_object_get(p,
+	    "elicitationId")), "el-1");
+	assert_string_equal(json_string_value(json_object_get(p, "message")),
+	    "Upload the file");
+	json_decref(r);
+
+	/* ... and the retried call reaches the tool with the answer. */
+	assert_int_equal(handle26("2026-07-28", "tools/call", "ask_upload",
+	    "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"ask_upload\",\"arguments\":{},\"inputResponses\":"
+	    "{\"el-1\":{\"action\":\"decline\"}}," ENV26("{\"elicitation\":"
+	    "{\"url\":{}}}") "}}", &r, NULL), 200);
+	res = result_of(r);
+	assert_string_equal(json_string_value(json_object_get(res,
+	    "resultType")), "complete");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+	    json_object_get(res, "content"), 0), "text")), "decline");
+	json_decref(r);
+
+	/* inputResponses of the wrong shape: -32602. */
+	assert_int_equal(handle26("2026-07-28", "tools/call", "ask_upload",
+	    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"ask_upload\",\"inputResponses\":[]," ENV26("{}")
+	    "}}", &r, NULL), 200);
+	assert_int_equal(error_code(r), RPC_INVALID_PARAMS);
+	json_decref(r);
+
+	/* The 2025 era keeps the error -32042 with its data. */
+	{
+		struct agent_ctx c = ctx;
+		const char *b = "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":"
+		    "\"tools/call\",\"params\":{\"name\":\"ask_upload\"}}";
+
+		c.client = CLIENT_ELICIT_URL;
+		assert_int_equal(mcp_handle(&c, "2025-11-25", b, strlen(b),
+		    &r), 200);
+		assert_int_equal(error_code(r), RPC_URL_ELICITATION);
+		assert_non_null(json_object_get(json_object_get(r, "error"),
+		    "data"));
+		json_decref(r);
+	}
+}
+
+/* The SSE path's early check refuses what mcp_handle would. */
+static void
+test_2026_refused_early(void **state)
+{
+	struct agent_ctx c = ctx;
+	json_t		*r;
+	const char	*b = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"echo\"," ENV26("{}") "}}";
+
+	c.hdr_method = "tools/call";
+	c.hdr_name = "other";
+	assert_int_equal(mcp_refused(&c, "2026-07-28", b, strlen(b), &r), 400);
+	assert_int_equal(error_code(r), RPC_HEADER_MISMATCH);
+	json_decref(r);
+	c.hdr_name = "echo";
+	assert_int_equal(mcp_refused(&c, "2026-07-28", b, strlen(b), &r), 0);
+	assert_null(r);
+}
+
 int
 main(void)
 {
@@ -610,6 +992,13 @@ main(void)
 		cmocka_unit_test(test_resources_read_bad),
 		cmocka_unit_test(test_tools_list_ui),
 		cmocka_unit_test(test_initialize_ui),
+		cmocka_unit_test(test_discover),
+		cmocka_unit_test(test_2026_envelope_and_headers),
+		cmocka_unit_test(test_2026_initialize_is_2025),
+		cmocka_unit_test(test_2026_tools),
+		cmocka_unit_test(test_2026_view),
+		cmocka_unit_test(test_2026_input_required),
+		cmocka_unit_test(test_2026_refused_early),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
