@@ -619,6 +619,19 @@ mcp_era(const struct agent_ctx *ctx, const char *pver, json_t *msg,
 	return ERA_2026;
 }
 
+/* The 2026-07-28 caching hints, saying: do not keep it. */
+static json_t *
+no_cache(json_t *reply)
+{
+	json_t	*res = json_object_get(reply, "result");
+
+	if (json_is_object(res)) {
+		json_object_set_new(res, "ttlMs", json_integer(0));
+		json_object_set_new(res, "cacheScope", json_string("private"));
+	}
+	return reply;
+}
+
 /* Results of 2026-07-28 say what they are. */
 static json_t *
 stamp_complete(json_t *reply)
@@ -661,23 +674,16 @@ mcp_stateless(const struct agent_ctx *ctx, json_t *msg, unsigned int *status)
 	call.input_responses = NULL;
 	if (strcmp(m, "server/discover") == 0)
 		return stamp_complete(method_discover(id));
-	if (strcmp(m, "tools/list") == 0) {
-		/* What the list holds depends on this request's client. */
-		json_t *r = method_tools_list(&call, id);
-		json_t *res = json_object_get(r, "result");
-
-		if (res != NULL) {
-			/* Not cached: a client re-reads it when it likes. */
-			json_object_set_new(res, "ttlMs", json_integer(0));
-			json_object_set_new(res, "cacheScope",
-			    json_string("private"));
-		}
-		return stamp_complete(r);
-	}
+	/* What these hold depends on this request's client and on the
+	 * links: not cached, a client re-reads them when it likes. */
+	if (strcmp(m, "tools/list") == 0)
+		return stamp_complete(no_cache(method_tools_list(&call, id)));
 	if (strcmp(m, "resources/list") == 0)
-		return stamp_complete(mcp_result(id, ui_resources_list()));
+		return stamp_complete(no_cache(mcp_result(id,
+		    ui_resources_list())));
 	if (strcmp(m, "resources/read") == 0)
-		return stamp_complete(method_resources_read(id, params));
+		return stamp_complete(no_cache(method_resources_read(id,
+		    params)));
 	if (strcmp(m, "tools/call") == 0) {
 		if (params == NULL)
 			return jsonrpc_error(id, RPC_INVALID_PARAMS,
