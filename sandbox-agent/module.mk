@@ -27,8 +27,8 @@ AGENT_TEST_PKGS := libmicrohttpd jansson
 $(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,$(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o $(O)/sandbox-agent/jobs.o $(O)/sandbox-agent/cancel.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbox-agent/workspace.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o $(O)/sandbox-agent/elicit.o $(O)/sandbox-agent/jobs.o $(O)/sandbox-agent/cancel.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/elicit.o,$(AGENT_TEST_PKGS)))
 
 # ---------------------------------------------------------------- e2e
 # The MCP SDK client tests (tests/e2e, node's test runner) against the real
@@ -56,14 +56,14 @@ FUZZ_AGENT	:= build/fuzz/agent-mcp
 
 $(FUZZ_AGENT): tests/fuzz/agent/fuzz_mcp.c sandbox-agent/mcp.c \
 		sandbox-agent/tools.c sandbox-agent/workspace.c sandbox-agent/agent.h \
-		sandbox-agent/sweep.c sandbox-agent/result.c sandbox-agent/files.c \
+		sandbox-agent/sweep.c sandbox-agent/result.c sandbox-agent/files.c sandbox-agent/elicit.c \
 		sandbox-agent/jobs.c sandbox-agent/cancel.c common/fdpass.c
 	@mkdir -p $(@D)
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
 		-Icommon -Isandbox-agent \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ tests/fuzz/agent/fuzz_mcp.c sandbox-agent/result.c \
-		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/jobs.c \
+		sandbox-agent/workspace.c sandbox-agent/files.c sandbox-agent/elicit.c sandbox-agent/jobs.c \
 		sandbox-agent/cancel.c sandbox-agent/sweep.c common/buf.c common/log.c \
 		common/link.c common/sha256.c common/fileweb.c common/mhd.c \
 		common/guard.c common/text.c common/clock.c common/jsonrpc.c \

@@ -1078,7 +1078,7 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 		    NULL : files_tool_share(ctx, args);
 	else if (strcmp(name, "upload_link") == 0)
 		out = args_known("upload_link", args, page_args, err) == -1 ?
-		    NULL : files_tool_upload(ctx, args);
+		    NULL : files_tool_upload(ctx, args, err);
 	else if (strcmp(name, "workspace_link") == 0)
 		out = args_known("workspace_link", args, page_args, err) == -1 ?
 		    NULL : files_tool_workspace(ctx, args);
