@@ -932,11 +932,12 @@ page_link(const struct agent_ctx *ctx, json_t *args, enum link_purpose pur)
  * upload_link for a client that shows URL elicitations (CLIENT_ELICIT_URL,
  * LibreChat among them): the first call fails with -32042 carrying the
  * upload page, the client shows it in the chat, waits for the user and
- * calls again; that call answers what arrived meanwhile.  The retry comes
- * whatever the user did (LibreChat retries after accept, decline or
- * cancel alike, and tells the server nothing else), so it always answers
- * and forgets: a user who uploaded nothing gets the plain link, never a
- * second card in the same breath.
+ * calls again; that call answers what arrived meanwhile.  A user who
+ * declines or closes the card is never told to the server: LibreChat (its
+ * MCPManager.callTool, read 2026-12) then does not retry and hands the
+ * error's message to the model, so that message says what happened.  A
+ * retry that finds nothing uploaded answers so with the plain link and
+ * forgets: never a second card in a row.
  */
 static json_t *
 upload_arrived(const struct elicit_state *st)
@@ -1004,8 +1005,11 @@ files_tool_upload(const struct agent_ctx *ctx, json_t *args,
 	}
 	buf_release(&url);
 	err->code = RPC_URL_ELICITATION;
-	snprintf(err->message, sizeof(err->message), "The user must upload "
-	    "their files on a page first");
+	/* What the model reads when the user declined or closed the card. */
+	snprintf(err->message, sizeof(err->message), "The user was shown an "
+	    "upload page in the chat and closed or declined it: nothing was "
+	    "uploaded. Tell them; if they still want to send a file, call "
+	    "upload_link again.");
 	err->data = json_pack("{s:[o]}", "elicitations", el);
 	return NULL;
 }
