@@ -91,7 +91,11 @@ link_tool_page(const char *name)
 	    "my bank export\"): they open it in their browser, choose or drop "
 	    "files, and the files land in the workspace, where run_python can "
 	    "read them. Put the link in your answer; the next run_python "
-	    "footer lists what arrived." :
+	    "footer lists what arrived. In a chat that shows links itself "
+	    "(MCP URL elicitation, e.g. LibreChat) the user gets the page "
+	    "right in the chat and this call returns once they are done, "
+	    "listing the files that arrived (names, sizes, paths in "
+	    "/workspace): go on with them in the same answer." :
 	    "Make a link to a page listing every workspace file, with sizes, "
 	    "dates, download buttons and image previews, that also takes "
 	    "uploads. Put the link in your answer to the user.",
