@@ -258,7 +258,10 @@ int	files_internal(struct MHD_Connection *, int on_unix, const char *ws,
 	    size_t *upload_data_size, void **con_cls);
 /* The link tools' results (CallToolResult, new reference). */
 json_t	*files_tool_share(const struct agent_ctx *, json_t *args);
-json_t	*files_tool_upload(const struct agent_ctx *, json_t *args);
+/* NULL with err -32042 (data: the elicitation) for a client that shows
+ * URL elicitations and has not been asked yet; elicit.h. */
+json_t	*files_tool_upload(const struct agent_ctx *, json_t *args,
+	    struct rpc_error *err);
 json_t	*files_tool_workspace(const struct agent_ctx *, json_t *args);
 
 json_t	*files_tool_view(const struct agent_ctx *, json_t *args);

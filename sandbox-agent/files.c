@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "elicit.h"
 #include "fdpass.h"
 #include "fileweb.h"
 #include "mhd.h"
@@ -372,6 +373,7 @@ ws_put_end(void *h, struct fw_error *e)
 		goto done;
 	}
 	note_upload(p->wsfd, final, p->size);
+	elicit_arrived(p->ws, final, p->size);	/* every upload path ends here */
 	out = json_pack("{s:s, s:s, s:I, s:b}", "name", p->name, "path", final,
 	    "size", (json_int_t)p->size, "renamed", i > 1);
 done:
@@ -926,10 +928,90 @@ page_link(const struct agent_ctx *ctx, json_t *args, enum link_purpose pur)
 	return res;
 }
 
-json_t *
-files_tool_upload(const struct agent_ctx *ctx, json_t *args)
+/*
+ * upload_link for a client that shows URL elicitations (CLIENT_ELICIT_URL,
+ * LibreChat among them): the first call fails with -32042 carrying the
+ * upload page, the client shows it in the chat, waits for the user and
+ * calls again; that call answers what arrived meanwhile.  A user who
+ * declines or closes the card is never told to the server: LibreChat (its
+ * MCPManager.callTool, read 2026-12) then does not retry and hands the
+ * error's message to the model, so that message says what happened.  A
+ * retry that finds nothing uploaded answers so with the plain link and
+ * forgets: never a second card in a row.
+ */
+static json_t *
+upload_arrived(const struct elicit_state *st)
 {
-	return page_link(ctx, args, LINK_UPLOAD);
+	struct buf	 text = BUF_INIT(16384);
+	json_t		*files, *res;
+	size_t		 i;
+
+	if ((files = json_array()) == NULL)
+		return NULL;
+	if (st->nfiles == 0)
+		buf_appendf(&text, "The user uploaded nothing: they closed or "
+		    "declined the upload card. Do not ask again in this answer. "
+		    "If they still want to send a file, give them this upload "
+		    "page (valid until the time below) in your answer:\n"
+		    "[Upload files](%s)\n", st->url);
+	else
+		buf_appendf(&text, "The user uploaded %zu file%s; they are at "
+		    "the top of the workspace (/workspace), ready for "
+		    "run_python or read_text_file:\n", st->nfiles + st->more,
+		    st->nfiles + st->more == 1 ? "" : "s");
+	for (i = 0; i < st->nfiles; i++) {
+		buf_appendf(&text, "- %s (%llu bytes)\n", st->files[i].name,
+		    st->files[i].size);
+		json_array_append_new(files, json_pack("{s:s, s:I}", "path",
+		    st->files[i].name, "size", (json_int_t)st->files[i].size));
+	}
+	if (st->more > 0)
+		buf_appendf(&text, "- and %zu more (list_files() shows them)\n",
+		    st->more);
+	res = link_result(buf_str(&text), json_pack("{s:o, s:b}", "uploaded",
+	    files, "declined", st->nfiles == 0), 0);
+	buf_release(&text);
+	return res;
+}
+
+json_t *
+files_tool_upload(const struct agent_ctx *ctx, json_t *args,
+    struct rpc_error *err)
+{
+	struct elicit_state	 st;
+	struct link		 l;
+	struct buf		 url = BUF_INIT(4096);
+	json_t			*res, *el;
+	long			 lifetime;
+
+	if (!(ctx->client & CLIENT_ELICIT_URL))
+		return page_link(ctx, args, LINK_UPLOAD);
+	/* The retry: the arguments do not matter, the workspace does. */
+	if (elicit_take(ctx->workspace, &st) == 0)
+		return upload_arrived(&st);
+	if (arg_lifetime(args, conf->upload_lifetime, &lifetime, &res) == -1)
+		return res;
+	memset(&l, 0, sizeof(l));
+	l.purpose = LINK_UPLOAD;
+	if (link_url(ctx, &l, lifetime, "/up/", NULL, &url, &res) == -1) {
+		buf_release(&url);
+		return res;
+	}
+	if (elicit_begin(ctx->workspace, buf_str(&url), "Upload your files "
+	    "here; close this when they are uploaded.", l.expires, &el) == -1) {
+		/* Nothing remembered: the plain link still works. */
+		buf_release(&url);
+		return page_link(ctx, args, LINK_UPLOAD);
+	}
+	buf_release(&url);
+	err->code = RPC_URL_ELICITATION;
+	/* What the model reads when the user declined or closed the card. */
+	snprintf(err->message, sizeof(err->message), "The user was shown an "
+	    "upload page in the chat and closed or declined it: nothing was "
+	    "uploaded. Tell them; if they still want to send a file, call "
+	    "upload_link again.");
+	err->data = json_pack("{s:[o]}", "elicitations", el);
+	return NULL;
 }
 
 json_t *

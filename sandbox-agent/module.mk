@@ -32,8 +32,8 @@ AGENT_TEST_PKGS := libmicrohttpd jansson
 $(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,$(O)/sandbox-agent/ui.o $(UI_HTML_OBJ),$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,$(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o $(O)/sandbox-agent/jobs.o $(O)/sandbox-agent/cancel.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbox-agent/workspace.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o $(O)/sandbox-agent/elicit.o $(O)/sandbox-agent/jobs.o $(O)/sandbox-agent/cancel.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/elicit.o,$(AGENT_TEST_PKGS)))
 
 # ---------------------------------------------------------------- e2e
 # The MCP SDK client tests (tests/e2e, node's test runner) against the real
@@ -61,7 +61,8 @@ AGENT_FUZZ_LIBS	:= -Isandbox-agent -lmicrohttpd -ljansson -lm -lpthread
 $(eval $(call fuzz_target,agent-mcp,tests/fuzz/agent/fuzz_mcp.c \
 	sandbox-agent/result.c sandbox-agent/workspace.c sandbox-agent/files.c \
 	sandbox-agent/jobs.c sandbox-agent/cancel.c sandbox-agent/sweep.c \
-	sandbox-agent/ui.c build/gen/sandbox-agent/ui_workspace_html.c,\
+	sandbox-agent/ui.c sandbox-agent/elicit.c \
+	build/gen/sandbox-agent/ui_workspace_html.c,\
 	$(AGENT_FUZZ_LIBS),tests/fuzz/agent/corpus,\
 	-max_len=4096 -dict=tests/fuzz/agent/json.dict,\
 	sandbox-agent/mcp.c sandbox-agent/tools.c sandbox-agent/agent.h))

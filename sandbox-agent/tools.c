@@ -92,7 +92,11 @@ link_tool_page(const char *name)
 	    "my bank export\"): they open it in their browser, choose or drop "
 	    "files, and the files land in the workspace, where run_python can "
 	    "read them. Put the link in your answer; the next run_python "
-	    "footer lists what arrived." :
+	    "footer lists what arrived. In a chat that shows links itself "
+	    "(MCP URL elicitation, e.g. LibreChat) the user gets the page "
+	    "right in the chat and this call returns once they are done, "
+	    "listing the files that arrived (names, sizes, paths in "
+	    "/workspace): go on with them in the same answer." :
 	    "Make a link to a page listing every workspace file, with sizes, "
 	    "dates, download buttons and image previews, that also takes "
 	    "uploads. Put the link in your answer to the user.",
@@ -1061,7 +1065,7 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 		    NULL : files_tool_share(ctx, args);
 	else if (strcmp(name, "upload_link") == 0)
 		out = args_known("upload_link", args, page_args, err) == -1 ?
-		    NULL : files_tool_upload(ctx, args);
+		    NULL : files_tool_upload(ctx, args, err);
 	else if (strcmp(name, "workspace_link") == 0)
 		out = args_known("workspace_link", args, page_args, err) == -1 ?
 		    NULL : files_tool_workspace(ctx, args);

@@ -12,4 +12,4 @@ for d in tests/e2e tests/files; do
 		(cd $d && npm ci --no-audit --no-fund --loglevel=error)
 	fi
 done
-exec node --test --test-concurrency=1 ${VIVARIUM_FILES_TESTS:-tests/files/agent.test.mjs tests/files/supervisor.test.mjs tests/files/lockout.test.mjs tests/files/apps.test.mjs}
+exec node --test --test-concurrency=1 ${VIVARIUM_FILES_TESTS:-tests/files/agent.test.mjs tests/files/supervisor.test.mjs tests/files/lockout.test.mjs tests/files/apps.test.mjs tests/files/elicit.test.mjs}

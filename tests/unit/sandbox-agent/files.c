@@ -320,7 +320,7 @@ test_share_tool(void **state)
 	json_decref(args);
 
 	args = json_object();
-	r = files_tool_upload(&ctx, args);
+	r = files_tool_upload(&ctx, args, NULL);
 	assert_non_null(strstr(json_string_value(json_object_get(
 	    json_object_get(r, "structuredContent"), "url")), "/up/"));
 	json_decref(r);
@@ -328,6 +328,114 @@ test_share_tool(void **state)
 	assert_non_null(strstr(json_string_value(json_object_get(
 	    json_object_get(r, "structuredContent"), "url")), "/ws/"));
 	json_decref(r);
+	json_decref(args);
+}
+
+/* upload_link by URL elicitation: asks once, answers what arrived. */
+static void
+test_upload_elicit(void **state)
+{
+	struct agent_ctx	 ctx;
+	struct rpc_error	 err;
+	struct elicit_state	 st;
+	struct fw_error		 e;
+	char			 ws[300], other[300], name[64];
+	const char		*id;
+	json_t			*args, *r, *el;
+	void			*h;
+	int			 i;
+
+	ws_path(ws, sizeof(ws));
+	snprintf(other, sizeof(other), "%s/out", root);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = &cfg;
+	ctx.workspace = ws;
+	args = json_object();
+	elicit_reset();
+
+	/* Without the capability: today's link, nothing remembered. */
+	memset(&err, 0, sizeof(err));
+	assert_non_null(r = files_tool_upload(&ctx, args, &err));
+	assert_non_null(strstr(text_of(r), "[Upload files](http://"));
+	json_decref(r);
+	assert_int_equal(elicit_find(ws, &st), -1);
+
+	/* With it: -32042 and the signed upload page. */
+	ctx.client = CLIENT_ELICIT_URL;
+	assert_null(files_tool_upload(&ctx, args, &err));
+	assert_int_equal(err.code, RPC_URL_ELICITATION);
+	el = json_array_get(json_object_get(err.data, "elicitations"), 0);
+	assert_string_equal(json_string_value(json_object_get(el, "mode")),
+	    "url");
+	id = json_string_value(json_object_get(el, "elicitationId"));
+	assert_int_equal(strlen(id), 32);
+	assert_int_equal(strncmp(json_string_value(json_object_get(el, "url")),
+	    "http://127.0.0.1:8000/up/", 25), 0);
+	assert_int_equal(elicit_find_id(ws, id, &st), 0);
+	assert_int_equal(elicit_find_id(ws, "0123456789abcdef0123456789abcdef",
+	    &st), -1);				/* bogus */
+	assert_int_equal(elicit_find_id(other, id, &st), -1); /* another's */
+	assert_int_equal(elicit_find_id(ws, NULL, &st), -1);
+
+	/* An upload to another workspace is not this one's. */
+	memset(&e, 0, sizeof(e));
+	assert_non_null(h = ws_put_begin(other, "x.csv", &e));
+	json_decref(ws_put_end(h, &e));
+	assert_int_equal(elicit_find(ws, &st), 0);
+	assert_int_equal(st.nfiles, 0);
+
+	/* The user uploads; the retry (other arguments alike) lists it. */
+	assert_non_null(h = ws_put_begin(ws, "data.csv", &e));
+	assert_int_equal(ws_put_write(h, "a,b\n", 4, &e), 0);
+	json_decref(ws_put_end(h, &e));
+	json_decref(err.data);
+	memset(&err, 0, sizeof(err));
+	json_object_set_new(args, "lifetime_hours", json_integer(2));
+	assert_non_null(r = files_tool_upload(&ctx, args, &err));
+	assert_false(json_is_true(json_object_get(r, "isError")));
+	assert_non_null(strstr(text_of(r), "- data.csv (4 bytes)"));
+	assert_non_null(strstr(text_of(r), "/workspace"));
+	json_decref(r);
+	assert_int_equal(elicit_find(ws, &st), -1);	/* taken */
+
+	/* Asked again; the retry finds nothing: says so with the link, once. */
+	assert_null(files_tool_upload(&ctx, args, &err));
+	json_decref(err.data);
+	memset(&err, 0, sizeof(err));
+	assert_non_null(r = files_tool_upload(&ctx, args, &err));
+	assert_non_null(strstr(text_of(r), "uploaded nothing"));
+	assert_non_null(strstr(text_of(r), "[Upload files](http://"));
+	json_decref(r);
+	assert_null(files_tool_upload(&ctx, args, &err));	/* a new card */
+	json_decref(err.data);
+
+	/* Expired: gone. */
+	assert_int_equal(elicit_begin(ws, "http://x/up/t", "m", time(NULL) - 1,
+	    &el), 0);
+	json_decref(el);
+	assert_int_equal(elicit_find(ws, &st), -1);
+
+	/* Bounded: the oldest goes when more workspaces than ELICIT_MAX ask. */
+	elicit_reset();
+	for (i = 0; i <= ELICIT_MAX; i++) {
+		snprintf(name, sizeof(name), "/w/%d", i);
+		assert_int_equal(elicit_begin(name, "http://x/up/t", "m",
+		    time(NULL) + 60 + (i == 0 ? 0 : 1), &el), 0);
+		json_decref(el);
+		if (i == 0)
+			sleep(1);		/* the oldest by its birth */
+	}
+	assert_int_equal(elicit_find("/w/0", &st), -1);
+	assert_int_equal(elicit_find("/w/1", &st), 0);
+	snprintf(name, sizeof(name), "/w/%d", ELICIT_MAX);
+	assert_int_equal(elicit_find(name, &st), 0);
+	/* Many files: the first ELICIT_FILES by name, the rest counted. */
+	for (i = 0; i < ELICIT_FILES + 3; i++)
+		elicit_arrived("/w/1", "f", 1);
+	assert_int_equal(elicit_find("/w/1", &st), 0);
+	assert_int_equal(st.nfiles, ELICIT_FILES);
+	assert_int_equal(st.more, 3);
+	elicit_reset();
 	json_decref(args);
 }
 
@@ -341,6 +449,7 @@ main(void)
 		cmocka_unit_test(test_list_and_open),
 		cmocka_unit_test(test_list_bounded),
 		cmocka_unit_test(test_share_tool),
+		cmocka_unit_test(test_upload_elicit),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
