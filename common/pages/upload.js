@@ -39,7 +39,14 @@
 			p.style.display = 'none';
 			show({ error: 'the upload did not reach the server (connection lost)' });
 		};
-		x.send(new FormData(f));
+		/*
+		 * The form's files go with this request; the field is emptied now,
+		 * so the button pressed while they are on their way (the change
+		 * event has sent them already) does not send them a second time.
+		 */
+		var b = new FormData(f);
+		i.value = '';
+		x.send(b);
 	}
 
 	function show(r) {

@@ -13,7 +13,7 @@ import {
   existsSync, readFileSync, writeFileSync, rmSync, mkdtempSync, join, tmpdir, randomBytes,
 } from './lib.mjs';
 import { dirname } from 'node:path';
-import { statSync } from 'node:fs';
+import { statSync, readdirSync } from 'node:fs';
 
 export const runPython = async (c, code) => callTool(c, 'run_python', { code });
 
@@ -96,6 +96,32 @@ export function browserScenarios(env) {
     // Said once: the run after does not announce it again.
     const r2 = await runPython(c, 'print(2)');
     assert.doesNotMatch(r2.text, /uploaded[^\n:]*: [^\n]*bank\.csv/, `announced twice: ${r2.text}`);
+  });
+
+  test('browser: a file chosen, then the button pressed while it is still on its way, arrives once', async () => {
+    const { t, br, u } = env();
+    const c = await t.client(u);
+    const link = await uploadLink(c);
+    const stem = `slow-${randomBytes(3).toString('hex')}`;
+    const ctx = await br.context();
+    try {
+      const page = await ctx.newPage();
+      await page.goto(link.url);
+      // Every POST held for a second: the button is pressed mid-upload.
+      let posts = 0;
+      await page.route('**/*', async (route) => {
+        if (route.request().method() === 'POST') { posts++; await sleep(1000); }
+        await route.continue();
+      });
+      await chooseAndSend(page, { name: `${stem}.csv`, mimeType: 'text/csv', buffer: Buffer.from('a\n1\n') });
+      assert.ok(await until(() => page.evaluate(() => document.body.innerText).then((s) => s.includes('.csv'))),
+        'the page shows the upload');
+      await sleep(1500);	// a second POST, if one was sent, has landed too
+      const copies = readdirSync(t.ws(u)).filter((n) => n.startsWith(stem));
+      assert.deepEqual(copies, [`${stem}.csv`], `uploaded ${posts} times`);
+      assert.equal(posts, 1);
+    } finally { await ctx.close(); }
+    await c.close();
   });
 
   test('browser: the upload page works without JavaScript (a plain form POST)', async () => {
