@@ -381,7 +381,6 @@ int	mcp_version_supported(const char *version);
  * input request named key (a URL elicitation's elicitationId), or NULL.
  * What the client says is a claim: a tool checks what it can see itself.
  */
-const char *mcp_input_action(const struct agent_ctx *, const char *key);
 /* CLIENT_* bits from an initialize's params.capabilities. */
 unsigned int mcp_client_caps(json_t *capabilities);
 /* Writes a new session id carrying client into out (MCP_SESSION_SIZE);

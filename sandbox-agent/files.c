@@ -989,6 +989,13 @@ files_tool_upload(const struct agent_ctx *ctx, json_t *args,
 	/* The retry: the arguments do not matter, the workspace does. */
 	if (elicit_take(ctx->workspace, &st) == 0)
 		return upload_arrived(&st);
+	/*
+	 * A 2026-07-28 retry (it carries the user's answer) whose card is
+	 * gone (expired, or the agent restarted): the plain link, never a
+	 * new card, so client and server cannot go round in circles.
+	 */
+	if (ctx->input_responses != NULL)
+		return page_link(ctx, args, LINK_UPLOAD);
 	if (arg_lifetime(args, conf->upload_lifetime, &lifetime, &res) == -1)
 		return res;
 	memset(&l, 0, sizeof(l));

@@ -253,7 +253,7 @@ method_discover(json_t *id)
  * an input_required result with one elicitation/create request for each,
  * keyed by its elicitationId.  The client shows the link, then sends the
  * same tools/call again with inputResponses under the same keys; the tool
- * runs again and decides (mcp_input_action).  Nothing is kept here in
+ * runs again and decides (files_tool_upload).  Nothing is kept here in
  * between, so there is no requestState.  NULL when data is not that shape.
  */
 static json_t *
@@ -283,16 +283,6 @@ input_required(json_t *data)
 	res = json_pack("{s:s, s:o}", "resultType", "input_required",
 	    "inputRequests", reqs);
 	return res;
-}
-
-const char *
-mcp_input_action(const struct agent_ctx *ctx, const char *key)
-{
-	json_t	*a;
-
-	a = json_object_get(json_object_get(ctx->input_responses, key),
-	    "action");
-	return json_is_string(a) ? json_string_value(a) : NULL;
 }
 
 static json_t *

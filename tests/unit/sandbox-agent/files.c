@@ -340,7 +340,7 @@ test_upload_elicit(void **state)
 	struct elicit_state	 st;
 	struct fw_error		 e;
 	char			 ws[300], other[300], name[64];
-	const char		*id;
+	const char		*id, *id_gone = "0123456789abcdef0123456789abcdef";
 	json_t			*args, *r, *el;
 	void			*h;
 	int			 i;
@@ -408,6 +408,19 @@ test_upload_elicit(void **state)
 	json_decref(r);
 	assert_null(files_tool_upload(&ctx, args, &err));	/* a new card */
 	json_decref(err.data);
+
+	/* A 2026-07-28 retry whose card is gone: the link, no new card. */
+	elicit_reset();
+	ctx.input_responses = json_pack("{s:{s:s}}", id_gone, "action",
+	    "accept");
+	memset(&err, 0, sizeof(err));
+	assert_non_null(r = files_tool_upload(&ctx, args, &err));
+	assert_int_equal(err.code, 0);
+	assert_non_null(strstr(text_of(r), "[Upload files](http://"));
+	json_decref(r);
+	assert_int_equal(elicit_find(ws, &st), -1);
+	json_decref(ctx.input_responses);
+	ctx.input_responses = NULL;
 
 	/* Expired: gone. */
 	assert_int_equal(elicit_begin(ws, "http://x/up/t", "m", time(NULL) - 1,

@@ -63,7 +63,8 @@ tools_call(const struct agent_ctx *ctx, const char *name, json_t *args,
 		if (!(ctx->client & CLIENT_ELICIT_URL))
 			return json_pack("{s:[{s:s, s:s}]}", "content", "type",
 			    "text", "text", "open https://x.test/up/1");
-		action = mcp_input_action(ctx, "el-1");
+		action = json_string_value(json_object_get(json_object_get(
+		    ctx->input_responses, "el-1"), "action"));
 		if (action != NULL)
 			return json_pack("{s:[{s:s, s:s}]}", "content", "type",
 			    "text", "text", action);
