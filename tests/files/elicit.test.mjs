@@ -18,6 +18,9 @@ const { Client } = await import(join(sdk, 'client/index.js'));
 const { StreamableHTTPClientTransport } = await import(join(sdk, 'client/streamableHttp.js'));
 const { ErrorCode, ElicitRequestSchema } = await import(join(sdk, 'types.js'));
 
+const v2 = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/client/dist/index.mjs');
+const { Client: Client2026, StreamableHTTPClientTransport: Transport2026 } = await import(v2);
+
 const withSupervisor = process.env.VIVARIUM_ELICIT_SUPERVISOR !== '0';
 let br, agent, sv;
 
@@ -144,5 +147,56 @@ function scenarios(target, who) {
   });
 }
 
+// The same step in MCP 2026-07-28 with @modelcontextprotocol/client 2.x
+// pinned to it: no -32042 but an input_required result, which the client
+// fulfils with its elicitation/create handler and then retries by itself.
+async function client2026(t, u, onUrl) {
+  const c = new Client2026({ name: 'vivarium-elicit-2026', version: '0.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } }, capabilities: { elicitation: { url: {} } } });
+  c.requests = [];
+  c.setRequestHandler('elicitation/create', async (req) => {
+    c.requests.push(req.params);
+    return { action: (await onUrl(req.params.url)) ? 'accept' : 'decline' };
+  });
+  const tr = t.name === 'agent'
+    ? new Transport2026(new URL(t.agent.mcpUrl), { fetch: t.agent.fetch })
+    : new Transport2026(new URL(`${t.base}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}`, 'X-User-ID': u } } });
+  await c.connect(tr);
+  assert.equal(c.getNegotiatedProtocolVersion(), '2026-07-28');
+  return c;
+}
+
+function scenarios2026(target, who) {
+  test(`${who}, 2026-07-28: the upload step as input_required; the user uploads; the client's retry lists the file`, async () => {
+    const t = target();
+    const u = t.users[0];
+    const name = `mrtr-${randomBytes(3).toString('hex')}.csv`;
+    const data = Buffer.from(`x\n${randomBytes(4).readUInt32BE()}\n`);
+    const c = await client2026(t, u, (url) => uploadInBrowser(url, name, data));
+    const r = await c.callTool({ name: 'upload_link', arguments: {} });
+    await c.close();
+    assert.equal(c.requests.length, 1, 'one input request');
+    assert.equal(c.requests[0].mode, 'url');
+    assert.equal(splitLink(c.requests[0].url).route, 'up');
+    assert.equal(r.resultType ?? 'complete', 'complete');
+    assert.ok(!r.isError, JSON.stringify(r));
+    assert.deepEqual(r.structuredContent.uploaded, [{ path: name, size: data.length }]);
+    assert.equal(readFileSync(join(t.ws(u), name)).toString(), data.toString());
+  });
+
+  test(`${who}, 2026-07-28: declined: the retry says nothing was uploaded, with the link, and asks no more`, async () => {
+    const t = target();
+    const c = await client2026(t, t.users[0], () => false);
+    const r = await c.callTool({ name: 'upload_link', arguments: {} });
+    await c.close();
+    assert.equal(c.requests.length, 1, 'one input request, not a loop');
+    assert.ok(!r.isError, JSON.stringify(r));
+    assert.equal(r.structuredContent.declined, true);
+    assert.match(r.content[0].text, /uploaded nothing[\s\S]*\[Upload files\]\(http/);
+  });
+}
+
 scenarios(() => agent, 'agent');
+scenarios2026(() => agent, 'agent');
+if (withSupervisor) scenarios2026(() => sv, 'supervisor');
 if (withSupervisor) scenarios(() => sv, 'supervisor');
