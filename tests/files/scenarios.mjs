@@ -121,7 +121,6 @@ export function browserScenarios(env) {
       assert.deepEqual(copies, [`${stem}.csv`], `uploaded ${posts} times`);
       assert.equal(posts, 1);
     } finally { await ctx.close(); }
-    await c.close();
   });
 
   test('browser: the upload page works without JavaScript (a plain form POST)', async () => {
