@@ -227,8 +227,15 @@ struct agent_ctx {
 #define CLIENT_UI		0x02u	/* extensions io.modelcontextprotocol/ui */
 #define MCP_SESSION_SIZE	32	/* "vv1-FF-" + 16 hex + NUL fits */
 
+/* Reads the tools' definitions (sandbox-agent/tools/NAME.json, compiled in);
+ * 0, or -1 with the file and why in ebuf.  At start-up: else the first
+ * tools_list or tools_def does, and a broken file fails only that. */
+int	 tools_load(char *ebuf, size_t len);
 /* New {tools: [...]}; the schemas say cfg's limits. */
 json_t	*tools_list(const struct agent_config *cfg);
+/* New copy of one tool's definition, as its file says (workspace_view,
+ * which ui.c lists); NULL when there is none. */
+json_t	*tools_def(const char *name);
 /* New CallToolResult, or NULL with err filled (unknown tool, bad arguments). */
 json_t	*tools_call(const struct agent_ctx *, const char *name,
 	    json_t *arguments, struct rpc_error *err);

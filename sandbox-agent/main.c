@@ -229,6 +229,11 @@ main(int argc, char **argv)
 	{
 		char err[512];
 
+		if (tools_load(err, sizeof(err)) == -1) {
+			log_warnx("%s", err);
+			agent_config_release(&cfg);
+			return 1;
+		}
 		if (agent_config_links(&cfg, err, sizeof(err)) == -1)
 			log_warnx("file links are off: %s", err);
 	}

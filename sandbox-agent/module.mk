@@ -6,8 +6,14 @@ PKGS_sandbox-agent := libmicrohttpd jansson libpng
 $(eval $(call embed,sandbox-agent/ui_workspace_html,sandbox-agent/ui/workspace.html))
 UI_HTML_OBJ	 = $(O)/gen/sandbox-agent/ui_workspace_html.o
 
+# Each tool's definition is a JSON file (tools.c), compiled in as tooldef_NAME.
+TOOL_JSON	:= $(wildcard sandbox-agent/tools/*.json)
+TOOL_GEN	:= $(TOOL_JSON:sandbox-agent/tools/%.json=build/gen/sandbox-agent/tooldef_%.c)
+TOOL_OBJS	 = $(TOOL_GEN:build/gen/%.c=$(O)/gen/%.o)
+$(foreach f,$(TOOL_JSON),$(eval $(call embed,sandbox-agent/tooldef_$(basename $(notdir $(f))),$(f))))
+
 AGENT_SRCS	:= $(wildcard sandbox-agent/*.c)
-AGENT_OBJS	 = $(AGENT_SRCS:%.c=$(O)/%.o) $(UI_HTML_OBJ)
+AGENT_OBJS	 = $(AGENT_SRCS:%.c=$(O)/%.o) $(UI_HTML_OBJ) $(TOOL_OBJS)
 PROGS		+= $(BIN)/vivarium-agent
 
 $(BIN)/vivarium-agent: $(AGENT_OBJS) $(COMMON_LIB)
@@ -29,10 +35,10 @@ $(E2E_NODE_MODULES): tests/e2e/package.json tests/e2e/package-lock.json
 
 # The MCP/HTTP half's unit tests (each includes the .c it tests).
 AGENT_TEST_PKGS := libmicrohttpd jansson
-$(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,$(O)/sandbox-agent/ui.o $(UI_HTML_OBJ),$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_mcp,tests/unit/sandbox-agent/mcp.c,$(O)/sandbox-agent/ui.o $(UI_HTML_OBJ) $(O)/gen/sandbox-agent/tooldef_workspace_view.o,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_workspace,tests/unit/sandbox-agent/workspace.c,,$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_config,tests/unit/sandbox-agent/config.c,$(O)/sandbox-agent/sweep.o,$(AGENT_TEST_PKGS)))
-$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o $(O)/sandbox-agent/elicit.o $(O)/sandbox-agent/jobs.o $(O)/sandbox-agent/cancel.o,$(AGENT_TEST_PKGS)))
+$(eval $(call unit_test,agent_tools,tests/unit/sandbox-agent/tools.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/sweep.o $(O)/sandbox-agent/files.o $(O)/sandbox-agent/elicit.o $(O)/sandbox-agent/jobs.o $(O)/sandbox-agent/cancel.o $(TOOL_OBJS),$(AGENT_TEST_PKGS)))
 $(eval $(call unit_test,agent_files,tests/unit/sandbox-agent/files.c,$(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/elicit.o,$(AGENT_TEST_PKGS)))
 
 # ---------------------------------------------------------------- e2e
@@ -62,7 +68,7 @@ $(eval $(call fuzz_target,agent-mcp,tests/fuzz/agent/fuzz_mcp.c \
 	sandbox-agent/result.c sandbox-agent/workspace.c sandbox-agent/files.c \
 	sandbox-agent/jobs.c sandbox-agent/cancel.c sandbox-agent/sweep.c \
 	sandbox-agent/ui.c sandbox-agent/elicit.c \
-	build/gen/sandbox-agent/ui_workspace_html.c,\
+	build/gen/sandbox-agent/ui_workspace_html.c $(TOOL_GEN),\
 	$(AGENT_FUZZ_LIBS),tests/fuzz/agent/corpus,\
 	-max_len=4096 -dict=tests/fuzz/agent/json.dict,\
 	sandbox-agent/mcp.c sandbox-agent/tools.c sandbox-agent/agent.h))

@@ -5,6 +5,7 @@
  * background.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <math.h>
 #include <time.h>
@@ -25,207 +26,184 @@
 /* job_status waits at most this long: below a client's usual 60 s. */
 #define JOB_WAIT_MAX_S		50
 
-/*
- * What run_python and job_status return in structuredContent (MCP
- * 2025-11-25): the facts of the text, for clients that read fields.
- */
-static const char run_output_schema[] =
-    "{\"type\": \"object\", \"properties\": {"
-    "\"exit_code\": {\"type\": [\"integer\", \"null\"], \"description\": "
-    "\"The process's exit code; null when it did not exit by itself "
-    "(timed out, stopped, killed, not started) or is still running.\"},"
-    "\"timed_out\": {\"type\": \"boolean\"},"
-    "\"cancelled\": {\"type\": \"boolean\", \"description\": "
-    "\"The run was stopped before its end.\"},"
-    "\"images\": {\"type\": \"array\", \"items\": {\"type\": \"object\", "
-    "\"properties\": {\"name\": {\"type\": \"string\"}, "
-    "\"width\": {\"type\": \"integer\"}, \"height\": {\"type\": \"integer\"}},"
-    " \"required\": [\"name\"]}, \"description\": \"New or changed PNG "
-    "files shown as images (width and height of the file).\"},"
-    "\"files_written\": {\"type\": \"array\", \"items\": {\"type\": "
-    "\"string\"}, \"description\": \"Workspace files the run created or "
-    "changed.\"},"
-    "\"job_id\": {\"type\": \"string\", \"description\": \"The background "
-    "job, for job_status.\"},"
-    "\"state\": {\"type\": \"string\", \"enum\": [\"running\", \"done\"]},"
-    "\"elapsed_seconds\": {\"type\": \"number\"}}}";
-
 /* ------------------------------------------------------------ schemas */
 
-static const char lifetime_doc[] =
-    "Hours the link works (default: a day; an hour for uploads).";
+/*
+ * Each tool is a JSON file, sandbox-agent/tools/NAME.json, as tools/list
+ * shows it (but the _meta.ui that ui.c adds), compiled in by module.mk
+ * (embed) as redis keeps its command table in src/commands/NAME.json, and
+ * read once (tools_load).  A null in a file is what only this program
+ * knows: tool_fill says which.
+ */
+#define EMBEDDED(n)	extern const unsigned char tooldef_##n[]; \
+			extern const size_t tooldef_##n##_len
+#define TOOL_FILE(n)	{ #n, tooldef_##n, &tooldef_##n##_len }
 
-static json_t *
-link_tool_share(void)
-{
-	return json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, "
-	    "s:s, s:f}}, s:[s], s:b}, s:{s:b, s:b}}",
-	    "name", "share_file",
-	    "title", "Download link for a file",
-	    "description",
-	    "Make a download link for one workspace file (CSV, XLSX, PDF, "
-	    "DOCX, ZIP, a chart...) so the user can save it from their "
-	    "browser. Returns a markdown link: put it in your answer to the "
-	    "user as it is. The link serves only that file, read-only, and "
-	    "expires (the text says when).",
-	    "inputSchema", "type", "object", "properties",
-	    "path", "type", "string", "description",
-	    "File path relative to the workspace, e.g. out/report.xlsx.",
-	    "lifetime_hours", "type", "number", "description", lifetime_doc,
-	    "exclusiveMinimum", 0.0,
-	    "required", "path", "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 1, "openWorldHint", 0);
-}
+EMBEDDED(run_python);
+EMBEDDED(list_files);
+EMBEDDED(read_text_file);
+EMBEDDED(job_status);
+EMBEDDED(share_file);
+EMBEDDED(upload_link);
+EMBEDDED(workspace_link);
+EMBEDDED(workspace_view);
+EMBEDDED(run_output);
 
-static json_t *
-link_tool_page(const char *name)
-{
-	int upload = strcmp(name, "upload_link") == 0;
+struct tool_file {
+	const char		*name;
+	const unsigned char	*text;
+	const size_t		*len;
+};
 
-	return json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:f}}, s:b}, "
-	    "s:{s:b, s:b}}",
-	    "name", name,
-	    "title", upload ? "Upload link for the user's files" :
-	    "Link to the workspace page",
-	    "description", upload ?
-	    "Make a link to an upload page for the user's own files (\"here is "
-	    "my bank export\"): they open it in their browser, choose or drop "
-	    "files, and the files land in the workspace, where run_python can "
-	    "read them. Put the link in your answer; the next run_python "
-	    "footer lists what arrived. In a chat that shows links itself "
-	    "(MCP URL elicitation, e.g. LibreChat) the user gets the page "
-	    "right in the chat and this call returns once they are done, "
-	    "listing the files that arrived (names, sizes, paths in "
-	    "/workspace): go on with them in the same answer." :
-	    "Make a link to a page listing every workspace file, with sizes, "
-	    "dates, download buttons and image previews, that also takes "
-	    "uploads. Put the link in your answer to the user.",
-	    "inputSchema", "type", "object", "properties",
-	    "lifetime_hours", "type", "number", "description", lifetime_doc,
-	    "exclusiveMinimum", 0.0,
-	    "additionalProperties", 0,
-	    /* The link lets files in: not read-only. */
-	    "annotations", "readOnlyHint", 0, "openWorldHint", 0);
-}
+static const struct tool_file tool_files[] = {
+	/* tools/list, in this order */
+	TOOL_FILE(run_python), TOOL_FILE(list_files), TOOL_FILE(read_text_file),
+	TOOL_FILE(job_status), TOOL_FILE(share_file), TOOL_FILE(upload_link),
+	TOOL_FILE(workspace_link),
+	/* the MCP Apps view's alone, which ui.c lists (tools_def) */
+	TOOL_FILE(workspace_view),
+};
+#define TOOLS_N		(sizeof(tool_files) / sizeof(tool_files[0]))
+#define TOOLS_LISTED	7
 
+/* What run_python and job_status return in structuredContent. */
+static const struct tool_file run_output_file = TOOL_FILE(run_output);
+
+static json_t		*tool_defs[TOOLS_N];	/* owned, as the files say */
+static json_t		*run_output;		/* owned */
+static pthread_once_t	 tools_once = PTHREAD_ONCE_INIT;
+static char		 tools_error[512];	/* why tools_load failed */
+
+/*
+ * What the files leave null: run_python's time limit is the
+ * configuration's, and a tool that returns a run's result has
+ * run_output.json as its outputSchema.  -1 when a null is missing.
+ */
 static int
-tool_output_schema(json_t *tool)
+tool_fill(json_t *tool, long max_timeout)
 {
-	return json_object_set_new(tool, "outputSchema",
-	    json_loads(run_output_schema, 0, NULL));
+	json_t	*to;
+
+	if (json_is_null(json_object_get(tool, "outputSchema")) &&
+	    json_object_set_new(tool, "outputSchema",
+	    json_deep_copy(run_output)) == -1)
+		return -1;
+	if (strcmp(json_string_value(json_object_get(tool, "name")),
+	    "run_python") != 0)
+		return 0;
+	to = json_object_get(json_object_get(json_object_get(tool,
+	    "inputSchema"), "properties"), "timeout_seconds");
+	if (!json_is_null(json_object_get(to, "maximum")))
+		return -1;
+	return json_object_set_new(to, "maximum", json_integer(max_timeout));
+}
+
+/* One file's JSON, new; NULL with file:line:column: why in ebuf. */
+static json_t *
+tool_parse(const struct tool_file *f, char *ebuf, size_t len)
+{
+	json_error_t	 e;
+	json_t		*t;
+
+	t = json_loadb((const char *)f->text, *f->len, JSON_REJECT_DUPLICATES,
+	    &e);
+	if (t == NULL)
+		snprintf(ebuf, len, "sandbox-agent/tools/%s.json:%d:%d: %s",
+		    f->name, e.line, e.column, e.text);
+	else if (!json_is_object(t)) {
+		snprintf(ebuf, len, "sandbox-agent/tools/%s.json: not a JSON "
+		    "object", f->name);
+		json_decref(t);
+		t = NULL;
+	}
+	return t;
+}
+
+/* A tool's file: its own name, and the nulls tool_fill fills. */
+static int
+tool_check(const struct tool_file *f, json_t *t, char *ebuf, size_t len)
+{
+	json_t	*c;
+	int	 rc;
+
+	if (!json_is_string(json_object_get(t, "name")) ||
+	    strcmp(json_string_value(json_object_get(t, "name")),
+	    f->name) != 0) {
+		snprintf(ebuf, len, "sandbox-agent/tools/%s.json: its \"name\" "
+		    "is not \"%s\"", f->name, f->name);
+		return -1;
+	}
+	c = json_deep_copy(t);
+	rc = c == NULL ? -1 : tool_fill(c, 1);
+	json_decref(c);
+	if (rc == -1)
+		snprintf(ebuf, len, "sandbox-agent/tools/%s.json: a null that "
+		    "tools.c fills (tool_fill) is missing", f->name);
+	return rc;
+}
+
+static void
+tools_load_once(void)
+{
+	size_t	 i;
+
+	if ((run_output = tool_parse(&run_output_file, tools_error,
+	    sizeof(tools_error))) == NULL)
+		return;
+	for (i = 0; i < TOOLS_N; i++)
+		if ((tool_defs[i] = tool_parse(&tool_files[i], tools_error,
+		    sizeof(tools_error))) == NULL ||
+		    tool_check(&tool_files[i], tool_defs[i], tools_error,
+		    sizeof(tools_error)) == -1)
+			return;
+}
+
+/* 0 once the files are read, -1 when one is wrong (tools_error). */
+static int
+tools_loaded(void)
+{
+	pthread_once(&tools_once, tools_load_once);
+	return tools_error[0] == '\0' ? 0 : -1;
+}
+
+int
+tools_load(char *ebuf, size_t len)
+{
+	if (tools_loaded() == 0)
+		return 0;
+	snprintf(ebuf, len, "%s", tools_error);
+	return -1;
+}
+
+json_t *
+tools_def(const char *name)
+{
+	size_t	 i;
+
+	if (tools_loaded() == -1)
+		return NULL;
+	for (i = 0; i < TOOLS_N; i++)
+		if (strcmp(tool_files[i].name, name) == 0)
+			return json_deep_copy(tool_defs[i]);
+	return NULL;
 }
 
 json_t *
 tools_list(const struct agent_config *cfg)
 {
-	json_t *run, *list, *read, *job;
+	json_t	*tools;
+	size_t	 i;
 
-	run = json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
-	    "s:i, s:i, s:i}, s:{s:s, s:s, s:b}, s:{s:s, s:s, s:b}}, s:[s], "
-	    "s:b}, s:{s:b, s:b, s:b, s:b}}",
-	    "name", "run_python",
-	    "title", "Run Python",
-	    "description",
-	    "Run Python 3 code in a fresh process with the working directory "
-	    "set to the workspace. Variables, functions and imports from "
-	    "earlier calls are restored automatically (see the '--- state ---' "
-	    "footer), so don't re-import or re-load what is already there. As "
-	    "in a notebook, the value of a bare expression on the last line is "
-	    "shown, and plt.show() or a figure left open comes back as an image "
-	    "(saved as figure-N.png). Returns the exit code, stdout and stderr "
-	    "(long output keeps its start and its end), and new or changed .png "
-	    "files as images. Runs in one workspace go one at a time: while a "
-	    "background job runs, run_python answers at once with the job's id "
-	    "instead of running. For work that may take more than about a "
-	    "minute, pass background=true: it returns a job id at once, and "
-	    "job_status collects the result.",
-	    "inputSchema", "type", "object", "properties",
-	    "code", "type", "string", "description",
-	    "The Python source to run, as a complete script. print() what you "
-	    "need to see; a bare expression on the last line is shown too.",
-	    "timeout_seconds", "type", "integer", "description",
-	    "Stop the run after this many seconds (its whole process tree is "
-	    "killed; what it printed until then is returned). Default: 60, or "
-	    "the maximum for a background run.",
-	    "default", 60, "minimum", 1, "maximum", (int)cfg->max_timeout,
-	    "fresh", "type", "boolean", "description",
-	    "Start from an empty namespace and discard the stored one "
-	    "(files are kept).",
-	    "default", 0,
-	    "background", "type", "boolean", "description",
-	    "Start the run as a background job and return its job id at "
-	    "once; job_status(job_id) shows its output so far and returns its "
-	    "result. Use it for runs that may take more than about a minute.",
-	    "default", 0,
-	    "required", "code", "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 0, "destructiveHint", 1,
-	    "idempotentHint", 0, "openWorldHint", 1);
-	list = json_pack("{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:b, s:b, s:b}}",
-	    "name", "list_files",
-	    "title", "List workspace files",
-	    "description",
-	    "List every file in the workspace, recursively, with sizes. Long "
-	    "listings are cut (the cut is marked).",
-	    "inputSchema", "type", "object", "properties",
-	    "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 1, "idempotentHint", 1,
-	    "openWorldHint", 0);
-	read = json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
-	    "s:i, s:i, s:i}}, s:[s], s:b}, s:{s:b, s:b, s:b}}",
-	    "name", "read_text_file",
-	    "title", "Read a workspace text file",
-	    "description",
-	    "Read a UTF-8 text file from the workspace. Paths are relative to "
-	    "the workspace; paths leading outside it (.., absolute paths, "
-	    "symbolic links) and binary files are refused. Text longer than "
-	    "max_chars is cut and the cut is marked.",
-	    "inputSchema", "type", "object", "properties",
-	    "path", "type", "string", "description",
-	    "File path relative to the workspace, e.g. data/prices.csv.",
-	    "max_chars", "type", "integer", "description",
-	    "Return at most this many characters from the start of the file.",
-	    "default", READ_DEFAULT_CHARS, "minimum", 1,
-	    "maximum", READ_MAX_CHARS,
-	    "required", "path", "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 1, "idempotentHint", 1,
-	    "openWorldHint", 0);
-	job = json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s, "
-	    "s:i, s:i, s:i}, s:{s:s, s:s, s:b}}, s:[s], s:b}, "
-	    "s:{s:b, s:b, s:b, s:b}}",
-	    "name", "job_status",
-	    "title", "Background job status",
-	    "description",
-	    "Show a background job started by run_python(background=true): "
-	    "its state (running or done) and output so far. It waits up to "
-	    "wait_seconds for the job to finish; once it is done it returns "
-	    "the run's full result (exit code, output, images, state footer) "
-	    "and forgets the job. Results not collected are kept for an hour. "
-	    "stop=true stops a running job.",
-	    "inputSchema", "type", "object", "properties",
-	    "job_id", "type", "string", "description",
-	    "The job id run_python returned.",
-	    "wait_seconds", "type", "integer", "description",
-	    "Wait up to this many seconds for the job to finish before "
-	    "answering (at most 50).",
-	    "default", 0, "minimum", 0, "maximum", JOB_WAIT_MAX_S,
-	    "stop", "type", "boolean", "description",
-	    "Stop the job: its process group is killed and nothing from it "
-	    "is saved to the namespace.",
-	    "default", 0,
-	    "required", "job_id", "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 0, "destructiveHint", 0,
-	    "idempotentHint", 0, "openWorldHint", 0);
-	if (run == NULL || list == NULL || read == NULL || job == NULL ||
-	    tool_output_schema(run) == -1 || tool_output_schema(job) == -1) {
-		json_decref(run);
-		json_decref(list);
-		json_decref(read);
-		json_decref(job);
+	if (tools_loaded() == -1 || (tools = json_array()) == NULL)
 		return NULL;
-	}
-	return json_pack("{s:[o, o, o, o, o, o, o]}", "tools", run, list, read,
-	    job, link_tool_share(), link_tool_page("upload_link"),
-	    link_tool_page("workspace_link"));
+	for (i = 0; i < TOOLS_LISTED; i++)
+		if (json_array_append_new(tools,
+		    json_deep_copy(tool_defs[i])) == -1 ||
+		    tool_fill(json_array_get(tools, i), cfg->max_timeout) == -1) {
+			json_decref(tools);
+			return NULL;
+		}
+	return json_pack("{s:o}", "tools", tools);
 }
 
 /* ------------------------------------------------------------ arguments */

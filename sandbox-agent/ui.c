@@ -198,20 +198,7 @@ ui_tools_decorate(json_t *list, int with_app_tools)
 	}
 	if (!with_app_tools)
 		return 0;
-	t = json_pack("{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, "
-	    "s:{s:b, s:b, s:b}, s:{s:{s:s, s:[s]}}}",
-	    "name", "workspace_view",
-	    "title", "Workspace view data",
-	    "description",
-	    "For the workspace view only: the workspace's files (path, size, "
-	    "mtime) and a signed workspace link under which the view shows "
-	    "previews, downloads files and uploads them.",
-	    "inputSchema", "type", "object", "properties",
-	    "additionalProperties", 0,
-	    "annotations", "readOnlyHint", 1, "idempotentHint", 0,
-	    "openWorldHint", 0,
-	    "_meta", "ui", "resourceUri", UI_WORKSPACE_URI,
-	    "visibility", "app");
+	t = tools_def("workspace_view");	/* sandbox-agent/tools/ */
 	if (t == NULL || json_array_append_new(tools, t) == -1)
 		return -1;
 	return 0;

@@ -24,6 +24,16 @@ tools_list(const struct agent_config *cfg)
 	    "name", "list_files");
 }
 
+/* The view's own tool, as its file says (tools.c reads it in the agent). */
+extern const unsigned char tooldef_workspace_view[];
+
+json_t *
+tools_def(const char *name)
+{
+	return strcmp(name, "workspace_view") == 0 ?
+	    json_loads((const char *)tooldef_workspace_view, 0, NULL) : NULL;
+}
+
 /* The embedded view (ui_html.c). */
 extern const size_t ui_workspace_html_len;
 

@@ -182,6 +182,142 @@ test_list_has_schemas(void **state)
 	json_decref(l);
 }
 
+/* A property of a tool's inputSchema, as its file says. */
+static json_t *
+schema_prop(json_t *tool, const char *name)
+{
+	return json_object_get(json_object_get(json_object_get(tool,
+	    "inputSchema"), "properties"), name);
+}
+
+static long
+prop_int(json_t *tool, const char *name, const char *key)
+{
+	json_t *v = json_object_get(schema_prop(tool, name), key);
+
+	assert_true(json_is_integer(v));
+	return (long)json_integer_value(v);
+}
+
+/*
+ * The files in sandbox-agent/tools/ against the C that acts on them: the
+ * numbers the checks use, the arguments they take, and what is said alike.
+ */
+static void
+test_schema_files_match_code(void **state)
+{
+	struct rpc_error err;
+	json_t		*t, *links[3], *r, *prop;
+	const char	*key;
+	char		 ebuf[512], want[512];
+	size_t		 i, off;
+	int		 first;
+
+	if (tools_load(ebuf, sizeof(ebuf)) == -1)
+		fail_msg("%s", ebuf);
+
+	t = tools_def("read_text_file");
+	assert_int_equal(prop_int(t, "max_chars", "default"),
+	    READ_DEFAULT_CHARS);
+	assert_int_equal(prop_int(t, "max_chars", "maximum"), READ_MAX_CHARS);
+	json_decref(t);
+
+	t = tools_def("job_status");
+	assert_int_equal(prop_int(t, "wait_seconds", "maximum"),
+	    JOB_WAIT_MAX_S);
+	snprintf(want, sizeof(want), "(at most %d)", JOB_WAIT_MAX_S);
+	assert_non_null(strstr(json_string_value(json_object_get(
+	    schema_prop(t, "wait_seconds"), "description")), want));
+	json_decref(t);
+
+	/* run_python's default is arg_long's; its maximum the config's. */
+	t = tools_def("run_python");
+	assert_int_equal(prop_int(t, "timeout_seconds", "default"), 60);
+	assert_true(json_is_null(json_object_get(schema_prop(t,
+	    "timeout_seconds"), "maximum")));
+	json_decref(t);
+
+	/* One lifetime_hours, said alike by the three link tools. */
+	links[0] = tools_def("share_file");
+	links[1] = tools_def("upload_link");
+	links[2] = tools_def("workspace_link");
+	for (i = 0; i < 3; i++) {
+		assert_non_null(schema_prop(links[i], "lifetime_hours"));
+		assert_true(json_equal(schema_prop(links[i], "lifetime_hours"),
+		    schema_prop(links[0], "lifetime_hours")));
+	}
+	for (i = 0; i < 3; i++)
+		json_decref(links[i]);
+
+	t = tools_def("workspace_view");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_object_get(t, "_meta"), "ui"), "resourceUri")),
+	    UI_WORKSPACE_URI);
+	json_decref(t);
+	assert_null(tools_def("nope"));
+
+	/* Each tool takes the arguments its schema names, in that order. */
+	for (i = 0; i < TOOLS_N; i++) {
+		t = tools_def(tool_files[i].name);
+		assert_non_null(t);
+		off = (size_t)snprintf(want, sizeof(want), "%s has no argument "
+		    "'zz' (it takes", tool_files[i].name);
+		first = 1;
+		json_object_foreach(json_object_get(json_object_get(t,
+		    "inputSchema"), "properties"), key, prop) {
+			off += (size_t)snprintf(want + off, sizeof(want) - off,
+			    "%s%s", first ? ": " : ", ", key);
+			first = 0;
+		}
+		snprintf(want + off, sizeof(want) - off, "%s)",
+		    first ? " none" : "");
+		r = call(tool_files[i].name, "{\"zz\": 1}", &err);
+		assert_non_null(r);
+		assert_true(json_is_true(json_object_get(r, "isError")));
+		assert_string_equal(text_of(r), want);
+		json_decref(r);
+		json_decref(t);
+	}
+}
+
+/* A broken file is refused with where and why, not served half. */
+static void
+test_schema_file_broken(void **state)
+{
+	static const struct { const char *text, *says; } cases[] = {
+		{ "{\"name\": \"x\",}", "sandbox-agent/tools/x.json:1:" },
+		{ "{\"name\": \"x\", \"name\": \"x\"}", "duplicate object key" },
+		{ "[\"x\"]", "not a JSON object" },
+		{ "{\"name\": \"y\"}", "its \"name\" is not \"x\"" },
+		{ "{\"title\": \"x\"}", "its \"name\" is not \"x\"" },
+	};
+	struct tool_file f = { "x", NULL, NULL };
+	size_t		 i, len;
+	json_t		*t;
+	char		 ebuf[512];
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		f.text = (const unsigned char *)cases[i].text;
+		len = strlen(cases[i].text);
+		f.len = &len;
+		ebuf[0] = '\0';
+		if ((t = tool_parse(&f, ebuf, sizeof(ebuf))) != NULL) {
+			assert_int_equal(tool_check(&f, t, ebuf, sizeof(ebuf)),
+			    -1);
+			json_decref(t);
+		}
+		assert_non_null(strstr(ebuf, cases[i].says));
+	}
+
+	/* run_python without the null its maximum is filled into. */
+	t = tools_def("run_python");
+	assert_int_equal(json_object_set_new(schema_prop(t, "timeout_seconds"),
+	    "maximum", json_integer(300)), 0);
+	assert_int_equal(tool_check(&tool_files[0], t, ebuf, sizeof(ebuf)), -1);
+	assert_non_null(strstr(ebuf, "run_python.json: a null"));
+	json_decref(t);
+}
+
 static void
 test_bad_arguments(void **state)
 {
@@ -750,6 +886,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_list_has_schemas, reset),
+		cmocka_unit_test_setup(test_schema_files_match_code, reset),
+		cmocka_unit_test_setup(test_schema_file_broken, reset),
 		cmocka_unit_test_setup(test_bad_arguments, reset),
 		cmocka_unit_test_setup(test_timeout_clamped, reset),
 		cmocka_unit_test_setup(test_result_ok_and_cut, reset),
