@@ -126,30 +126,29 @@ done:
 
 /*
  * The template's PROXY_ENV line: the variables the sandbox spec sets
- * (sandbox_proxy_env), so a quadlet sandbox and an API one name the
- * proxy alike, and how the proxy gets onto the network at that address.
+ * (sbenv_proxy), so a quadlet sandbox and an API one name the proxy
+ * alike, and how the proxy gets onto the network at that address.
  */
 static int
 proxy_env(const struct conf *c, const char *network, const char *ip,
     struct buf *out)
 {
-	const char	*k, *sep = "";
-	json_t		*env, *v;
+	struct sbenv	 env = SBENV_INIT;
+	size_t		 i;
 	int		 r;
 
-	if ((env = sandbox_proxy_env(ip, c->egress_port)) == NULL)
+	if (sbenv_proxy(&env, ip, c->egress_port) == -1) {
+		sbenv_release(&env);
 		return -1;
+	}
 	r = buf_appendf(out, "# The egress proxy, connected with: podman "
 	    "network connect --ip %s %s %s\nEnvironment=", ip, network,
 	    c->egress_container);
 	/* Quadlet splits Environment= at spaces; no value here has one. */
-	json_object_foreach(env, k, v) {
-		if (r == 0)
-			r = buf_appendf(out, "%s%s=%s", sep, k,
-			    json_string_value(v));
-		sep = " ";
-	}
-	json_decref(env);
+	for (i = 0; i < env.n && r == 0; i++)
+		r = buf_appendf(out, "%s%s=%s", i > 0 ? " " : "",
+		    env.v[i].name, env.v[i].value);
+	sbenv_release(&env);
 	return r;
 }
 
