@@ -19,8 +19,8 @@
 
 /* Where the agent listens in a Podman sandbox (the run directory). */
 #define AGENT_SOCK_IN	"/run/vivarium/agent.sock"
-/* Besides sandbox.env: USER, LOGNAME, ours, the proxy's, the links'. */
-#define OURS_MAX	32
+/* The list grows by this many: ours, the proxy's and the links' fit. */
+#define GROW_BY	32
 
 int
 sbenv_names(const char *user, struct sbenv_names *n)
@@ -103,13 +103,13 @@ set(struct sbenv *e, const char *name, const char *value)
 			return 0;
 		}
 	if (e->n == e->cap) {
-		if ((nv = reallocarray(e->v, e->cap + OURS_MAX,
+		if ((nv = reallocarray(e->v, e->cap + GROW_BY,
 		    sizeof(*nv))) == NULL) {
 			free(v);
 			return -1;
 		}
 		e->v = nv;
-		e->cap += OURS_MAX;
+		e->cap += GROW_BY;
 	}
 	if ((e->v[e->n].name = strdup(name)) == NULL) {
 		free(v);
