@@ -4,7 +4,8 @@
  * workspace, a NetworkPolicy that walls the Pod in, and the Pod.  Pure
  * but for kspec_proxy_addr (DNS): no API server, no clock, so that
  * backend_kube.c and `vivariumctl render --kubernetes` build the same
- * objects, and the unit tests check every wall by value.
+ * objects, and the unit tests check every wall by value.  The names,
+ * labels and environment are sbenv.c's, as the Podman backend's are.
  */
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -31,19 +32,20 @@
 int
 kspec_names(const char *user, struct kube_names *n)
 {
-	if (route_user_valid(user, strlen(user)) == -1)
+	struct sbenv_names	 sn;
+
+	if (sbenv_names(user, &sn) == -1)
 		return -1;
-	snprintf(n->pod, sizeof(n->pod), "vivarium-%s", user);
-	snprintf(n->pvc, sizeof(n->pvc), "vivarium-%s-workspace", user);
-	snprintf(n->netpol, sizeof(n->netpol), "vivarium-%s", user);
+	snprintf(n->pod, sizeof(n->pod), "%s", sn.sandbox);
+	snprintf(n->pvc, sizeof(n->pvc), "%s", sn.workspace);
+	snprintf(n->netpol, sizeof(n->netpol), "%s", sn.sandbox);
 	return 0;
 }
 
 json_t *
 kspec_labels(const char *user)
 {
-	return json_pack("{s:s, s:s, s:s}", KUBE_MANAGED_BY, KUBE_MANAGER,
-	    KUBE_NAME, KUBE_APP, KUBE_USER, user);
+	return sbenv_label_object(1, user);
 }
 
 const char *
@@ -305,14 +307,13 @@ kspec_netpol(const struct conf *c, const char *user)
 		json_decref(egr);
 		return NULL;
 	}
-	np = json_pack("{s:s, s:s, s:o, s:{s:{s:{s:s, s:s, s:s}}, s:[s, s],"
+	np = json_pack("{s:s, s:s, s:o, s:{s:{s:o}, s:[s, s],"
 	    " s:[{s:[{s:{s:o}}], s:[{s:s, s:I}]}],"
 	    " s:[{s:[{s:{s:o}}], s:[{s:s, s:I}]}]}}",
 	    "apiVersion", "networking.k8s.io/v1", "kind", "NetworkPolicy",
 	    "metadata", metadata(c, n.netpol, user),
 	    "spec",
-		"podSelector", "matchLabels", KUBE_MANAGED_BY, KUBE_MANAGER,
-		    KUBE_NAME, KUBE_APP, KUBE_USER, user,
+		"podSelector", "matchLabels", kspec_labels(user),
 		"policyTypes", "Ingress", "Egress",
 		"ingress", "from", "podSelector", "matchLabels", sup,
 		    "ports", "protocol", "TCP",
@@ -331,49 +332,30 @@ kspec_netpol(const struct conf *c, const char *user)
 }
 
 /*
- * The Podman sandbox's environment (spec.c's pieces: sandbox.env, the
- * proxy, the file links) with the agent on TCP instead of a socket, and
- * its secret.  As in spec.c, ours come last: sandbox.env cannot undo
- * them.  As a Pod's [{name, value}].
+ * The sandbox's environment (sbenv.c, as on Podman) with the agent on TCP
+ * instead of a socket, its secret, the link key in it, and a login name:
+ * the Pod's uid has no passwd line (Podman adds one, a kubelet does not).
+ * As a Pod's [{name, value}].
  */
 static json_t *
 pod_env(const struct conf *c, const char *user, const char *proxy_addr,
     const char *secret)
 {
-	json_t		*env, *px, *arr, *v;
-	const char	*k;
-	char		 port[16];
-	size_t		 i;
+	struct sbenv_how	 how = { .login = POD_LOGIN,
+	    .tcp_port = c->kube.agent_port, .secret = secret,
+	    .proxy = proxy_addr, .proxy_port = c->kube.egress_port,
+	    .key = SBENV_KEY_ENV };
+	struct sbenv		 e;
+	json_t			*arr;
+	size_t			 i;
 
-	if ((env = json_object()) == NULL)
+	if (sbenv_make(c, user, &how, &e) == -1)
 		return NULL;
-	/*
-	 * The Pod's uid has no passwd line (Podman adds one, a kubelet does
-	 * not), so getpass.getuser() and tools that want a login name would
-	 * fail: they get the image's user name, which sandbox.env may change.
-	 */
-	json_object_set_new(env, "USER", json_string(POD_LOGIN));
-	json_object_set_new(env, "LOGNAME", json_string(POD_LOGIN));
-	for (i = 0; i < c->nenv; i++)
-		json_object_set_new(env, c->env[i].key,
-		    json_string(c->env[i].value));
-	snprintf(port, sizeof(port), "%ld", c->kube.agent_port);
-	json_object_set_new(env, "VIVARIUM_HOST", json_string("0.0.0.0"));
-	json_object_set_new(env, "VIVARIUM_PORT", json_string(port));
-	/* A unix socket does not cross nodes: none here. */
-	json_object_del(env, "VIVARIUM_SOCKET");
-	json_object_set_new(env, KSPEC_SECRET_ENV, json_string(secret));
-	if (proxy_addr != NULL) {
-		px = sandbox_proxy_env(proxy_addr, c->kube.egress_port);
-		json_object_update(env, px);
-		json_decref(px);
-	}
-	sandbox_link_env(c, user, env);
-	arr = json_array();
-	json_object_foreach(env, k, v)
-		json_array_append_new(arr, json_pack("{s:s, s:O}", "name", k,
-		    "value", v));
-	json_decref(env);
+	if ((arr = json_array()) != NULL)
+		for (i = 0; i < e.n; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:s}",
+			    "name", e.v[i].name, "value", e.v[i].value));
+	sbenv_release(&e);
 	return arr;
 }
 

@@ -2,7 +2,8 @@
  * render.c: vivariumctl render, one user's sandbox as quadlet files for
  * operators who let systemd own sandboxes.  The templates (templates/) hold
  * {{NAME}} placeholders; the values come from the same config and the same
- * builders (spec.c) as the objects the supervisor makes through the API.
+ * builders (sbenv.c, spec.c) as the objects the supervisor makes through
+ * the API: the names, labels and environment are never the templates' own.
  */
 #include <errno.h>
 #include <limits.h>
@@ -125,56 +126,36 @@ done:
 }
 
 /*
- * The template's PROXY_ENV line: the variables the sandbox spec sets
- * (sandbox_proxy_env), so a quadlet sandbox and an API one name the
- * proxy alike, and how the proxy gets onto the network at that address.
+ * The sandbox's environment as Environment= lines, one a variable, quoted
+ * as systemd unquotes them (\\ and \", and %% for its specifiers): the
+ * same list the supervisor gives its containers (sbenv.c), sandbox.env
+ * first.  But no file links: nothing writes the user's key into the run
+ * directory before systemd starts the sandbox, and it may not sit in a
+ * unit file.  A value with a control character has no way into a unit
+ * line: refused.
  */
 static int
-proxy_env(const struct conf *c, const char *network, const char *ip,
+env_lines(const struct conf *c, const char *user, const char *proxy_ip,
     struct buf *out)
 {
-	const char	*k, *sep = "";
-	json_t		*env, *v;
-	int		 r;
+	struct sbenv_how	 how = { .proxy = proxy_ip,
+	    .proxy_port = c->egress_port, .key = SBENV_KEY_NONE };
+	struct sbenv		 e;
+	const char		*p;
+	size_t			 i;
+	int			 r = 0;
 
-	if ((env = sandbox_proxy_env(ip, c->egress_port)) == NULL)
+	if (sbenv_make(c, user, &how, &e) == -1)
 		return -1;
-	r = buf_appendf(out, "# The egress proxy, connected with: podman "
-	    "network connect --ip %s %s %s\nEnvironment=", ip, network,
-	    c->egress_container);
-	/* Quadlet splits Environment= at spaces; no value here has one. */
-	json_object_foreach(env, k, v) {
-		if (r == 0)
-			r = buf_appendf(out, "%s%s=%s", sep, k,
-			    json_string_value(v));
-		sep = " ";
-	}
-	json_decref(env);
-	return r;
-}
-
-/*
- * sandbox.env as Environment= lines, one a variable, quoted as systemd
- * unquotes them (\\ and \", and %% for its specifiers).  A value with a
- * control character has no way into a unit line: refused.
- */
-static int
-sandbox_env_lines(const struct conf *c, struct buf *out)
-{
-	const char	*p;
-	size_t		 i;
-	int		 r = 0;
-
-	if (c->nenv == 0)
-		return buf_appends(out, "# sandbox.env: none");
-	for (i = 0; i < c->nenv && r == 0; i++) {
+	for (i = 0; i < e.n && r == 0; i++) {
 		r = buf_appendf(out, "%sEnvironment=\"%s=", i > 0 ? "\n" : "",
-		    c->env[i].key);
-		for (p = c->env[i].value; *p != '\0' && r == 0; p++) {
+		    e.v[i].name);
+		for (p = e.v[i].value; *p != '\0' && r == 0; p++) {
 			if ((unsigned char)*p < ' ' || *p == 0x7f) {
 				fprintf(stderr, "vivariumctl: sandbox.env %s "
 				    "holds a control character, which a unit "
-				    "file cannot carry\n", c->env[i].key);
+				    "file cannot carry\n", e.v[i].name);
+				sbenv_release(&e);
 				return -1;
 			}
 			if (*p == '\\' || *p == '"')
@@ -187,9 +168,33 @@ sandbox_env_lines(const struct conf *c, struct buf *out)
 		if (r == 0)
 			r = buf_appends(out, "\"");
 	}
+	sbenv_release(&e);
 	if (r == -1)
 		fprintf(stderr, "vivariumctl: sandbox.env is too long for a "
 		    "unit file\n");
+	return r;
+}
+
+/* The labels as Label= lines; the container's say what ids it runs as. */
+static int
+label_lines(const struct conf *c, const char *user, int container,
+    struct buf *out)
+{
+	/* Neither a slot nor rootless: no user namespace of its own. */
+	static const struct sandbox_host	 nons;
+	struct sbenv_label			 l[SBENV_LABELS_MAX];
+	char					 ids[64];
+	size_t					 i, n;
+	int					 r = 0;
+
+	n = sbenv_labels(0, user, l);
+	for (i = 0; i < n && r == 0; i++)
+		r = buf_appendf(out, "%sLabel=%s=%s", i > 0 ? "\n" : "",
+		    l[i].key, l[i].value);
+	if (container && r == 0) {
+		sandbox_ids_label(c, &nons, ids, sizeof(ids));
+		r = buf_appendf(out, "\nLabel=" SANDBOX_IDS_LABEL "=%s", ids);
+	}
 	return r;
 }
 
@@ -198,31 +203,36 @@ render_user(const struct conf *c, struct podman *p, const char *user,
     const char *tdir, const char *outdir)
 {
 	const struct limits	*l = conf_limits(c, user);
+	struct sbenv_names	 sn;
 	struct names		 n;
-	struct buf		 proxy = BUF_INIT(4096);
-	struct buf		 senv = BUF_INIT(1 << 16);
+	struct buf		 egress = BUF_INIT(4096);
+	struct buf		 env = BUF_INIT(1 << 16);
+	struct buf		 nlabels = BUF_INIT(1024);
+	struct buf		 clabels = BUF_INIT(1024);
 	struct perr		 e;
 	json_t			*net = NULL;
 	char			 mem[32], cpus[32], pids[32], ip[64], tmp[32];
-	char			 cname[128], nname[128];
+	char			 stop[32], cname[128], nname[128];
 	int			 r, rc = -1;
 
-	if (sandbox_names(c, user, &n) == -1)
+	if (sbenv_names(user, &sn) == -1 || sandbox_names(c, user, &n) == -1)
 		return -1;
 	snprintf(mem, sizeof(mem), "%llum", l->memory >> 20);
 	snprintf(cpus, sizeof(cpus), "%.2f", (double)l->cpus_milli / 1000.0);
 	snprintf(pids, sizeof(pids), "%ld", l->pids);
 	snprintf(tmp, sizeof(tmp), "%llu", c->tmp_size);
-	if (sandbox_env_lines(c, &senv) == -1)
-		goto done;
+	snprintf(stop, sizeof(stop), "%ld", (long)c->stop_timeout);
+	ip[0] = '\0';
 	if (c->egress_container == NULL)
-		r = buf_appends(&proxy, "# no egress proxy configured");
+		r = buf_appends(&egress, "# no egress proxy configured");
 	/* The proxy's fixed address comes from the network's subnet. */
 	else if (podman_network_inspect(p, n.network, &net, &e) == 0
 	    && net != NULL && sandbox_proxy_ip_of(net, ip, sizeof(ip)) == 0)
-		r = proxy_env(c, n.network, ip, &proxy);
+		r = buf_appendf(&egress, "# The egress proxy, connected with: "
+		    "podman network connect --ip %s %s %s", ip, n.network,
+		    c->egress_container);
 	else
-		r = buf_appendf(&proxy, "# egress: the network %s does not "
+		r = buf_appendf(&egress, "# egress: the network %s does not "
 		    "exist yet, so the proxy's address is not known: start it, "
 		    "then render again", n.network);
 	json_decref(net);
@@ -230,17 +240,27 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 		fprintf(stderr, "vivariumctl: the egress settings are too long\n");
 		goto done;
 	}
+	if (label_lines(c, user, 0, &nlabels) == -1
+	    || label_lines(c, user, 1, &clabels) == -1) {
+		fprintf(stderr, "vivariumctl: the labels are too long\n");
+		goto done;
+	}
+	if (env_lines(c, user, ip[0] != '\0' ? ip : NULL, &env) == -1)
+		goto done;
 	{
-		const char *vars[] = { "USER", user, "IMAGE", c->image,
+		const char *vars[] = { "USER", user, "NAME", sn.sandbox,
+		    "WORKSPACE", sn.workspace, "IMAGE", c->image,
 		    "MEMORY", mem, "CPUS", cpus, "PIDS", pids,
 		    "RUNDIR", n.rundir, "SANDBOX_USER", c->sandbox_user,
-		    "PROXY_ENV", buf_str(&proxy),
-		    "SANDBOX_ENV", buf_str(&senv), "TMP_SIZE", tmp,
+		    "EGRESS", buf_str(&egress), "ENVIRONMENT", buf_str(&env),
+		    "LABELS", buf_str(&nlabels),
+		    "CONTAINER_LABELS", buf_str(&clabels),
+		    "TMP_SIZE", tmp, "STOP_TIMEOUT", stop,
 		    /* Quadlets run with the host's podman: 4.6+ has strict. */
 		    "ISOLATE", "true", NULL };
 
-		snprintf(cname, sizeof(cname), "vivarium-%s.container", user);
-		snprintf(nname, sizeof(nname), "vivarium-%s.network", user);
+		snprintf(cname, sizeof(cname), "%s.container", sn.sandbox);
+		snprintf(nname, sizeof(nname), "%s.network", sn.sandbox);
 		if (render_file(tdir, "vivarium-user.network", outdir, nname,
 		    vars) == -1 || render_file(tdir, "vivarium-user.container",
 		    outdir, cname, vars) == -1)
@@ -248,8 +268,10 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 	}
 	rc = 0;
 done:
-	buf_release(&proxy);
-	buf_release(&senv);
+	buf_release(&egress);
+	buf_release(&env);
+	buf_release(&nlabels);
+	buf_release(&clabels);
 	return rc;
 }
 

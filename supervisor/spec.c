@@ -1,8 +1,9 @@
 /*
  * spec.c: what one user's Podman objects are to be, as the JSON bodies
  * sent to Podman (network, volume, container) and the environment the
- * sandbox gets.  Pure: no Podman, no files, no clock; sandbox.c makes the
- * objects, and vivariumctl renders the same environment into quadlets.
+ * sandbox gets, in Podman's shape: the names, labels and environment
+ * themselves are sbenv.c's, which the Kubernetes backend and the quadlets
+ * share.  Pure: no Podman, no files, no clock; sandbox.c makes the objects.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,21 +14,20 @@
 
 #include <jansson.h>
 
-#include "sha256.h"
 #include "supervisor.h"
 #include "hash.h"
 #include "banned.h"
 
-#define AGENT_SOCK_IN	"/run/vivarium/agent.sock"
-
 int
 sandbox_names(const struct conf *c, const char *user, struct names *n)
 {
-	if (route_user_valid(user, strlen(user)) == -1)
+	struct sbenv_names	 sn;
+
+	if (sbenv_names(user, &sn) == -1)
 		return -1;
-	snprintf(n->container, sizeof(n->container), "vivarium-%s", user);
-	snprintf(n->network, sizeof(n->network), "vivarium-%s", user);
-	snprintf(n->volume, sizeof(n->volume), "vivarium-%s-workspace", user);
+	snprintf(n->container, sizeof(n->container), "%s", sn.sandbox);
+	snprintf(n->network, sizeof(n->network), "%s", sn.sandbox);
+	snprintf(n->volume, sizeof(n->volume), "%s", sn.workspace);
 	/* A namespace of their own: a user named "token" is not the file. */
 	snprintf(n->rundir, sizeof(n->rundir), "%s/" SANDBOX_USERS_DIR "/%s",
 	    c->state_dir, user);
@@ -38,8 +38,21 @@ sandbox_names(const struct conf *c, const char *user, struct names *n)
 static json_t *
 labels(const char *user)
 {
-	return json_pack("{s:s, s:s}", "io.vivarium.managed", "true",
-	    "io.vivarium.user", user);
+	return sbenv_label_object(0, user);
+}
+
+/* The environment as Podman takes it: an object (new reference). */
+static json_t *
+env_object(const struct sbenv *e, json_t *o)
+{
+	size_t	 i;
+
+	if (o == NULL)
+		return NULL;
+	for (i = 0; i < e->n; i++)
+		json_object_set_new(o, e->v[i].name,
+		    json_string(e->v[i].value));
+	return o;
 }
 
 const char *
@@ -49,7 +62,7 @@ sandbox_label_user(const json_t *obj)
 
 	if (l == NULL)
 		l = json_object_get(obj, "labels");
-	return json_string_value(json_object_get(l, "io.vivarium.user"));
+	return json_string_value(json_object_get(l, SBENV_LABEL_USER));
 }
 
 /*
@@ -97,11 +110,13 @@ sandbox_network_spec(const struct conf *c, const char *user,
 json_t *
 sandbox_volume_spec(const char *user, const struct sandbox_host *h)
 {
-	char	 name[USER_ID_MAX + 32];
-	json_t	*spec;
+	struct sbenv_names	 n;
+	json_t			*spec;
 
-	snprintf(name, sizeof(name), "vivarium-%s-workspace", user);
-	spec = json_pack("{s:s, s:o}", "Name", name, "Labels", labels(user));
+	if (sbenv_names(user, &n) == -1)
+		return NULL;
+	spec = json_pack("{s:s, s:o}", "Name", n.workspace, "Labels",
+	    labels(user));
 	if (spec != NULL && h->image != NULL)
 		json_object_set_new(spec, "Options", json_pack(
 		    "{s:s, s:s, s:s}", "type", "ext4", "device", h->image,
@@ -213,112 +228,41 @@ sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len)
 }
 
 /*
- * What the agent needs to make file links: this user's key (never the
- * master key: a sandbox can only sign links to its own workspace), where
- * browsers reach the supervisor, and the lifetimes.  Without a loaded key
- * (vivariumctl before the supervisor ever started) links stay off.
- */
-void
-sandbox_link_env(const struct conf *c, const char *user, json_t *env)
-{
-	char	 hex[LINK_KEY_HEX + 1], n[32];
-
-	if (link_user_key_hex(&c->link_keys, user, hex) == -1)
-		return;
-	json_object_set_new(env, "VIVARIUM_LINK_USER", json_string(user));
-	json_object_set_new(env, "VIVARIUM_LINK_KEY", json_string(hex));
-	json_object_set_new(env, "VIVARIUM_PUBLIC_URL",
-	    json_string(c->public_url));
-#define SETN(name, v) \
-	snprintf(n, sizeof(n), "%lld", (long long)(v)); \
-	json_object_set_new(env, name, json_string(n))
-	SETN("VIVARIUM_DOWNLOAD_LIFETIME", c->download_lifetime);
-	SETN("VIVARIUM_UPLOAD_LIFETIME", c->upload_lifetime);
-	SETN("VIVARIUM_LINK_MAX_LIFETIME", c->link_max_lifetime);
-	SETN("VIVARIUM_UPLOAD_MAX_BYTES", c->upload_max);
-#undef SETN
-	memset(hex, 0, sizeof(hex));
-}
-
-/*
- * The same for Podman, but the key itself goes in a file of the run
- * directory (sandbox.c writes it at every start; the agent reads and
- * removes it): in the environment, PID 1 and every process of the
- * sandbox would show it in /proc/<pid>/environ.  A digest of it stays,
- * so that a changed key still tells an old container from a new one.
+ * The file-link variables alone (sbenv_links), with the key in a file of
+ * the run directory, added to env.
  */
 void
 sandbox_link_env_file(const struct conf *c, const char *user, json_t *env)
 {
-	struct sha256	 s;
-	unsigned char	 d[SHA256_LEN];
-	char		 sum[17];
-	const char	*hex;
-	int		 i;
+	struct sbenv	 e = SBENV_INIT;
 
-	sandbox_link_env(c, user, env);
-	if ((hex = json_string_value(json_object_get(env,
-	    "VIVARIUM_LINK_KEY"))) == NULL)
-		return;
-	sha256_init(&s);
-	sha256_update(&s, "vivarium link key digest\n", 25);
-	sha256_update(&s, hex, strlen(hex));
-	sha256_final(&s, d);
-	for (i = 0; i < 8; i++)
-		snprintf(sum + 2 * i, 3, "%02x", d[i]);
-	json_object_del(env, "VIVARIUM_LINK_KEY");
-	json_object_set_new(env, "VIVARIUM_LINK_KEY_FILE",
-	    json_string(SANDBOX_LINK_KEY_IN));
-	json_object_set_new(env, "VIVARIUM_LINK_KEY_SUM", json_string(sum));
+	if (sbenv_links(&e, c, user, SBENV_KEY_FILE) == 0)
+		(void)env_object(&e, env);
+	sbenv_release(&e);
 }
 
-/*
- * With no DNS the proxy can only be named by its address; nothing is local
- * but the proxy, so everything goes to it (no_proxy empty).  Both cases,
- * since programs differ in which they read.  New reference, or NULL.
- */
-json_t *
-sandbox_proxy_env(const char *proxy_ip, long port)
+/* The agent on its socket, the link key in a file. */
+static json_t *
+env_of(const struct conf *c, const char *user, const char *proxy_ip,
+    const char *socket_mode)
 {
-	static const char *const names[] = { "http_proxy", "https_proxy",
-	    "HTTP_PROXY", "HTTPS_PROXY" };
-	json_t	*env;
-	/* An address, or on Kubernetes a Service's name that did not
-	 * resolve (kspec_proxy_addr): up to 253 characters. */
-	char	 url[320];
-	size_t	 i;
+	struct sbenv_how	 how = { .proxy = proxy_ip,
+	    .proxy_port = c->egress_port, .key = SBENV_KEY_FILE,
+	    .socket_mode = socket_mode };
+	struct sbenv		 e;
+	json_t			*env;
 
-	if ((env = json_object()) == NULL)
+	if (sbenv_make(c, user, &how, &e) == -1)
 		return NULL;
-	snprintf(url, sizeof(url), "http://%s:%ld", proxy_ip, port);
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		json_object_set_new(env, names[i], json_string(url));
-	json_object_set_new(env, "no_proxy", json_string(""));
-	json_object_set_new(env, "NO_PROXY", json_string(""));
+	env = env_object(&e, json_object());
+	sbenv_release(&e);
 	return env;
 }
 
 json_t *
 sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
 {
-	json_t	*env, *px;
-	size_t	 i;
-
-	env = json_object();
-	for (i = 0; i < c->nenv; i++)
-		json_object_set_new(env, c->env[i].key,
-		    json_string(c->env[i].value));
-	/* Ours come last: sandbox.env cannot undo them. */
-	json_object_set_new(env, "VIVARIUM_SOCKET", json_string(AGENT_SOCK_IN));
-	/* The socket only: nothing in the sandbox listens on TCP. */
-	json_object_set_new(env, "VIVARIUM_PORT", json_string("off"));
-	if (proxy_ip != NULL) {
-		px = sandbox_proxy_env(proxy_ip, c->egress_port);
-		json_object_update(env, px);
-		json_decref(px);
-	}
-	sandbox_link_env_file(c, user, env);
-	return env;
+	return env_of(c, user, proxy_ip, NULL);
 }
 
 /*
@@ -351,16 +295,16 @@ sandbox_container_spec(const struct conf *c, const char *user,
 	json_t			*spec, *env;
 	char			 tmpsz[64], ids[64];
 
-	(void)sandbox_names(c, user, &n);
-	env = sandbox_env(c, user, proxy_ip);
+	if (sandbox_names(c, user, &n) == -1)
+		return NULL;
 	/*
 	 * Rootless in the subordinate range, the agent is not the supervisor:
 	 * its socket lets the group in, which the run directory's default
 	 * ACL (sandbox.c) turns into the supervisor's entry.
 	 */
-	if (h->slot == 0 && h->rootless && h->sub_size != 0)
-		json_object_set_new(env, "VIVARIUM_SOCKET_MODE",
-		    json_string("0660"));
+	if ((env = env_of(c, user, proxy_ip, h->slot == 0 && h->rootless
+	    && h->sub_size != 0 ? "0660" : NULL)) == NULL)
+		return NULL;
 	snprintf(tmpsz, sizeof(tmpsz), "size=%llu", c->tmp_size);
 	spec = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:s, s:s, s:b, s:b, s:[s], s:b,"

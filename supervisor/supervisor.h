@@ -340,6 +340,71 @@ int	files_access(struct MHD_Connection *, const char *url,
 	    const char *method, const char *upload_data,
 	    size_t *upload_data_size, void **con_cls);
 
+/* ---------------------------------------------------------------- sbenv.c */
+
+/*
+ * One user's sandbox as every backend has it (Podman, Kubernetes,
+ * quadlets), in plain strings: the names, the labels, the environment.
+ */
+struct sbenv_names {
+	char	sandbox[USER_ID_MAX + 16];	/* vivarium-U: container, Pod */
+	char	workspace[USER_ID_MAX + 32];	/* vivarium-U-workspace */
+};
+/* 0, or -1 when user is not a valid id (route_user_valid). */
+int	sbenv_names(const char *user, struct sbenv_names *);
+
+#define SBENV_LABEL_MANAGED	"io.vivarium.managed"
+#define SBENV_LABEL_USER	"io.vivarium.user"
+#define SBENV_LABELS_MAX	3
+struct sbenv_label {
+	const char	*key, *value;		/* borrowed */
+};
+/* The labels every object of the user's sandbox carries, on Podman (and
+ * quadlets) or on Kubernetes (kube 1); how many, out borrows user. */
+size_t	sbenv_labels(int kube, const char *user,
+	    struct sbenv_label out[SBENV_LABELS_MAX]);
+/* The same as a JSON object, as both APIs take them (new reference). */
+json_t	*sbenv_label_object(int kube, const char *user);
+
+/* The environment, in order; owned strings, values wiped when freed. */
+struct sbenv_var {
+	char	*name, *value;
+};
+struct sbenv {
+	struct sbenv_var	*v;
+	size_t			 n, cap;
+};
+#define SBENV_INIT	{ NULL, 0, 0 }
+
+/* Where the user's link key goes: nowhere (links off), in a file of the
+ * run directory, or in the environment itself. */
+enum sbenv_key {
+	SBENV_KEY_NONE,
+	SBENV_KEY_FILE,
+	SBENV_KEY_ENV,
+};
+/* What differs between backends. */
+struct sbenv_how {
+	const char	*login;		/* USER and LOGNAME, or NULL */
+	long		 tcp_port;	/* the agent on TCP; 0: on its socket */
+	const char	*secret;	/* on TCP: the agent's secret */
+	const char	*proxy;		/* the egress proxy's address, or NULL */
+	long		 proxy_port;
+	enum sbenv_key	 key;
+	const char	*socket_mode;	/* VIVARIUM_SOCKET_MODE, or NULL */
+};
+/* The sandbox's environment: sandbox.env, then ours.  0, or -1 (out of
+ * memory; e is then empty).  e is made anew: sbenv_release it. */
+int	sbenv_make(const struct conf *, const char *user,
+	    const struct sbenv_how *, struct sbenv *e);
+/* Of that, the proxy's variables and the file links', added to e. */
+int	sbenv_proxy(struct sbenv *e, const char *addr, long port);
+int	sbenv_links(struct sbenv *e, const struct conf *, const char *user,
+	    enum sbenv_key);
+/* The value of name in e (borrowed), or NULL. */
+const char *sbenv_get(const struct sbenv *e, const char *name);
+void	sbenv_release(struct sbenv *e);
+
 /* ---------------------------------------------------------------- spec.c */
 
 /* Under <state_dir>: the run directories, one per user. */
@@ -401,14 +466,10 @@ json_t	*sandbox_container_spec(const struct conf *, const char *user,
 /* The value of SANDBOX_IDS_LABEL: "<first host id>+<count>" or "shared". */
 void	sandbox_ids_label(const struct conf *, const struct sandbox_host *,
 	    char *dst, size_t len);
-/* The environment the sandbox gets (new reference). */
+/* The environment the sandbox gets (new reference; sbenv_make's). */
 json_t	*sandbox_env(const struct conf *, const char *user,
 	    const char *proxy_ip);
-/* Of that, the variables naming the egress proxy at proxy_ip:port (new
- * reference, in the order they are set), the same for quadlets. */
-json_t	*sandbox_proxy_env(const char *proxy_ip, long port);
 /* Of that, the file-link variables, added to env; none without a key. */
-void	sandbox_link_env(const struct conf *, const char *user, json_t *env);
 void	sandbox_link_env_file(const struct conf *, const char *user,
 	    json_t *env);
 /*

@@ -92,7 +92,10 @@ gen templates-user "$D/plain" -user
 has templates vivarium-alice.service "--name vivarium-alice" "--network vivarium-alice" \
     "--read-only" "--cap-drop all" "--security-opt=no-new-privileges" "--user 1000:1000" \
     "--memory=2048m" "--cpus=2.00" "--pids-limit=128" "-v vivarium-alice-workspace:/workspace" \
-    "-v /var/lib/vivarium/users/alice:/run/vivarium:rw" "--init"
+    "-v /var/lib/vivarium/users/alice:/run/vivarium:rw" "--init" \
+    "--http-proxy=false" "--stop-timeout=5" "--label io.vivarium.user=alice" \
+    "--label io.vivarium.ids=shared" "VIVARIUM_SOCKET=/run/vivarium/agent.sock" \
+    "VIVARIUM_PORT=off"
 has templates vivarium-alice-network.service "--internal" "--disable-dns" "isolate=true" \
     "vivarium-alice"
 

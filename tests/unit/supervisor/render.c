@@ -98,6 +98,7 @@ conf(const char *egress)
 	c.egress_container = S(egress);
 	c.egress_port = 3128;
 	c.tmp_size = 64ULL << 20;
+	c.stop_timeout = 7;
 	return &c;
 }
 
@@ -145,7 +146,10 @@ test_user(void **state)
 	    "--pids-limit=128\n"));
 	/* The spec's tmpfs size, not a number of the template's own. */
 	assert_non_null(strstr(s, "--tmpfs=/tmp:rw,nosuid,nodev,size=67108864\n"));
-	assert_non_null(strstr(s, "\n# sandbox.env: none\n"));
+	assert_non_null(strstr(s, "\nPodmanArgs=--http-proxy=false "
+	    "--stop-timeout=7\n"));
+	assert_non_null(strstr(s, "\nEnvironment=\"VIVARIUM_SOCKET="
+	    "/run/vivarium/agent.sock\"\nEnvironment=\"VIVARIUM_PORT=off\"\n"));
 	free(s);
 	/* sandbox.env: one line each, quoted as systemd unquotes, before ours. */
 	{
@@ -161,7 +165,7 @@ test_user(void **state)
 		s = slurp("vivarium-alice.container");
 		assert_non_null(mine = strstr(s, "\nEnvironment=\"LANG=C.UTF-8\"\n"
 		    "Environment=\"MSG=say \\\"hi\\\" 50%% a\\\\b\"\n"));
-		assert_non_null(ours = strstr(s, "\nEnvironment=VIVARIUM_SOCKET="));
+		assert_non_null(ours = strstr(s, "\nEnvironment=\"VIVARIUM_SOCKET="));
 		assert_true(mine < ours);
 		free(s);
 		/* A newline has no way into a unit line: nothing written. */
@@ -185,10 +189,13 @@ test_user(void **state)
 	s = slurp("vivarium-alice.container");
 	assert_non_null(strstr(s, "\n# The egress proxy, connected with: "
 	    "podman network connect --ip 10.213.0.254 vivarium-alice "
-	    "vivarium-egress\nEnvironment=http_proxy=http://10.213.0.254:3128 "
-	    "https_proxy=http://10.213.0.254:3128 "
-	    "HTTP_PROXY=http://10.213.0.254:3128 "
-	    "HTTPS_PROXY=http://10.213.0.254:3128 no_proxy= NO_PROXY=\n"));
+	    "vivarium-egress\n"));
+	assert_non_null(strstr(s, "\nEnvironment=\"VIVARIUM_PORT=off\"\n"
+	    "Environment=\"http_proxy=http://10.213.0.254:3128\"\n"
+	    "Environment=\"https_proxy=http://10.213.0.254:3128\"\n"
+	    "Environment=\"HTTP_PROXY=http://10.213.0.254:3128\"\n"
+	    "Environment=\"HTTPS_PROXY=http://10.213.0.254:3128\"\n"
+	    "Environment=\"no_proxy=\"\nEnvironment=\"NO_PROXY=\"\n"));
 	free(s);
 	/* No network yet: no address to give, and it says what to do. */
 	assert_int_equal(render_user(conf("vivarium-egress"), p, "bob",
@@ -196,7 +203,7 @@ test_user(void **state)
 	s = slurp("vivarium-bob.container");
 	assert_non_null(strstr(s, "\n# egress: the network vivarium-bob does "
 	    "not exist yet"));
-	assert_null(strstr(s, "http_proxy"));
+	assert_null(strstr(s, "Environment=\"http_proxy"));
 	free(s);
 	assert_string_equal(fake_last().target, API "/networks/vivarium-bob/json");
 	/* A bad id renders nothing; a missing template is an error. */
@@ -208,6 +215,132 @@ test_user(void **state)
 	assert_int_not_equal(asprintf(&s, "%s/vivarium-carol.network", out), -1);
 	assert_int_equal(access(s, F_OK), -1);
 	free(s);
+	podman_free(p);
+	fake_stop();
+}
+
+/*
+ * A rendered unit's Environment="K=V" lines (systemd's unquoting: \\, \"
+ * and %%) or its Label=K=V lines, as a JSON object in their order.
+ */
+static json_t *
+unit_pairs(const char *text, const char *key)
+{
+	json_t		*o = json_object();
+	const char	*p, *eol;
+	char		 line[1024], *eq;
+	size_t		 n, klen = strlen(key);
+
+	for (p = text; *p != '\0'; p = *eol != '\0' ? eol + 1 : eol) {
+		eol = strchr(p, '\n');
+		if (eol == NULL)
+			eol = p + strlen(p);
+		if ((size_t)(eol - p) <= klen || strncmp(p, key, klen) != 0)
+			continue;
+		p += klen;
+		n = 0;
+		if (*p == '"')
+			p++;
+		for (; p < eol && n < sizeof(line) - 1; p++) {
+			if (*p == '"' && p + 1 == eol)
+				break;
+			if (*p == '\\' || (*p == '%' && p[1] == '%'))
+				p++;
+			line[n++] = *p;
+		}
+		line[n] = '\0';
+		assert_non_null(eq = strchr(line, '='));
+		*eq = '\0';
+		json_object_set_new(o, line, json_string(eq + 1));
+	}
+	return o;
+}
+
+/* Both in the same order, as the sandbox would see them. */
+static void
+assert_same_pairs(const json_t *have, const json_t *want)
+{
+	void		*i = json_object_iter((json_t *)(uintptr_t)have);
+	void		*j = json_object_iter((json_t *)(uintptr_t)want);
+
+	for (; i != NULL && j != NULL; i = json_object_iter_next(
+	    (json_t *)(uintptr_t)have, i), j = json_object_iter_next(
+	    (json_t *)(uintptr_t)want, j)) {
+		assert_string_equal(json_object_iter_key(i),
+		    json_object_iter_key(j));
+		assert_string_equal(json_string_value(json_object_iter_value(i)),
+		    json_string_value(json_object_iter_value(j)));
+	}
+	assert_null(i);
+	assert_null(j);
+}
+
+/*
+ * The quadlet sandbox against the one the supervisor makes (spec.c): the
+ * same environment, in the same order, but for the file links (nothing
+ * would write their key file), and the same labels.  A template or a
+ * builder that drifts fails here.
+ */
+static void
+test_same_as_spec(void **state)
+{
+	static const struct fake_route r[] = {
+		{ "GET", API "/networks/vivarium-alice/json",
+		    "network-inspect.http" },
+		{ NULL, NULL, NULL } };
+	static const struct sandbox_host nohost;
+	struct podman	*p = podman_new(fake_start(r), 5000);
+	struct conf	*c = conf("vivarium-egress");
+	struct kv	 env[] = { { S("LANG"), S("C.UTF-8") },
+	    { S("MSG"), S("say \"hi\" 50% a\\b") },
+	    { S("VIVARIUM_PORT"), S("8000") } };
+	char		 hex[LINK_KEY_HEX + 1], *s;
+	json_t		*have, *want, *links, *spec;
+	const char	*k;
+	void		*tmp;
+	json_t		*v;
+	int		 keyed;
+
+	c->env = env;
+	c->nenv = 3;
+	c->public_url = S("https://files.example.org");
+	memset(hex, 'a', LINK_KEY_HEX);
+	hex[LINK_KEY_HEX] = '\0';
+	for (keyed = 0; keyed < 2; keyed++) {
+		if (keyed)
+			assert_int_equal(link_keys_set_user(&c->link_keys,
+			    "alice", hex, NULL, 0), 0);
+		assert_int_equal(render_user(c, p, "alice", "templates", out),
+		    0);
+		s = slurp("vivarium-alice.container");
+		have = unit_pairs(s, "Environment=");
+		want = sandbox_env(c, "alice", "10.213.0.254");
+		links = json_object();
+		sandbox_link_env_file(c, "alice", links);
+		assert_int_equal(json_object_size(links), keyed ? 8 : 0);
+		json_object_foreach_safe(links, tmp, k, v)
+			json_object_del(want, k);
+		assert_same_pairs(have, want);
+		json_decref(links);
+		json_decref(want);
+		json_decref(have);
+		/* The container's labels, and the network's. */
+		spec = sandbox_container_spec(c, "alice", "10.213.0.254",
+		    &nohost);
+		have = unit_pairs(s, "Label=");
+		assert_same_pairs(have, json_object_get(spec, "labels"));
+		json_decref(have);
+		json_decref(spec);
+		free(s);
+		s = slurp("vivarium-alice.network");
+		spec = sandbox_network_spec(c, "alice", "true");
+		have = unit_pairs(s, "Label=");
+		assert_same_pairs(have, json_object_get(spec, "labels"));
+		json_decref(have);
+		json_decref(spec);
+		free(s);
+	}
+	memset(&c->link_keys, 0, sizeof(c->link_keys));
 	podman_free(p);
 	fake_stop();
 }
@@ -297,6 +430,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_user),
+		cmocka_unit_test(test_same_as_spec),
 		cmocka_unit_test(test_kube),
 	};
 

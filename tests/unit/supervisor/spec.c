@@ -226,39 +226,39 @@ test_proxy_env(void **state)
 {
 	static const char *const want[] = { "http_proxy", "https_proxy",
 	    "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY" };
-	const char	*k;
-	json_t		*px, *v, *env;
-	size_t		 i = 0;
+	struct sbenv	 px = SBENV_INIT;
+	json_t		*env;
+	size_t		 i;
 
-	px = sandbox_proxy_env("10.89.0.254", 3128);
-	json_object_foreach(px, k, v) {
-		assert_true(i < sizeof(want) / sizeof(want[0]));
-		assert_string_equal(k, want[i]);
-		assert_string_equal(json_string_value(v), i < 4 ?
+	assert_int_equal(sbenv_proxy(&px, "10.89.0.254", 3128), 0);
+	assert_int_equal(px.n, 6);
+	for (i = 0; i < px.n; i++) {
+		assert_string_equal(px.v[i].name, want[i]);
+		assert_string_equal(px.v[i].value, i < 4 ?
 		    "http://10.89.0.254:3128" : "");
-		i++;
 	}
-	assert_int_equal(i, 6);
 	/* In the sandbox: the same, over anything sandbox.env said. */
 	extra[0].key = S("http_proxy");
 	extra[0].value = S("http://elsewhere:80");
 	env = sandbox_env(&cf, "alice", "10.89.0.254");
-	json_object_foreach(px, k, v)
-		assert_true(json_equal(json_object_get(env, k), v));
+	for (i = 0; i < px.n; i++)
+		assert_string_equal(str(env, px.v[i].name), px.v[i].value);
 	json_decref(env);
-	json_decref(px);
+	sbenv_release(&px);
 	extra[0].key = S("LANG");
 	extra[0].value = S("C.UTF-8");
-	px = sandbox_proxy_env("192.168.5.14", 8080);
-	assert_string_equal(str(px, "HTTPS_PROXY"), "http://192.168.5.14:8080");
-	json_decref(px);
+	assert_int_equal(sbenv_proxy(&px, "192.168.5.14", 8080), 0);
+	assert_string_equal(sbenv_get(&px, "HTTPS_PROXY"),
+	    "http://192.168.5.14:8080");
+	sbenv_release(&px);
 }
 
 static void
 test_link_env(void **state)
 {
-	json_t	*env;
-	char	 hex[LINK_KEY_HEX + 1], sum[17];
+	struct sbenv	 e = SBENV_INIT;
+	json_t		*env;
+	char		 hex[LINK_KEY_HEX + 1], sum[17];
 
 	memset(hex, 'a', LINK_KEY_HEX);
 	hex[LINK_KEY_HEX] = '\0';
@@ -284,9 +284,15 @@ test_link_env(void **state)
 	snprintf(sum, sizeof(sum), "%s", str(env, "VIVARIUM_LINK_KEY_SUM"));
 	json_decref(env);
 	/* Kubernetes' (kspec.c): the key itself. */
+	assert_int_equal(sbenv_links(&e, &cf, "alice", SBENV_KEY_ENV), 0);
+	assert_string_equal(sbenv_get(&e, "VIVARIUM_LINK_KEY"), hex);
+	assert_null(sbenv_get(&e, "VIVARIUM_LINK_KEY_FILE"));
+	sbenv_release(&e);
+	/* Alone, as sandbox.c compares a running container's. */
 	env = json_object();
-	sandbox_link_env(&cf, "alice", env);
-	assert_string_equal(str(env, "VIVARIUM_LINK_KEY"), hex);
+	sandbox_link_env_file(&cf, "alice", env);
+	assert_string_equal(str(env, "VIVARIUM_LINK_KEY_SUM"), sum);
+	assert_int_equal(json_object_size(env), 8);
 	json_decref(env);
 	/* Another key, another digest: an old container is told apart. */
 	hex[0] = 'b';
