@@ -8,6 +8,7 @@ PKGS_ctl	:= jansson libcurl yaml-0.1
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c \
+		   supervisor/relay.c \
 		   supervisor/idmap.c supervisor/quota.c supervisor/egress.c \
 		   supervisor/names.c \
 		   supervisor/backend.c supervisor/backend_podman.c \
@@ -22,7 +23,8 @@ $(SV_LIB): $(SV_LIB_OBJS)
 	$(AR) rcs $@ $^
 PROGS		+= $(BIN)/vivarium-supervisor $(BIN)/vivariumctl
 
-$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB) $(COMMON_LIB)
+$(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(O)/supervisor/front.o \
+		$(SV_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 

@@ -329,6 +329,26 @@ int	agent_probe(const struct agent_addr *, int timeout_ms);
 int	agent_busy(const struct agent_addr *, int timeout_ms, int *requests,
 	    int *runs);
 
+/* ---------------------------------------------------------------- relay.c */
+
+struct MHD_Response;
+
+/*
+ * The request ar relayed to the user's agent (the sandbox taken from the
+ * pool and held until the response is done): a response to queue, which
+ * streams the agent's answer, its status in *status.  NULL with *status
+ * and why to answer with, or *status 0 when there is nobody to answer
+ * (the client went away) or no memory.
+ */
+struct MHD_Response *relay_mcp(const struct conf *, const char *user,
+	    const struct agent_req *ar, int *status, char *why, size_t whylen);
+
+/* ---------------------------------------------------------------- front.c */
+
+/* Serves the endpoints on conf's listen address; 0, or -1 with err. */
+int	front_start(const struct conf *, char *err, size_t errlen);
+void	front_stop(void);
+
 /* ---------------------------------------------------------------- files.c */
 
 struct MHD_Connection;
