@@ -97,7 +97,7 @@ acquire(const char *user, unsigned stale, struct fw_error *e)
 	struct pool_err	 pe;
 	struct sandbox	*sb;
 
-	if (route_user_valid(user, strlen(user)) == -1) {
+	if (user_id_valid(user, strlen(user)) == -1) {
 		fail(e, 403, "This link names no user of this server.");
 		return NULL;
 	}

@@ -145,7 +145,7 @@ reply_relayed(struct MHD_Connection *conn, const char *method,
 
 /* The user a request is for: from the path or the configured header. */
 static int
-request_user(struct MHD_Connection *conn, enum route rt, const char *purl,
+request_user(struct MHD_Connection *conn, enum endpoint rt, const char *purl,
     size_t plen, char *out, size_t outlen, char *why, size_t whylen)
 {
 	const char	*u, *h;
@@ -157,7 +157,7 @@ request_user(struct MHD_Connection *conn, enum route rt, const char *purl,
 	h = http_header_strict(conn, conf->user_header, &refused, why, whylen);
 	if (refused)
 		return -1;
-	if (rt == ROUTE_USER_MCP) {
+	if (rt == ENDPOINT_USER_MCP) {
 		u = purl;
 		len = plen;
 		if (h != NULL && (strlen(h) != len || memcmp(h, u, len) != 0)) {
@@ -178,9 +178,9 @@ request_user(struct MHD_Connection *conn, enum route rt, const char *purl,
 		}
 		len = strlen(u);
 	}
-	if (route_user_valid(u, len) == -1) {
+	if (user_id_valid(u, len) == -1) {
 		snprintf(why, whylen, "invalid user id \"%.*s\": %s",
-		    len > 80 ? 80 : (int)len, u, route_user_rule);
+		    len > 80 ? 80 : (int)len, u, user_id_rule);
 		return -1;
 	}
 	if (len >= outlen)
@@ -196,7 +196,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
     size_t *upload_data_size, void **con_cls)
 {
 	struct http_request	*req;
-	enum route		 rt;
+	enum endpoint		 rt;
 	const char		*purl, *origin, *auth, *name;
 	size_t			 plen;
 	char			 user[USER_ID_MAX + 1], why[512];
@@ -206,19 +206,19 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	if (files_match(url))
 		return (enum MHD_Result)files_access(conn, url, method,
 		    upload_data, upload_data_size, con_cls);
-	rt = route_match(url, &purl, &plen);
+	rt = endpoint_match(url, &purl, &plen);
 	if (*con_cls == NULL) {
 		/* First call, headers only: every check before any body. */
 		switch (rt) {
-		case ROUTE_NONE:
+		case ENDPOINT_NONE:
 			return reply_error(conn, 404, "no such endpoint %.100s: "
 			    "MCP is at /mcp or /u/<user>/mcp", url);
-		case ROUTE_HEALTH:
+		case ENDPOINT_HEALTH:
 			return reply_health(conn);
-		case ROUTE_METRICS:
+		case ENDPOINT_METRICS:
 			return reply_metrics(conn);
-		case ROUTE_MCP:
-		case ROUTE_USER_MCP:
+		case ENDPOINT_MCP:
+		case ENDPOINT_USER_MCP:
 			break;
 		}
 		origin = http_header_strict(conn, "Origin", &refused, why,
@@ -235,7 +235,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		    sizeof(why));
 		if (refused)
 			return reply_error(conn, 400, "%s", why);
-		if (!route_token_ok(auth, conf->token))
+		if (!token_ok(auth, conf->token))
 			return reply_error(conn, 401, "%s", auth == NULL
 			    ? "missing Authorization: Bearer <token> header"
 			    : "wrong token in the Authorization header");

@@ -31,7 +31,7 @@
 int
 kspec_names(const char *user, struct kube_names *n)
 {
-	if (route_user_valid(user, strlen(user)) == -1)
+	if (user_id_valid(user, strlen(user)) == -1)
 		return -1;
 	snprintf(n->pod, sizeof(n->pod), "vivarium-%s", user);
 	snprintf(n->pvc, sizeof(n->pvc), "vivarium-%s-workspace", user);

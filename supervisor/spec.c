@@ -23,7 +23,7 @@
 int
 sandbox_names(const struct conf *c, const char *user, struct names *n)
 {
-	if (route_user_valid(user, strlen(user)) == -1)
+	if (user_id_valid(user, strlen(user)) == -1)
 		return -1;
 	snprintf(n->container, sizeof(n->container), "vivarium-%s", user);
 	snprintf(n->network, sizeof(n->network), "vivarium-%s", user);

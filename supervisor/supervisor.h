@@ -184,23 +184,25 @@ const char *conf_provisioning_name(enum provisioning);
  */
 json_t	*conf_match_labels(const char *selector);
 
-/* ---------------------------------------------------------------- route.c */
+/* ---------------------------------------------------------------- endpoint.c */
 
-enum route {
-	ROUTE_NONE,
-	ROUTE_HEALTH,
-	ROUTE_METRICS,
-	ROUTE_MCP,		/* /mcp: the user comes from a header */
-	ROUTE_USER_MCP,		/* /u/<user>/mcp */
+enum endpoint {
+	ENDPOINT_NONE,
+	ENDPOINT_HEALTH,
+	ENDPOINT_METRICS,
+	ENDPOINT_MCP,		/* /mcp: the user comes from a header */
+	ENDPOINT_USER_MCP,	/* /u/<user>/mcp */
 };
 
-/* Sorts a URL path; for ROUTE_USER_MCP, *user / *userlen point into url. */
-enum route route_match(const char *url, const char **user, size_t *userlen);
+/* The endpoint a URL path names; for ENDPOINT_USER_MCP, *user / *userlen
+ * point into url. */
+enum endpoint endpoint_match(const char *url, const char **user,
+	    size_t *userlen);
 /* 0 when id is DNS-safe (see docs/supervisor.md), else -1. */
-int	route_user_valid(const char *id, size_t len);
-extern const char route_user_rule[];
+int	user_id_valid(const char *id, size_t len);
+extern const char user_id_rule[];
 /* Constant-time check of "Bearer <token>"; 1 when it matches. */
-int	route_token_ok(const char *authorization, const char *token);
+int	token_ok(const char *authorization, const char *token);
 
 /* ---------------------------------------------------------------- forward.c */
 

@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "../../../supervisor/route.c"
+#include "../../../supervisor/endpoint.c"
 #include "../../../supervisor/forward.c"
 
 /* One reply, as pieces written with a pause (ms) before each. */
