@@ -40,7 +40,7 @@ $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
 $(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,$(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
-$(eval $(call unit_test,supervisor_files,tests/unit/supervisor/files.c,$(O)/supervisor/forward.o $(O)/supervisor/endpoint.o,))
+$(eval $(call unit_test,supervisor_files,tests/unit/supervisor/files.c,$(O)/supervisor/relay.o $(O)/supervisor/forward.o $(O)/supervisor/endpoint.o,))
 $(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/names.o $(O)/supervisor/podman.o $(O)/supervisor/sandbox.o $(O)/supervisor/spec.o $(O)/supervisor/quota.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
 $(eval $(call unit_test,supervisor_names,tests/unit/supervisor/names.c,$(O)/supervisor/endpoint.o,))

@@ -4,7 +4,9 @@
  *
  * The front (front.c) has checked the request and collected its body; this
  * takes the user's sandbox from the pool, sends the request to its agent
- * (forward.c is the HTTP client that talks to it), and hands back a
+ * (forward.c is the HTTP client that talks to it; relay_open, which file
+ * links use too, asks the pool again once when nobody listens), and hands
+ * back a
  * libmicrohttpd response that reads the agent's answer piece by piece, so
  * an SSE stream reaches the client event by event.  The sandbox stays held
  * until the response is done; the agent connection goes back to the pool
@@ -71,6 +73,34 @@ relay_free(void *cls)
 	free(r);
 }
 
+int
+relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
+    const struct agent_req *r, int kept, int timeout_ms, struct pool_err *pe)
+{
+	unsigned	 gen;
+	int		 cf, attempt, rc;
+
+	for (attempt = 0;; attempt++) {
+		if (r->chunked)
+			rc = agent_stream_open(c, pool_addr(*sb), r, timeout_ms,
+			    &cf, pe->msg, sizeof(pe->msg));
+		else
+			rc = agent_open(c, pool_addr(*sb), r, kept ?
+			    pool_conn_take(*sb) : -1, timeout_ms, &cf, pe->msg,
+			    sizeof(pe->msg));
+		if (rc == 0)
+			return 0;
+		pe->http = 502;
+		if (c->client_gone || !cf || attempt > 0)
+			return -1;
+		/* Nobody listens: it died, was removed or stopped.  Look. */
+		gen = pool_gen(*sb);
+		pool_release(*sb);
+		if ((*sb = pool_acquire(user, gen, pe)) == NULL)
+			return -1;
+	}
+}
+
 struct MHD_Response *
 relay_mcp(const struct conf *conf, const char *user,
     const struct agent_req *ar, int *status, char *why, size_t whylen)
@@ -80,8 +110,7 @@ relay_mcp(const struct conf *conf, const char *user,
 	struct MHD_Response	*resp;
 	struct sandbox		*sb;
 	const struct agent_head	*h;
-	char			 err[512];
-	int			 cf, attempt, timeout;
+	int			 timeout;
 
 	*status = 0;
 	/* A GET is a stream the server may keep open as long as it likes. */
@@ -97,37 +126,23 @@ relay_mcp(const struct conf *conf, const char *user,
 		snprintf(why, whylen, "%s", perr.msg);
 		return NULL;
 	}
-	for (attempt = 0;; attempt++) {
-		if (agent_open(&r->agent, pool_addr(sb), ar,
-		    pool_conn_take(sb), timeout, &cf, err, sizeof(err)) == 0)
-			break;
-		if (r->agent.client_gone) {
+	if (relay_open(&sb, user, &r->agent, ar, 1, timeout, &perr) == -1) {
+		if (r->agent.client_gone)
 			/* Nobody to answer; the agent saw its connection close. */
 			log_info("%s: the client went away before the sandbox "
 			    "answered", user);
-			pool_release(sb);
-			free(r);
-			return NULL;
-		}
-		if (!cf || attempt > 0) {
-			pool_release(sb);
-			free(r);
+		else if (sb != NULL) {
 			*status = 502;
 			snprintf(why, whylen, "the sandbox for \"%s\" did not "
-			    "answer: %s", user, err);
-			return NULL;
+			    "answer: %s", user, perr.msg);
+		} else {
+			*status = perr.http;
+			snprintf(why, whylen, "%s", perr.msg);
 		}
-		/* Nobody listens: it died, was removed or stopped.  Look. */
-		{
-			unsigned gen = pool_gen(sb);
+		if (sb != NULL)
 			pool_release(sb);
-			if ((sb = pool_acquire(user, gen, &perr)) == NULL) {
-				free(r);
-				*status = perr.http;
-				snprintf(why, whylen, "%s", perr.msg);
-				return NULL;
-			}
-		}
+		free(r);
+		return NULL;
 	}
 	r->sb = sb;
 	h = &r->agent.head;

@@ -334,7 +334,21 @@ int	agent_busy(const struct agent_addr *, int timeout_ms, int *requests,
 /* ---------------------------------------------------------------- relay.c */
 
 struct MHD_Response;
+struct pool_err;
+struct sandbox;
 
+/*
+ * Opens r on the agent of the user's sandbox *sb (from pool_acquire):
+ * agent_stream_open when r->chunked, else agent_open, on a connection the
+ * pool kept when kept.  When nobody listens at the address (the sandbox
+ * died, was removed or stopped; a Pod's address went to another), *sb is
+ * given back, the pool asked once more and r sent again.  0; or -1 with
+ * pe: the agent's failure (502; c->client_gone when the client went
+ * away), or the pool's when *sb is NULL.
+ */
+int	relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
+	    const struct agent_req *r, int kept, int timeout_ms,
+	    struct pool_err *pe);
 /*
  * The request ar relayed to the user's agent (the sandbox taken from the
  * pool and held until the response is done): a response to queue, which
