@@ -184,7 +184,7 @@ const char *conf_provisioning_name(enum provisioning);
  */
 json_t	*conf_match_labels(const char *selector);
 
-/* ---------------------------------------------------------------- endpoint.c */
+/* --------------------------------------------------------------- endpoint.c */
 
 enum endpoint {
 	ENDPOINT_NONE,
@@ -325,11 +325,15 @@ int	agent_reusable(const struct agent_conn *);
 /* Next piece of the body: >0 bytes, 0 at the end, -1 on error. */
 ssize_t	agent_read(struct agent_conn *, char *dst, size_t max);
 void	agent_close(struct agent_conn *);
-/* GET /health at the address; 0 when it answers 200. */
-int	agent_probe(const struct agent_addr *, int timeout_ms);
-/* The agent's requests and runs in progress (unix socket only); 0 or -1. */
+/*
+ * GET /health at the address: the agent's requests and runs in progress,
+ * 0 with both; 1 when it answers 200 without them (an older agent); -1
+ * when it does not answer, or not 200.
+ */
 int	agent_busy(const struct agent_addr *, int timeout_ms, int *requests,
 	    int *runs);
+/* agent_busy without the counts: 0 when the agent answers 200, else -1. */
+int	agent_probe(const struct agent_addr *, int timeout_ms);
 
 /* ---------------------------------------------------------------- relay.c */
 
