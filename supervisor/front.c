@@ -145,7 +145,7 @@ reply_relayed(struct MHD_Connection *conn, const char *method,
 
 /* The user a request is for: from the path or the configured header. */
 static int
-request_user(struct MHD_Connection *conn, enum endpoint rt, const char *purl,
+request_user(struct MHD_Connection *conn, enum endpoint ep, const char *purl,
     size_t plen, char *out, size_t outlen, char *why, size_t whylen)
 {
 	const char	*u, *h;
@@ -157,7 +157,7 @@ request_user(struct MHD_Connection *conn, enum endpoint rt, const char *purl,
 	h = http_header_strict(conn, conf->user_header, &refused, why, whylen);
 	if (refused)
 		return -1;
-	if (rt == ENDPOINT_USER_MCP) {
+	if (ep == ENDPOINT_USER_MCP) {
 		u = purl;
 		len = plen;
 		if (h != NULL && (strlen(h) != len || memcmp(h, u, len) != 0)) {
@@ -196,7 +196,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
     size_t *upload_data_size, void **con_cls)
 {
 	struct http_request	*req;
-	enum endpoint		 rt;
+	enum endpoint		 ep;
 	const char		*purl, *origin, *auth, *name;
 	size_t			 plen;
 	char			 user[USER_ID_MAX + 1], why[512];
@@ -206,10 +206,10 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	if (files_match(url))
 		return (enum MHD_Result)files_access(conn, url, method,
 		    upload_data, upload_data_size, con_cls);
-	rt = endpoint_match(url, &purl, &plen);
+	ep = endpoint_match(url, &purl, &plen);
 	if (*con_cls == NULL) {
 		/* First call, headers only: every check before any body. */
-		switch (rt) {
+		switch (ep) {
 		case ENDPOINT_NONE:
 			return reply_error(conn, 404, "no such endpoint %.100s: "
 			    "MCP is at /mcp or /u/<user>/mcp", url);
@@ -246,7 +246,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 		 * never evicted to make room.
 		 */
 		http_guard_bearer(conn, (unsigned)(conf->agent_timeout + 60));
-		if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
+		if (request_user(conn, ep, purl, plen, user, sizeof(user), why,
 		    sizeof(why)) == -1)
 			return reply_error(conn, 400, "%s", why);
 		if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0
@@ -267,7 +267,7 @@ access_handler(void *cls, struct MHD_Connection *conn, const char *url,
 	case HTTP_COLLECT_DONE:
 		break;
 	}
-	if (request_user(conn, rt, purl, plen, user, sizeof(user), why,
+	if (request_user(conn, ep, purl, plen, user, sizeof(user), why,
 	    sizeof(why)) == -1)
 		return reply_error(conn, 400, "%s", why);
 	/* Who the user is, for people (vivariumctl list): never routed on. */
