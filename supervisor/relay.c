@@ -6,11 +6,10 @@
  * takes the user's sandbox from the pool, sends the request to its agent
  * (forward.c is the HTTP client that talks to it; relay_open, which file
  * links use too, asks the pool again once when nobody listens), and hands
- * back a
- * libmicrohttpd response that reads the agent's answer piece by piece, so
- * an SSE stream reaches the client event by event.  The sandbox stays held
- * until the response is done; the agent connection goes back to the pool
- * when the answer was read to its end.
+ * back a libmicrohttpd response that reads the agent's answer piece by
+ * piece, so an SSE stream reaches the client event by event.  The sandbox
+ * stays held until the response is done; the agent connection goes back
+ * to the pool when the answer was read to its end.
  */
 #include <stdio.h>
 #include <stdlib.h>
