@@ -918,7 +918,7 @@ kb_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
 	for (kind = 0; kind < 2; kind++) {
 		json_array_foreach(kind == 0 ? pods : pvcs, i, o) {
 			u = kspec_user_of(o);
-			if (u == NULL || route_user_valid(u, strlen(u)) == -1)
+			if (u == NULL || user_id_valid(u, strlen(u)) == -1)
 				continue;
 			for (j = 0, dup = 0; j < k && !dup; j++)
 				dup = strcmp(v[j].user, u) == 0;

@@ -306,7 +306,7 @@ pm_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
 	json_array_foreach(list, i, c) {
 		user = sandbox_label_user(c);
 		state = json_string_value(json_object_get(c, "State"));
-		if (user == NULL || route_user_valid(user, strlen(user)) == -1)
+		if (user == NULL || user_id_valid(user, strlen(user)) == -1)
 			continue;
 		if (state != NULL && strcmp(state, "created") == 0) {
 			/* Never started: a crash between create and start. */

@@ -658,9 +658,9 @@ node_users(void *base, const struct ynode *map, struct confdiag *d)
 			    "user id");
 			continue;
 		}
-		if (route_user_valid(id, strlen(id)) == -1) {
+		if (user_id_valid(id, strlen(id)) == -1) {
 			confdiag_add(d, n->line, "users: \"%s\" is not a valid "
-			    "user id: %s", id, route_user_rule);
+			    "user id: %s", id, user_id_rule);
 			continue;
 		}
 		u = &c->users[c->nusers++];

@@ -154,9 +154,9 @@ take_flag(int *argc, char ***argv, const char *flag)
 static int
 check_id(const char *user)
 {
-	if (route_user_valid(user, strlen(user)) == 0)
+	if (user_id_valid(user, strlen(user)) == 0)
 		return 0;
-	fprintf(stderr, "vivariumctl: \"%s\": %s\n", user, route_user_rule);
+	fprintf(stderr, "vivariumctl: \"%s\": %s\n", user, user_id_rule);
 	return -1;
 }
 
@@ -171,7 +171,7 @@ check_user(char **user)
 	char	 id[USER_ID_MAX + 1], *dup;
 	int	 n;
 
-	if (route_user_valid(*user, strlen(*user)) == 0)
+	if (user_id_valid(*user, strlen(*user)) == 0)
 		return 0;
 	if (names_find(&conf, *user, id, sizeof(id), &n) == 0 && n == 1) {
 		if ((dup = strdup(id)) == NULL)
@@ -185,7 +185,7 @@ check_user(char **user)
 	else
 		fprintf(stderr, "vivariumctl: \"%s\" is neither a user id nor "
 		    "the name of one (vivariumctl list shows both); %s\n",
-		    *user, route_user_rule);
+		    *user, user_id_rule);
 	return -1;
 }
 
@@ -405,7 +405,7 @@ collect_users(struct perr *e)
 		}
 		json_array_foreach(list, i, o) {
 			if ((u = sandbox_label_user(o)) == NULL
-			    || route_user_valid(u, strlen(u)) == -1)
+			    || user_id_valid(u, strlen(u)) == -1)
 				continue;
 			if (json_object_get(users, u) == NULL)
 				json_object_set_new(users, u, json_pack(
@@ -1416,7 +1416,7 @@ cmd_restore(int argc, char **argv)
 	}
 	json_array_foreach(json_object_get(man, "users"), i, u) {
 		id = json_string_value(json_object_get(u, "user"));
-		if (id == NULL || route_user_valid(id, strlen(id)) == -1) {
+		if (id == NULL || user_id_valid(id, strlen(id)) == -1) {
 			fprintf(stderr, "vivariumctl: %s lists a user id that is "
 			    "not one; nothing was changed\n", path);
 			json_decref(man);

@@ -297,7 +297,7 @@ labels_read(const char *text, size_t len, struct label_entry *v)
 		for (id = p + ll; id > sp + 1 && id[-1] != '/'; id--)
 			;
 		if (addr_canon(a, v[n].addr, sizeof(v[n].addr)) == -1 ||
-		    route_user_valid(id, (size_t)(p + ll - id)) == -1)
+		    user_id_valid(id, (size_t)(p + ll - id)) == -1)
 			continue;
 		memcpy(v[n].user, id, (size_t)(p + ll - id));
 		v[n].user[p + ll - id] = '\0';

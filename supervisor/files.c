@@ -91,20 +91,59 @@ unreachable(struct fw_error *e, unsigned int status, const char *user,
 	    "whoever runs this server (its log says why).");
 }
 
+/* The pool could not give the user's sandbox (pe says why). */
+static void
+not_started(struct fw_error *e, const char *user, const struct pool_err *pe)
+{
+	unreachable(e, pe->http == 503 ? 503 : 502, user, "the sandbox could "
+	    "not be started", pe->msg);
+}
+
 static struct sandbox *
-acquire(const char *user, unsigned stale, struct fw_error *e)
+acquire(const char *user, struct fw_error *e)
 {
 	struct pool_err	 pe;
 	struct sandbox	*sb;
 
-	if (route_user_valid(user, strlen(user)) == -1) {
+	if (user_id_valid(user, strlen(user)) == -1) {
 		fail(e, 403, "This link names no user of this server.");
 		return NULL;
 	}
-	if ((sb = pool_acquire(user, stale, &pe)) == NULL)
-		unreachable(e, pe.http == 503 ? 503 : 502, user, "the sandbox "
-		    "could not be started", pe.msg);
+	if ((sb = pool_acquire(user, 0, &pe)) == NULL)
+		not_started(e, user, &pe);
 	return sb;
+}
+
+static void
+svfile_close(struct svfile *f)
+{
+	if (f == NULL)
+		return;
+	agent_close(&f->a);
+	if (f->sb != NULL)
+		pool_release(f->sb);
+	free(f);
+}
+
+/*
+ * Opens r on the agent of f's sandbox (relay_open: once more when nobody
+ * listens); 0, or -1 with e, what saying for the log what did not happen.
+ * f is for svfile_close either way.
+ */
+static int
+svfile_open(struct svfile *f, const char *user, const struct agent_req *r,
+    const char *what, struct fw_error *e)
+{
+	struct pool_err	 pe;
+
+	if (relay_open(&f->sb, user, &f->a, r, 0,
+	    (int)(conf->agent_timeout * 1000), &pe) == 0)
+		return 0;
+	if (f->sb == NULL)
+		not_started(e, user, &pe);
+	else
+		unreachable(e, 502, user, what, pe.msg);
+	return -1;
 }
 
 /*
@@ -117,9 +156,6 @@ open_agent(const char *user, const char *method, const char *path,
 {
 	struct agent_req	 r;
 	struct svfile		*f;
-	char			 err[512];
-	int			 cf, attempt;
-	unsigned		 gen;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
 		fail(e, 500, "out of memory");
@@ -130,37 +166,12 @@ open_agent(const char *user, const char *method, const char *path,
 	r.method = method;
 	r.path = path;
 	r.want_fd = want_fd;
-	if ((f->sb = acquire(user, 0, e)) == NULL)
-		goto fail;
-	for (attempt = 0;; attempt++) {
-		if (agent_open(&f->a, pool_addr(f->sb), &r, -1,
-		    (int)(conf->agent_timeout * 1000), &cf, err,
-		    sizeof(err)) == 0)
-			return f;
-		if (!cf || attempt > 0)
-			break;
-		/* Nobody listens: stopped or gone.  Look once more. */
-		gen = pool_gen(f->sb);
-		pool_release(f->sb);
-		if ((f->sb = acquire(user, gen, e)) == NULL)
-			goto fail;
+	if ((f->sb = acquire(user, e)) == NULL || svfile_open(f, user, &r,
+	    "the sandbox's agent did not answer", e) == -1) {
+		svfile_close(f);
+		return NULL;
 	}
-	unreachable(e, 502, user, "the sandbox's agent did not answer", err);
-	pool_release(f->sb);
-fail:
-	free(f);
-	return NULL;
-}
-
-static void
-svfile_close(struct svfile *f)
-{
-	if (f == NULL)
-		return;
-	agent_close(&f->a);
-	if (f->sb != NULL)
-		pool_release(f->sb);
-	free(f);
+	return f;
 }
 
 /*
@@ -380,9 +391,6 @@ put_open(struct svfile *f, const char *user, const char *endpoint,
 {
 	struct buf		 url = BUF_INIT(1024);
 	struct agent_req	 r;
-	char			 err[512];
-	int			 stale, attempt;
-	unsigned		 gen;
 
 	buf_appends(&url, endpoint);
 	buf_appends(&url, "?name=");
@@ -392,26 +400,10 @@ put_open(struct svfile *f, const char *user, const char *endpoint,
 	r.path = buf_str(&url);
 	r.chunked = 1;
 	r.want_fd = want_fd;
-	for (attempt = 0;; attempt++) {
-		if (agent_stream_open(&f->a, pool_addr(f->sb), &r,
-		    (int)(conf->agent_timeout * 1000), &stale, err,
-		    sizeof(err)) == 0)
-			break;
-		if (!stale || attempt > 0) {
-			unreachable(e, 502, user, "the sandbox did not take an "
-			    "upload", err);
-			svfile_close(f);
-			f = NULL;
-			break;
-		}
-		/* Not (any more) its agent there: look once more. */
-		gen = pool_gen(f->sb);
-		pool_release(f->sb);
-		if ((f->sb = acquire(user, gen, e)) == NULL) {
-			free(f);
-			f = NULL;
-			break;
-		}
+	if (svfile_open(f, user, &r, "the sandbox did not take an upload",
+	    e) == -1) {
+		svfile_close(f);
+		f = NULL;
 	}
 	buf_release(&url);
 	return f;
@@ -429,7 +421,7 @@ sv_put_begin(void *arg, const char *user, const char *name,
 	}
 	f->a.fd = -1;
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	if ((f->sb = acquire(user, 0, e)) == NULL) {
+	if ((f->sb = acquire(user, e)) == NULL) {
 		free(f);
 		return NULL;
 	}

@@ -823,9 +823,10 @@ agent_close(struct agent_conn *c)
 }
 
 /*
- * What the agent has in progress, from its /health on the unix socket
- * ("ok requests=N runs=M"): 0 with both counts, -1 when it does not answer
- * or answers without them (an older agent: busy, as far as anyone knows).
+ * What the agent has in progress, from its /health ("ok requests=N
+ * runs=M"): 0 with both counts; 1 when it answers 200 without them (an
+ * older agent's bare "ok": busy, as far as anyone knows); -1 when it does
+ * not answer, or not 200.
  */
 int
 agent_busy(const struct agent_addr *a, int timeout_ms, int *requests,
@@ -836,33 +837,29 @@ agent_busy(const struct agent_addr *a, int timeout_ms, int *requests,
 	char			 err[256], body[128];
 	size_t			 len = 0;
 	ssize_t			 n;
-	int			 cf, ok;
+	int			 cf;
 
 	if (agent_open(&c, a, &r, -1, timeout_ms, &cf, err, sizeof(err)) == -1)
 		return -1;
-	ok = c.head.status == 200;
-	while (ok && len < sizeof(body) - 1 && (n = agent_read(&c, body + len,
+	if (c.head.status != 200) {
+		agent_close(&c);
+		return -1;
+	}
+	while (len < sizeof(body) - 1 && (n = agent_read(&c, body + len,
 	    sizeof(body) - 1 - len)) > 0)
 		len += (size_t)n;
 	body[len] = '\0';
 	agent_close(&c);
-	if (!ok || sscanf(body, "ok requests=%d runs=%d", requests, runs) != 2
+	if (sscanf(body, "ok requests=%d runs=%d", requests, runs) != 2
 	    || *requests < 0 || *runs < 0)
-		return -1;
+		return 1;
 	return 0;
 }
 
 int
 agent_probe(const struct agent_addr *a, int timeout_ms)
 {
-	struct agent_conn	 c;
-	struct agent_req	 r = { .method = "GET", .path = "/health" };
-	char			 err[256];
-	int			 cf, ok;
+	int	 requests, runs;
 
-	if (agent_open(&c, a, &r, -1, timeout_ms, &cf, err, sizeof(err)) == -1)
-		return -1;
-	ok = c.head.status == 200;
-	agent_close(&c);
-	return ok ? 0 : -1;
+	return agent_busy(a, timeout_ms, &requests, &runs) == -1 ? -1 : 0;
 }

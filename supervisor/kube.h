@@ -44,7 +44,7 @@ struct kube_names {
 	char	netpol[USER_ID_MAX + 16];	/* vivarium-U */
 };
 
-/* 0, or -1 when user is not a valid id (route_user_valid). */
+/* 0, or -1 when user is not a valid id (user_id_valid). */
 int	kspec_names(const char *user, struct kube_names *);
 /* The labels all three carry (new reference). */
 json_t	*kspec_labels(const char *user);

@@ -141,7 +141,7 @@ names_find(const struct conf *c, const char *name, char *user, size_t len,
 	if ((d = opendir(dir)) == NULL)
 		return errno == ENOENT ? 0 : -1;
 	while ((de = readdir(d)) != NULL) {
-		if (route_user_valid(de->d_name, strlen(de->d_name)) == -1)
+		if (user_id_valid(de->d_name, strlen(de->d_name)) == -1)
 			continue;	/* ".", "..", a file being written */
 		if (names_get(c, de->d_name, got, sizeof(got)) == 0
 		    && strcasecmp(got, name) == 0) {

@@ -103,7 +103,7 @@ pool_adopt(void)
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		if (route_user_valid(list[i].user, strlen(list[i].user)) == -1)
+		if (user_id_valid(list[i].user, strlen(list[i].user)) == -1)
 			continue;
 		pthread_mutex_lock(&lock);
 		if ((sb = find(list[i].user, 1)) != NULL) {

@@ -33,7 +33,7 @@ user_names(const struct conf *c, const char *user, struct names *n,
     struct perr *e)
 {
 	if (sandbox_names(c, user, n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, route_user_rule);
+		perr_set(e, 400, "\"%s\": %s", user, user_id_rule);
 		return -1;
 	}
 	return 0;

@@ -25,7 +25,7 @@
 int
 sbenv_names(const char *user, struct sbenv_names *n)
 {
-	if (route_user_valid(user, strlen(user)) == -1)
+	if (user_id_valid(user, strlen(user)) == -1)
 		return -1;
 	snprintf(n->sandbox, sizeof(n->sandbox), "vivarium-%s", user);
 	snprintf(n->workspace, sizeof(n->workspace), "vivarium-%s-workspace",

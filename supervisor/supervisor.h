@@ -184,23 +184,25 @@ const char *conf_provisioning_name(enum provisioning);
  */
 json_t	*conf_match_labels(const char *selector);
 
-/* ---------------------------------------------------------------- route.c */
+/* --------------------------------------------------------------- endpoint.c */
 
-enum route {
-	ROUTE_NONE,
-	ROUTE_HEALTH,
-	ROUTE_METRICS,
-	ROUTE_MCP,		/* /mcp: the user comes from a header */
-	ROUTE_USER_MCP,		/* /u/<user>/mcp */
+enum endpoint {
+	ENDPOINT_NONE,
+	ENDPOINT_HEALTH,
+	ENDPOINT_METRICS,
+	ENDPOINT_MCP,		/* /mcp: the user comes from a header */
+	ENDPOINT_USER_MCP,	/* /u/<user>/mcp */
 };
 
-/* Sorts a URL path; for ROUTE_USER_MCP, *user / *userlen point into url. */
-enum route route_match(const char *url, const char **user, size_t *userlen);
+/* The endpoint a URL path names; for ENDPOINT_USER_MCP, *user / *userlen
+ * point into url. */
+enum endpoint endpoint_match(const char *url, const char **user,
+	    size_t *userlen);
 /* 0 when id is DNS-safe (see docs/supervisor.md), else -1. */
-int	route_user_valid(const char *id, size_t len);
-extern const char route_user_rule[];
+int	user_id_valid(const char *id, size_t len);
+extern const char user_id_rule[];
 /* Constant-time check of "Bearer <token>"; 1 when it matches. */
-int	route_token_ok(const char *authorization, const char *token);
+int	token_ok(const char *authorization, const char *token);
 
 /* ---------------------------------------------------------------- forward.c */
 
@@ -323,11 +325,49 @@ int	agent_reusable(const struct agent_conn *);
 /* Next piece of the body: >0 bytes, 0 at the end, -1 on error. */
 ssize_t	agent_read(struct agent_conn *, char *dst, size_t max);
 void	agent_close(struct agent_conn *);
-/* GET /health at the address; 0 when it answers 200. */
-int	agent_probe(const struct agent_addr *, int timeout_ms);
-/* The agent's requests and runs in progress (unix socket only); 0 or -1. */
+/*
+ * GET /health at the address: the agent's requests and runs in progress,
+ * 0 with both; 1 when it answers 200 without them (an older agent); -1
+ * when it does not answer, or not 200.
+ */
 int	agent_busy(const struct agent_addr *, int timeout_ms, int *requests,
 	    int *runs);
+/* agent_busy without the counts: 0 when the agent answers 200, else -1. */
+int	agent_probe(const struct agent_addr *, int timeout_ms);
+
+/* ---------------------------------------------------------------- relay.c */
+
+struct MHD_Response;
+struct pool_err;
+struct sandbox;
+
+/*
+ * Opens r on the agent of the user's sandbox *sb (from pool_acquire):
+ * agent_stream_open when r->chunked, else agent_open, on a connection the
+ * pool kept when kept.  When nobody listens at the address (the sandbox
+ * died, was removed or stopped; a Pod's address went to another), *sb is
+ * given back, the pool asked once more and r sent again.  0; or -1 with
+ * pe: the agent's failure (502; c->client_gone when the client went
+ * away), or the pool's when *sb is NULL.
+ */
+int	relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
+	    const struct agent_req *r, int kept, int timeout_ms,
+	    struct pool_err *pe);
+/*
+ * The request ar relayed to the user's agent (the sandbox taken from the
+ * pool and held until the response is done): a response to queue, which
+ * streams the agent's answer, its status in *status.  NULL with *status
+ * and why to answer with, or *status 0 when there is nobody to answer
+ * (the client went away) or no memory.
+ */
+struct MHD_Response *relay_mcp(const struct conf *, const char *user,
+	    const struct agent_req *ar, int *status, char *why, size_t whylen);
+
+/* ---------------------------------------------------------------- front.c */
+
+/* Serves the endpoints on conf's listen address; 0, or -1 with err. */
+int	front_start(const struct conf *, char *err, size_t errlen);
+void	front_stop(void);
 
 /* ---------------------------------------------------------------- files.c */
 
@@ -350,7 +390,7 @@ struct sbenv_names {
 	char	sandbox[USER_ID_MAX + 16];	/* vivarium-U: container, Pod */
 	char	workspace[USER_ID_MAX + 32];	/* vivarium-U-workspace */
 };
-/* 0, or -1 when user is not a valid id (route_user_valid). */
+/* 0, or -1 when user is not a valid id (user_id_valid). */
 int	sbenv_names(const char *user, struct sbenv_names *);
 
 #define SBENV_LABEL_MANAGED	"io.vivarium.managed"

@@ -1,6 +1,6 @@
 /*
  * Unit tests for supervisor/conf.c (YAML config, broken files, env
- * overrides) and supervisor/route.c (endpoints, user ids, token).
+ * overrides) and supervisor/endpoint.c (endpoints, user ids, token).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../../supervisor/route.c"
+#include "../../../supervisor/endpoint.c"
 #include "../../../supervisor/conf.c"
 
 static char	 path[64];
@@ -532,25 +532,25 @@ test_durations(void **state)
 }
 
 static void
-test_routes(void **state)
+test_endpoints(void **state)
 {
 	const char	*u;
 	size_t		 n;
 
-	assert_int_equal(route_match("/mcp", &u, &n), ROUTE_MCP);
-	assert_int_equal(route_match("/mcp/", &u, &n), ROUTE_MCP);
-	assert_int_equal(route_match("/health", &u, &n), ROUTE_HEALTH);
-	assert_int_equal(route_match("/metrics", &u, &n), ROUTE_METRICS);
-	assert_int_equal(route_match("/u/alice/mcp", &u, &n), ROUTE_USER_MCP);
+	assert_int_equal(endpoint_match("/mcp", &u, &n), ENDPOINT_MCP);
+	assert_int_equal(endpoint_match("/mcp/", &u, &n), ENDPOINT_MCP);
+	assert_int_equal(endpoint_match("/health", &u, &n), ENDPOINT_HEALTH);
+	assert_int_equal(endpoint_match("/metrics", &u, &n), ENDPOINT_METRICS);
+	assert_int_equal(endpoint_match("/u/alice/mcp", &u, &n), ENDPOINT_USER_MCP);
 	assert_int_equal(n, 5);
 	assert_memory_equal(u, "alice", 5);
-	assert_int_equal(route_match("/u//mcp", &u, &n), ROUTE_USER_MCP);
-	assert_int_equal(n, 0);	/* refused later by route_user_valid */
-	assert_int_equal(route_match("/u/alice/mcpx", &u, &n), ROUTE_NONE);
-	assert_int_equal(route_match("/u/alice/x/mcp", &u, &n), ROUTE_NONE);
-	assert_int_equal(route_match("/u/alice", &u, &n), ROUTE_NONE);
-	assert_int_equal(route_match("/", &u, &n), ROUTE_NONE);
-	assert_int_equal(route_match("/mcpx", &u, &n), ROUTE_NONE);
+	assert_int_equal(endpoint_match("/u//mcp", &u, &n), ENDPOINT_USER_MCP);
+	assert_int_equal(n, 0);	/* refused later by user_id_valid */
+	assert_int_equal(endpoint_match("/u/alice/mcpx", &u, &n), ENDPOINT_NONE);
+	assert_int_equal(endpoint_match("/u/alice/x/mcp", &u, &n), ENDPOINT_NONE);
+	assert_int_equal(endpoint_match("/u/alice", &u, &n), ENDPOINT_NONE);
+	assert_int_equal(endpoint_match("/", &u, &n), ENDPOINT_NONE);
+	assert_int_equal(endpoint_match("/mcpx", &u, &n), ENDPOINT_NONE);
 }
 
 static void
@@ -558,8 +558,8 @@ test_user_ids(void **state)
 {
 	char	 id[80];
 
-#define OK(s)	assert_int_equal(route_user_valid(s, strlen(s)), 0)
-#define BAD(s)	assert_int_equal(route_user_valid(s, strlen(s)), -1)
+#define OK(s)	assert_int_equal(user_id_valid(s, strlen(s)), 0)
+#define BAD(s)	assert_int_equal(user_id_valid(s, strlen(s)), -1)
 	OK("alice");
 	OK("a");
 	OK("0");
@@ -582,7 +582,7 @@ test_user_ids(void **state)
 	id[64] = '\0';
 	BAD(id);
 	/* An embedded NUL is caught by the length. */
-	assert_int_equal(route_user_valid("ab\0c", 4), -1);
+	assert_int_equal(user_id_valid("ab\0c", 4), -1);
 #undef OK
 #undef BAD
 }
@@ -592,15 +592,15 @@ test_token(void **state)
 {
 	const char *t = "0123456789abcdef";
 
-	assert_true(route_token_ok("Bearer 0123456789abcdef", t));
-	assert_true(route_token_ok("bearer 0123456789abcdef", t));
-	assert_false(route_token_ok("Bearer 0123456789abcde", t));
-	assert_false(route_token_ok("Bearer 0123456789abcdefg", t));
-	assert_false(route_token_ok("Bearer 0123456789abcdeF", t));
-	assert_false(route_token_ok("Bearer ", t));
-	assert_false(route_token_ok("Basic 0123456789abcdef", t));
-	assert_false(route_token_ok("0123456789abcdef", t));
-	assert_false(route_token_ok(NULL, t));
+	assert_true(token_ok("Bearer 0123456789abcdef", t));
+	assert_true(token_ok("bearer 0123456789abcdef", t));
+	assert_false(token_ok("Bearer 0123456789abcde", t));
+	assert_false(token_ok("Bearer 0123456789abcdefg", t));
+	assert_false(token_ok("Bearer 0123456789abcdeF", t));
+	assert_false(token_ok("Bearer ", t));
+	assert_false(token_ok("Basic 0123456789abcdef", t));
+	assert_false(token_ok("0123456789abcdef", t));
+	assert_false(token_ok(NULL, t));
 }
 
 /* links.*: the transfer caps and the floor, and caps that leave no room. */
@@ -688,7 +688,7 @@ main(void)
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_kubernetes),
-		cmocka_unit_test(test_routes),
+		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_user_ids),
 		cmocka_unit_test(test_token),
 	};

@@ -32,10 +32,18 @@
 static struct agent_addr	 fake_addr;
 static struct pool_err		 acquire_err;
 static int			 acquire_fails;
+/* Asked again about a sandbox whose agent was not there: it moved here. */
+static struct agent_addr	 moved_addr;
+static int			 moved, asked_again;
 
 struct sandbox *
 pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 {
+	if (stale_gen != 0) {
+		asked_again++;
+		if (moved)
+			fake_addr = moved_addr;
+	}
 	if (acquire_fails) {
 		*err = acquire_err;
 		return NULL;
@@ -58,6 +66,19 @@ unsigned
 pool_gen(const struct sandbox *sb)
 {
 	return 1;
+}
+
+/* relay_open takes none for file links: they are never kept. */
+int
+pool_conn_take(struct sandbox *sb)
+{
+	return -1;
+}
+
+void
+pool_conn_put(struct sandbox *sb, int fd)
+{
+	close(fd);
 }
 
 /* ---------------------------------------------------------------- agent */
@@ -316,6 +337,7 @@ setup(void **state)
 	conf = &tconf;
 	acquire_fails = 0;
 	memset(&acquire_err, 0, sizeof(acquire_err));
+	moved = asked_again = 0;
 	return 0;
 }
 
@@ -392,6 +414,40 @@ test_agent_socket_names_no_path(void **state)
 	log = capture_end();
 	assert_no_host_path(&e, sock);
 	assert_non_null(strstr(log, sock));
+}
+
+/*
+ * Nobody listens where the pool said (the sandbox was stopped, or its
+ * agent is at a new address): the pool is asked again, once, and the
+ * request goes where it says.
+ */
+static void
+test_agent_moved(void **state)
+{
+	struct fw_error	 e;
+	json_t		*j;
+
+	srv_start("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	    "Connection: close\r\n\r\n", 1024);
+	moved_addr = fake_addr;
+	moved = 1;
+	agent_addr_unix(&fake_addr, "/tmp/vivarium-test-nobody/agent.sock");
+	memset(&e, 0, sizeof(e));
+	assert_non_null(j = sv_list(NULL, "alice", &e));
+	json_decref(j);
+	srv_stop();
+	assert_int_equal(asked_again, 1);
+
+	/* Nobody at the new address either: asked once, then refused. */
+	moved = 0;
+	asked_again = 0;
+	agent_addr_unix(&fake_addr, "/tmp/vivarium-test-nobody/agent.sock");
+	memset(&e, 0, sizeof(e));
+	capture_begin();
+	assert_null(sv_list(NULL, "alice", &e));
+	(void)capture_end();
+	assert_int_equal(e.status, 502);
+	assert_int_equal(asked_again, 1);
 }
 
 static void
@@ -701,6 +757,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_podman_down_names_no_path, setup),
 		cmocka_unit_test_setup(test_agent_socket_names_no_path, setup),
+		cmocka_unit_test_setup(test_agent_moved, setup),
 		cmocka_unit_test_setup(test_list_read_bounded, setup),
 		cmocka_unit_test_setup(test_download_by_fd, setup),
 		cmocka_unit_test_setup(test_download_fd_refused, setup),

@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "../../../supervisor/route.c"
+#include "../../../supervisor/endpoint.c"
 #include "../../../supervisor/forward.c"
 
 /* One reply, as pieces written with a pause (ms) before each. */
@@ -626,6 +626,50 @@ test_nobody_listening(void **state)
 	assert_int_equal(cf, 1);
 	assert_int_equal(agent_probe(ua(stale), 1000), -1);
 	unlink(stale);
+}
+
+/*
+ * /health: agent_busy reads the counts of a current agent, and tells an
+ * older agent's bare "ok" (1) from no answer (-1); agent_probe takes
+ * either 200.
+ */
+static void
+test_health(void **state)
+{
+	static const struct piece counts[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n"
+		    "ok requests=2 runs=1" },
+		{ 0, NULL } };
+	static const struct piece bare[] = {
+		{ 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" },
+		{ 0, NULL } };
+	static const struct piece down[] = {
+		{ 0, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 20\r\n"
+		    "\r\nok requests=0 runs=0" },
+		{ 0, NULL } };
+	int	 requests = -1, runs = -1;
+
+	srv_start(counts);
+	assert_int_equal(agent_busy(ua(srv.path), 2000, &requests, &runs), 0);
+	assert_int_equal(requests, 2);
+	assert_int_equal(runs, 1);
+	srv_stop();
+	assert_non_null(strstr(srv.request, "GET /health HTTP/1.1\r\n"));
+	srv_start(counts);
+	assert_int_equal(agent_probe(ua(srv.path), 2000), 0);
+	srv_stop();
+	srv_start(bare);
+	assert_int_equal(agent_busy(ua(srv.path), 2000, &requests, &runs), 1);
+	srv_stop();
+	srv_start(bare);
+	assert_int_equal(agent_probe(ua(srv.path), 2000), 0);
+	srv_stop();
+	srv_start(down);
+	assert_int_equal(agent_busy(ua(srv.path), 2000, &requests, &runs), -1);
+	srv_stop();
+	srv_start(down);
+	assert_int_equal(agent_probe(ua(srv.path), 2000), -1);
+	srv_stop();
 }
 
 /* Code in a sandbox can swap agent.sock for a symlink to another socket
@@ -1282,6 +1326,7 @@ main(void)
 		cmocka_unit_test(test_strict_heads),
 		cmocka_unit_test(test_strict_chunks),
 		cmocka_unit_test(test_nobody_listening),
+		cmocka_unit_test(test_health),
 		cmocka_unit_test(test_stale_kept_connection),
 		cmocka_unit_test(test_symlink_refused),
 		cmocka_unit_test(test_client_gone_closes_agent),

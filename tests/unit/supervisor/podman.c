@@ -18,7 +18,7 @@
 #include "supervisor/podman_server.h"
 
 #include "../../../supervisor/podman.c"
-#include "../../../supervisor/route.c"
+#include "../../../supervisor/endpoint.c"
 #include "../../../supervisor/forward.c"
 #include "../../../supervisor/conf.c"
 #include "../../../supervisor/spec.c"

@@ -1,6 +1,7 @@
 /*
- * route.c: which endpoint a URL names, whether a user id is acceptable, and
- * the bearer token check.
+ * endpoint.c: which endpoint a URL names, and the checks at its door:
+ * whether a user id is acceptable (the rule every user id keeps, from the
+ * config to vivariumctl) and the bearer token.
  */
 #include <string.h>
 
@@ -8,12 +9,12 @@
 #include "supervisor.h"
 #include "banned.h"
 
-const char route_user_rule[] =
+const char user_id_rule[] =
     "user ids may contain only lowercase letters a-z, digits and '-', must "
     "start and end with a letter or digit, and be at most 63 characters";
 
-enum route
-route_match(const char *url, const char **user, size_t *userlen)
+enum endpoint
+endpoint_match(const char *url, const char **user, size_t *userlen)
 {
 	const char	*p, *slash;
 	size_t		 n;
@@ -22,26 +23,26 @@ route_match(const char *url, const char **user, size_t *userlen)
 	*userlen = 0;
 	/* MHD hands us the path without the query string. */
 	if (strcmp(url, "/mcp") == 0 || strcmp(url, "/mcp/") == 0)
-		return ROUTE_MCP;
+		return ENDPOINT_MCP;
 	if (strcmp(url, "/health") == 0)
-		return ROUTE_HEALTH;
+		return ENDPOINT_HEALTH;
 	if (strcmp(url, "/metrics") == 0)
-		return ROUTE_METRICS;
+		return ENDPOINT_METRICS;
 	if (strncmp(url, "/u/", 3) != 0)
-		return ROUTE_NONE;
+		return ENDPOINT_NONE;
 	p = url + 3;
 	if ((slash = strchr(p, '/')) == NULL)
-		return ROUTE_NONE;
+		return ENDPOINT_NONE;
 	if (strcmp(slash, "/mcp") != 0 && strcmp(slash, "/mcp/") != 0)
-		return ROUTE_NONE;
+		return ENDPOINT_NONE;
 	n = (size_t)(slash - p);
 	*user = p;
 	*userlen = n;
-	return ROUTE_USER_MCP;
+	return ENDPOINT_USER_MCP;
 }
 
 int
-route_user_valid(const char *id, size_t len)
+user_id_valid(const char *id, size_t len)
 {
 	size_t	 i;
 
@@ -60,7 +61,7 @@ route_user_valid(const char *id, size_t len)
 }
 
 int
-route_token_ok(const char *auth, const char *token)
+token_ok(const char *auth, const char *token)
 {
 	return bearer_ok(auth, token, token != NULL ? strlen(token) : 0);
 }
