@@ -22,7 +22,7 @@ backend_sayf(backend_say say, int level, const char *fmt, ...)
 }
 
 struct backend *
-backend_new(const struct conf *c, void (*on_error)(const struct perr *))
+backend_new(const struct conf *c, void (*on_error)(const struct berr *))
 {
 	switch (c->backend) {
 	case BACKEND_PODMAN:

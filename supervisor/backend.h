@@ -7,7 +7,7 @@
  * threads at once for different users; pool.c serialises the calls for
  * one user.
  *
- * Errors use struct perr (podman.h): status 0 when the backend cannot be
+ * Errors use struct berr (podman.h): status 0 when the backend cannot be
  * reached at all (pool.c answers 503), else an HTTP-like status and a
  * sentence a person can act on.
  */
@@ -17,6 +17,16 @@
 #include <sys/types.h>
 
 #include "supervisor.h"
+
+struct berr {
+	long	 status;	/* HTTP-like; 0: the backend is unreachable */
+	char	 cause[128];	/* the engine's short reason, when it sent one */
+	char	 msg[BERR_MSGLEN];
+};
+
+/* Fills e with status, no cause, and the message from fmt. */
+void	berr_set(struct berr *e, long status, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 
 /* What a user's sandbox is, folded to what the supervisor acts on. */
 enum backend_state {
@@ -44,7 +54,7 @@ typedef void	(*backend_say)(int level, const char *msg);
 /* say, formatted (for the implementations' check). */
 void	backend_sayf(backend_say, int level, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
-/* A tar stream's source for import, as podman_source (podman.h). */
+/* A tar stream's source for import: bytes into dst, 0 at the end, -1. */
 typedef ssize_t	(*backend_source)(void *arg, char *dst, size_t len);
 
 struct backend {
@@ -57,31 +67,31 @@ struct backend {
 	 * -1 when it cannot be reached now (err; sandboxes start once it is
 	 * back); -2 when this configuration must not run here (err.msg).
 	 */
-	int	(*check)(struct backend *, backend_say, struct perr *err);
+	int	(*check)(struct backend *, backend_say, struct berr *err);
 	/*
 	 * Brings the user's sandbox, its storage and its network policy to
 	 * "running and answering", creating what is missing; *created says
 	 * whether a sandbox was made, *addr how to reach its agent.  0 or -1.
 	 */
 	int	(*ensure)(struct backend *, const char *user, int *created,
-		    struct agent_addr *addr, struct perr *err);
+		    struct agent_addr *addr, struct berr *err);
 	/* Stops the sandbox, keeping it and its storage; 0 or -1. */
-	int	(*stop)(struct backend *, const char *user, struct perr *err);
+	int	(*stop)(struct backend *, const char *user, struct berr *err);
 	/* Removes the sandbox and its network; its storage too when purge. */
 	int	(*remove)(struct backend *, const char *user, int purge,
-		    struct perr *err);
+		    struct berr *err);
 	/* Provisioning manual: was the user added by the operator?  1, 0, -1. */
 	int	(*registered)(struct backend *, const char *user,
-		    struct perr *err);
+		    struct berr *err);
 	int	(*inspect)(struct backend *, const char *user,
-		    struct backend_info *out, struct perr *err);
+		    struct backend_info *out, struct berr *err);
 	/*
 	 * The managed sandboxes (adopt on restart), a new array of *n into
 	 * *out (free()).  One that never started, left by a crash between
 	 * create and start, is removed rather than listed.  0 or -1.
 	 */
 	int	(*list)(struct backend *, struct backend_sandbox **out,
-		    size_t *n, struct perr *err);
+		    size_t *n, struct berr *err);
 	/*
 	 * The user's workspace as a tar stream written to fd out (export),
 	 * and a tar stream from source unpacked into it (import), running
@@ -89,9 +99,9 @@ struct backend {
 	 * kept.  0 or -1.
 	 */
 	int	(*export_ws)(struct backend *, const char *user, int out,
-		    struct perr *err);
+		    struct berr *err);
 	int	(*import_ws)(struct backend *, const char *user,
-		    backend_source source, void *arg, struct perr *err);
+		    backend_source source, void *arg, struct berr *err);
 	/*
 	 * What vivariumctl status shows of the user's sandbox: a new JSON
 	 * object with "state" ("missing" when there is nothing) and what the
@@ -99,7 +109,7 @@ struct backend {
 	 * op: status asks the engine itself (Podman: ctl.c).
 	 */
 	json_t	*(*describe)(struct backend *, const char *user,
-		    struct perr *err);
+		    struct berr *err);
 	/* The user's sandbox as it is named to people (logs), into dst. */
 	void	(*label)(struct backend *, const char *user, char *dst,
 		    size_t len);
@@ -118,11 +128,11 @@ struct backend {
  * NULL) is told of every failed call to the engine behind it (metrics).
  */
 struct backend	*backend_new(const struct conf *,
-		    void (*on_error)(const struct perr *));
+		    void (*on_error)(const struct berr *));
 /* The implementations, which backend_new (backend.c) calls. */
 struct backend	*podman_backend(const struct conf *,
-		    void (*on_error)(const struct perr *));
+		    void (*on_error)(const struct berr *));
 struct backend	*kube_backend(const struct conf *,
-		    void (*on_error)(const struct perr *));
+		    void (*on_error)(const struct berr *));
 
 #endif

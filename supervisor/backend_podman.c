@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "backend.h"
+#include "podman.h"
 #include "banned.h"
 
 struct pstate {
@@ -53,7 +54,7 @@ fold(enum ctr_state s)
 static void
 egress_check(const struct conf *c, struct podman *p, backend_say say)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*ins;
 	int		 replaced;
 	enum ctr_state	 st;
@@ -98,7 +99,7 @@ static void
 pm_tick(struct backend *b)
 {
 	const struct conf	*c = st(b)->conf;
-	struct perr		 e;
+	struct berr		 e;
 	int			 replaced;
 
 	/* A user's name may have come or changed since. */
@@ -147,7 +148,7 @@ rootless_say(const struct conf *c, struct podman *p, backend_say say)
 }
 
 static int
-pm_check(struct backend *b, backend_say say, struct perr *e)
+pm_check(struct backend *b, backend_say say, struct berr *e)
 {
 	const struct conf	*c = st(b)->conf;
 	struct podman		*p = st(b)->podman;
@@ -175,14 +176,14 @@ pm_check(struct backend *b, backend_say say, struct perr *e)
 	 * permitted"); it puts its Sentry in one of its own (nobody) instead.
 	 */
 	if (c->uid_base != 0) {
-		perr_set(e, 400, "sandbox.runtime: runsc needs uid_base: 0 "
+		berr_set(e, 400, "sandbox.runtime: runsc needs uid_base: 0 "
 		    "(gVisor cannot start in a Podman user namespace; "
 		    "docs/supervisor.md, gVisor)");
 		return -2;
 	}
 	/* Asked for gVisor, never silently without it. */
 	if (podman_runtime_runsc(p, ociname, sizeof(ociname), e) == 0) {
-		perr_set(e, 400, "sandbox.runtime is runsc but the Podman service "
+		berr_set(e, 400, "sandbox.runtime is runsc but the Podman service "
 		    "at %s runs %s: start it with --runtime deploy/vivarium-runsc "
 		    "(docs/supervisor.md, gVisor)", c->podman_socket, ociname);
 		return -2;
@@ -200,7 +201,7 @@ static void
 label_note(const struct conf *c, struct podman *p, const char *user,
     const struct names *n)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*ins, *net;
 	const char	*ip;
 
@@ -224,7 +225,7 @@ label_note(const struct conf *c, struct podman *p, const char *user,
 
 static int
 pm_ensure(struct backend *b, const char *user, int *created,
-    struct agent_addr *addr, struct perr *e)
+    struct agent_addr *addr, struct berr *e)
 {
 	struct names	 n;
 
@@ -237,15 +238,15 @@ pm_ensure(struct backend *b, const char *user, int *created,
 }
 
 static int
-pm_stop(struct backend *b, const char *user, struct perr *e)
+pm_stop(struct backend *b, const char *user, struct berr *e)
 {
 	return sandbox_stop(st(b)->conf, st(b)->podman, user, e);
 }
 
 static int
-pm_remove(struct backend *b, const char *user, int purge, struct perr *e)
+pm_remove(struct backend *b, const char *user, int purge, struct berr *e)
 {
-	struct perr	 le;
+	struct berr	 le;
 
 	if (sandbox_remove(st(b)->conf, st(b)->podman, user, purge, e) == -1)
 		return -1;
@@ -257,7 +258,7 @@ pm_remove(struct backend *b, const char *user, int purge, struct perr *e)
 
 /* vivariumctl add-user makes the network: that registers a user. */
 static int
-pm_registered(struct backend *b, const char *user, struct perr *e)
+pm_registered(struct backend *b, const char *user, struct berr *e)
 {
 	struct names	 n;
 
@@ -267,7 +268,7 @@ pm_registered(struct backend *b, const char *user, struct perr *e)
 
 static int
 pm_inspect(struct backend *b, const char *user, struct backend_info *out,
-    struct perr *e)
+    struct berr *e)
 {
 	struct names	 n;
 	json_t		*ins = NULL;
@@ -286,7 +287,7 @@ pm_inspect(struct backend *b, const char *user, struct backend_info *out,
 
 static int
 pm_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
-    struct perr *e)
+    struct berr *e)
 {
 	json_t		*list = NULL, *c;
 	struct backend_sandbox *v;
@@ -300,7 +301,7 @@ pm_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
 		return -1;
 	if ((v = calloc(json_array_size(list) + 1, sizeof(*v))) == NULL) {
 		json_decref(list);
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	json_array_foreach(list, i, c) {
@@ -331,7 +332,7 @@ pm_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
 
 /* "/." : the entries are relative, running container or not. */
 static int
-pm_export(struct backend *b, const char *user, int out, struct perr *e)
+pm_export(struct backend *b, const char *user, int out, struct berr *e)
 {
 	struct names	 n;
 
@@ -342,7 +343,7 @@ pm_export(struct backend *b, const char *user, int out, struct perr *e)
 
 static int
 pm_import(struct backend *b, const char *user, backend_source source,
-    void *arg, struct perr *e)
+    void *arg, struct berr *e)
 {
 	struct names	 n;
 
@@ -399,7 +400,7 @@ static const struct backend podman_ops = {
 };
 
 struct backend *
-podman_backend(const struct conf *c, void (*on_error)(const struct perr *))
+podman_backend(const struct conf *c, void (*on_error)(const struct berr *))
 {
 	struct backend	*b;
 	struct pstate	*s;

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "log.h"
 #include "backend.h"
+#include "podman.h"
 #include "tarown.h"
 #include "banned.h"
 
@@ -119,13 +120,13 @@ usage(FILE *f)
 }
 
 static int
-exit_for(const struct perr *e)
+exit_for(const struct berr *e)
 {
 	return e->status == 0 ? EX_PODMAN : EX_FAIL;
 }
 
 static int
-fail(const struct perr *e, const char *user)
+fail(const struct berr *e, const char *user)
 {
 	if (json_out) {
 		json_t *j = json_pack("{s:s?, s:s, s:i}", "user", user, "error",
@@ -238,7 +239,7 @@ human_time(long s, char *dst, size_t len)
 static int
 cmd_add(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct agent_addr addr;
 	int		 i, rc = EX_OK, created;
 
@@ -274,7 +275,7 @@ cmd_add(int argc, char **argv)
 }
 
 static int
-user_exists(const char *user, struct perr *e)
+user_exists(const char *user, struct berr *e)
 {
 	struct names	 n;
 	struct backend_info info;
@@ -300,7 +301,7 @@ user_exists(const char *user, struct perr *e)
 static int
 cmd_remove(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	int		 i, purge = 0, rc = EX_OK, r;
 
 	purge = take_flag(&argc, &argv, "--purge");
@@ -357,7 +358,7 @@ state_name(enum backend_state s)
 
 /* Users as the backend lists them, each in the state inspect finds. */
 static json_t *
-backend_users(struct perr *e)
+backend_users(struct berr *e)
 {
 	struct backend_sandbox	*v;
 	struct backend_info	 info;
@@ -386,13 +387,13 @@ backend_users(struct perr *e)
 
 /* Users from every labelled object: containers, networks, volumes. */
 static json_t *
-collect_users(struct perr *e)
+collect_users(struct berr *e)
 {
 	json_t		*users, *list = NULL, *o;
 	const char	*u, *st;
 	size_t		 i;
 	int		 k;
-	int		(*lists[])(struct podman *, json_t **, struct perr *) = {
+	int		(*lists[])(struct podman *, json_t **, struct berr *) = {
 	    podman_container_list, podman_network_list, podman_volume_list };
 
 	if (conf.backend != BACKEND_PODMAN)
@@ -436,7 +437,7 @@ configured_image(void)
 {
 	static char	 id[80];
 	static int	 looked;
-	struct perr	 e;
+	struct berr	 e;
 
 	if (!looked && podman_image_id(podman, conf.image, id, sizeof(id),
 	    &e) == -1)
@@ -453,7 +454,7 @@ configured_image(void)
 static void
 image_note(json_t *u, char *dst, size_t len)
 {
-	struct perr	 e;
+	struct berr	 e;
 	const char	*id = json_string_value(json_object_get(u, "image_id"));
 	long long	 built;
 	int		 current;
@@ -476,7 +477,7 @@ image_note(json_t *u, char *dst, size_t len)
 static int
 cmd_list(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*users, *arr, *u;
 	const char	*id, *state;
 	unsigned long long mem;
@@ -549,7 +550,7 @@ cmd_list(int argc, char **argv)
 static int
 known_user(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	int		 r;
 
 	if (argc != 1) {
@@ -571,7 +572,7 @@ known_user(int argc, char **argv)
 static int
 cmd_start(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct agent_addr addr;
 	int		 created, r;
 
@@ -590,7 +591,7 @@ cmd_start(int argc, char **argv)
 static int
 cmd_stop(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	int		 r;
 
 	if ((r = known_user(argc, argv)) != EX_OK)
@@ -609,7 +610,7 @@ cmd_stop(int argc, char **argv)
 static int
 status_described(const char *user)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*d, *v;
 	const char	*k, *state;
 	char		 s[64];
@@ -659,7 +660,7 @@ status_described(const char *user)
 static int
 cmd_status(int argc, char **argv)
 {
-	struct perr		 e;
+	struct berr		 e;
 	struct names		 n;
 	json_t			*ins = NULL, *out;
 	const struct limits	*l;
@@ -803,7 +804,7 @@ static int
 export_fd(const char *user, int fd)
 {
 	struct names	 n;
-	struct perr	 e;
+	struct berr	 e;
 	int		 r;
 
 	if ((r = user_exists(user, &e)) == -1)
@@ -871,7 +872,7 @@ static int
 import_fd(const char *user, int fd, const char *what, int replace,
     int *replaced)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct agent_addr addr;
 	struct tarown	 t;
 	unsigned int	 uid = 0, gid = 0;
@@ -999,7 +1000,7 @@ sandbox_idle(const char *user, char *why, size_t len)
  * done ("current", "upgraded", "busy", "missing") or NULL with e.
  */
 static const char *
-upgrade_one(json_t *u, char *why, size_t len, struct perr *e)
+upgrade_one(json_t *u, char *why, size_t len, struct berr *e)
 {
 	struct agent_addr addr;
 	const char	*id, *state, *image;
@@ -1039,7 +1040,7 @@ upgrade_one(json_t *u, char *why, size_t len, struct perr *e)
 static int
 cmd_upgrade(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*users, *u, *out, *want = NULL;
 	const char	*id, *done;
 	char		 why[256];
@@ -1144,7 +1145,7 @@ static int
 cmd_logs(int argc, char **argv)
 {
 	struct names	 n;
-	struct perr	 e;
+	struct berr	 e;
 	struct buf	 b = BUF_INIT(16u << 20);
 	json_t		*ins;
 	const char	*ip;
@@ -1271,7 +1272,7 @@ copy_file(const char *src, const char *dir, const char *name, mode_t mode)
 static int
 cmd_backup(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*users, *u, *man, *list;
 	const char	*id, *dir;
 	char		 path[PATH_MAX], name[NAME_MAX_BYTES + 8];
@@ -1492,7 +1493,7 @@ static int
 cmd_render_kube(int argc, char **argv)
 {
 	struct backend	*b;
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*d;
 	long		 slot = 0;
 	int		 userns = -1;

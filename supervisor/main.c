@@ -458,7 +458,7 @@ reaper(void *arg)
 
 /* The backend's engine failed a call: counted when it is its fault. */
 static void
-backend_error_hook(const struct perr *e)
+backend_error_hook(const struct berr *e)
 {
 	if (e->status == 0 || e->status >= 500)
 		metrics_podman_error();
@@ -512,7 +512,7 @@ main(int argc, char **argv)
 	struct confdiag		 diag;
 	struct MHD_Daemon	*d;
 	struct http_guard	*guard;
-	struct perr		 e;
+	struct berr		 e;
 	pthread_t		 rt;
 	sigset_t		 set;
 	const char		*path = NULL;

@@ -15,7 +15,8 @@
 
 #include "buf.h"
 #include "kube.h"
-#include "supervisor.h"
+#include "backend.h"
+#include "podman.h"
 #include "banned.h"
 
 #define TEMPLATE_MAX	(1 << 20)
@@ -201,7 +202,7 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 	struct names		 n;
 	struct buf		 proxy = BUF_INIT(4096);
 	struct buf		 senv = BUF_INIT(1 << 16);
-	struct perr		 e;
+	struct berr		 e;
 	json_t			*net = NULL;
 	char			 mem[32], cpus[32], pids[32], ip[64], tmp[32];
 	char			 cname[128], nname[128];
