@@ -461,7 +461,7 @@ static void
 backend_error_hook(const struct berr *e)
 {
 	if (e->status == 0 || e->status >= 500)
-		metrics_podman_error();
+		metrics_backend_error();
 }
 
 /* The backend's start-up findings, logged. */
@@ -580,6 +580,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((backend = backend_new(&conf, backend_error_hook)) == NULL)
 		fatal("backend_new");
+	metrics_backend(backend->name);
 	pool_init(&conf, backend);
 	if ((r = backend->check(backend, say, &e)) == -2)
 		fatalx("%s", e.msg);

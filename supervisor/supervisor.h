@@ -636,7 +636,10 @@ void	pool_shutdown(void);
 
 void	metrics_request(int status);
 void	metrics_spawn(double seconds);
-void	metrics_podman_error(void);
+/* The backend's name (backend.h), the errors' label; "podman" until set. */
+void	metrics_backend(const char *name);
+/* A call to the backend's engine failed (unreachable, or a 5xx). */
+void	metrics_backend_error(void);
 /*
  * Appends the Prometheus text: a few kilobytes (at most 500 status codes,
  * the states, the histogram), so a buffer of 1 MiB always holds it.
