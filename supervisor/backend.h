@@ -59,6 +59,9 @@ typedef ssize_t	(*backend_source)(void *arg, char *dst, size_t len);
 
 struct backend {
 	const char	*name;		/* "podman" */
+	/* What vivariumctl add-user and remove-user tell a person of. */
+	const char	*objects;	/* "network, volume and container" */
+	const char	*storage;	/* "workspace volume" */
 	void		*state;		/* the implementation's */
 
 	/*
@@ -102,14 +105,24 @@ struct backend {
 		    struct berr *err);
 	int	(*import_ws)(struct backend *, const char *user,
 		    backend_source source, void *arg, struct berr *err);
+	/* Anything of the user's there, sandbox or storage: 1, 0, -1. */
+	int	(*exists)(struct backend *, const char *user, struct berr *err);
 	/*
-	 * What vivariumctl status shows of the user's sandbox: a new JSON
-	 * object with "state" ("missing" when there is nothing) and what the
-	 * backend knows (names, addresses, limits), or NULL with err.  NULL
-	 * op: status asks the engine itself (Podman: ctl.c).
+	 * What vivariumctl status shows of a user exists found: a new JSON
+	 * object with "state" ("running" when the sandbox runs) and what the
+	 * backend knows (names, addresses, limits), or NULL with err.  text
+	 * (may be NULL) gets the same for a person, when the backend has a
+	 * layout of its own; left empty, the fields are shown one a line.
 	 */
 	json_t	*(*describe)(struct backend *, const char *user,
-		    struct berr *err);
+		    struct buf *text, struct berr *err);
+	/*
+	 * What vivariumctl list shows: a new JSON object, user id to an
+	 * object with "user", "state" and what the backend knows
+	 * (memory_bytes, disk_used_bytes, image_current, image_age_seconds),
+	 * every user with a sandbox or storage; NULL with err.
+	 */
+	json_t	*(*users)(struct backend *, struct berr *err);
 	/* The user's sandbox as it is named to people (logs), into dst. */
 	void	(*label)(struct backend *, const char *user, char *dst,
 		    size_t len);
@@ -122,6 +135,16 @@ struct backend {
 	void	(*used)(struct backend *, const char *user);
 	void	(*free)(struct backend *);
 };
+
+/* users (struct backend) from list and inspect, each in the state inspect
+ * finds ("running", "stopped", ...) with its memory when known. */
+json_t	*backend_users(struct backend *, struct berr *);
+/* Seconds since the supervisor last served the user (the mtime of its
+ * run directory, which used touches), or -1. */
+long	backend_idle(const struct conf *, const char *user);
+/* For people: 1.5G, 300M, 12K; 40s, 5m, 3h ("-" when s < 0). */
+void	short_size(unsigned long long b, char *dst, size_t len);
+void	short_time(long s, char *dst, size_t len);
 
 /*
  * The backend conf->backend names, or NULL (errno).  on_error (may be

@@ -883,6 +883,17 @@ kb_inspect(struct backend *b, const char *user, struct backend_info *out,
 	return 0;
 }
 
+/* The Pod or its claim. */
+static int
+kb_exists(struct backend *b, const char *user, struct berr *e)
+{
+	struct backend_info	 info;
+
+	if (kb_inspect(b, user, &info, e) == -1)
+		return -1;
+	return info.state != BK_MISSING;
+}
+
 /*
  * Every Pod as running (adopted: the first request checks it, the idle
  * reaper deletes it when nobody comes; one that is still starting or has
@@ -948,7 +959,8 @@ state_word(const json_t *pod)
 }
 
 static json_t *
-kb_describe(struct backend *b, const char *user, struct berr *e)
+kb_describe(struct backend *b, const char *user, struct buf *text,
+    struct berr *e)
 {
 	struct kstate		*s = st(b);
 	const struct conf	*c = s->conf;
@@ -1162,6 +1174,8 @@ kb_free(struct backend *b)
 
 static const struct backend kube_ops = {
 	.name = "kubernetes",
+	.objects = "claim, network policy and Pod",
+	.storage = "workspace claim",
 	.check = kb_check,
 	.ensure = kb_ensure,
 	.stop = kb_stop,
@@ -1171,7 +1185,9 @@ static const struct backend kube_ops = {
 	.list = kb_list,
 	.export_ws = kb_export,
 	.import_ws = kb_import,
+	.exists = kb_exists,
 	.describe = kb_describe,
+	.users = backend_users,
 	.label = kb_label,
 	.used = kb_used,
 	.free = kb_free,

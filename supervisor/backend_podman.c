@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "log.h"
 #include "backend.h"
 #include "podman.h"
@@ -22,6 +23,9 @@
 struct pstate {
 	const struct conf	*conf;
 	struct podman		*podman;	/* owned */
+	/* The configured image's id, looked up once (configured_image). */
+	char			 image_id[80];
+	int			 image_looked;
 };
 
 static struct pstate *
@@ -330,6 +334,259 @@ pm_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
 	return 0;
 }
 
+/* ---------------------------------------------------------------- ctl */
+
+/* The container, the network or the volume: anything of the user's. */
+static int
+pm_exists(struct backend *b, const char *user, struct berr *e)
+{
+	struct names	 n;
+	json_t		*ins = NULL;
+	int		 r;
+
+	(void)sandbox_names(st(b)->conf, user, &n);
+	if (podman_container_inspect(st(b)->podman, n.container, &ins, e) == -1)
+		return -1;
+	if (ins != NULL) {
+		json_decref(ins);
+		return 1;
+	}
+	if ((r = podman_network_exists(st(b)->podman, n.network, e)) != 0)
+		return r;
+	return podman_volume_exists(st(b)->podman, n.volume, e);
+}
+
+/*
+ * The id of the image the config names now, looked up once (list asks
+ * for every user); NULL when Podman does not have it.
+ */
+static const char *
+configured_image(struct pstate *s)
+{
+	struct berr	 e;
+
+	if (!s->image_looked && podman_image_id(s->podman, s->conf->image,
+	    s->image_id, sizeof(s->image_id), &e) == -1)
+		s->image_id[0] = '\0';
+	s->image_looked = 1;
+	return s->image_id[0] != '\0' ? s->image_id : NULL;
+}
+
+/*
+ * What list and status say of a sandbox's image, into u: whether it is
+ * the one the config names now ("current", or "old": the sandbox moves to
+ * the new one at its next start) and its age; for people into dst.
+ */
+static void
+image_note(struct pstate *s, json_t *u, char *dst, size_t len)
+{
+	struct berr	 e;
+	const char	*id = json_string_value(json_object_get(u, "image_id"));
+	long long	 built;
+	int		 current;
+	char		 age[32];
+
+	snprintf(dst, len, "-");
+	if (id == NULL || sandbox_image_info(s->conf, s->podman, id,
+	    configured_image(s), &current, &built, &e) == -1)
+		return;
+	json_object_set_new(u, "image_current", json_boolean(current));
+	if (built >= 0) {
+		json_object_set_new(u, "image_age_seconds",
+		    json_integer((json_int_t)(time(NULL) - built)));
+		short_time((long)(time(NULL) - built), age, sizeof(age));
+	} else
+		snprintf(age, sizeof(age), "?");
+	snprintf(dst, len, "%s %s", current ? "current" : "OLD", age);
+}
+
+/* Podman's own objects: container, network, volume, limits, quota. */
+static json_t *
+pm_describe(struct backend *b, const char *user, struct buf *text,
+    struct berr *e)
+{
+	struct pstate		*s = st(b);
+	struct names		 n;
+	json_t			*ins = NULL, *out, *note;
+	const struct limits	*l;
+	const char		*state, *ids;
+	unsigned long long	 mem = 0;
+	int			 net, vol, running, enforced, quota;
+	long			 idle;
+	char			 ms[32], ws[32], is[32], why[512], qwhy[512];
+	char			 img[48], ds[32], name[NAME_MAX_BYTES + 8];
+	long long		 disk;
+	struct berr		 le;
+
+	(void)sandbox_names(s->conf, user, &n);
+	if (podman_container_inspect(s->podman, n.container, &ins, e) == -1)
+		return NULL;
+	if ((net = podman_network_exists(s->podman, n.network, e)) == -1
+	    || (vol = podman_volume_exists(s->podman, n.volume, e)) == -1) {
+		json_decref(ins);
+		return NULL;
+	}
+	state = ins ? podman_ctr_state_name(podman_ctr_state(ins)) : "missing";
+	running = ins != NULL && podman_ctr_state(ins) == CTR_RUNNING;
+	if (running)
+		(void)podman_container_memory(s->podman, n.container, &mem, &le);
+	idle = backend_idle(s->conf, user);
+	l = conf_limits(s->conf, user);
+	enforced = podman_limits_enforced(s->podman, why, sizeof(why), &le);
+	quota = sandbox_quota_usable(s->conf, s->podman, qwhy, sizeof(qwhy));
+	ids = ins == NULL ? NULL : json_string_value(json_object_get(
+	    json_object_get(json_object_get(ins, "Config"), "Labels"),
+	    SANDBOX_IDS_LABEL));
+	note = json_object();
+	if (ins != NULL)
+		json_object_set(note, "image_id", json_object_get(ins, "Image"));
+	image_note(s, note, img, sizeof(img));
+	disk = sandbox_disk_used(s->conf, user);
+	if (names_get(s->conf, user, name, sizeof(name)) == 0)
+		json_object_set_new(note, "name", json_string(name));
+	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:s?,"
+	    " s:{s:I, s:f, s:I, s:I}}",
+	    "user", user, "state", state, "container", n.container,
+	    "image", ins ? json_string_value(json_object_get(ins, "ImageName"))
+	    : NULL, "network", net, "volume", vol, "socket", n.sock,
+	    "host_ids", ids,
+	    "limits", "memory_bytes", (json_int_t)l->memory,
+	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids,
+	    "workspace_bytes", (json_int_t)l->workspace);
+	if (running) {
+		struct agent_addr a;
+
+		agent_addr_unix(&a, n.sock);
+		json_object_set_new(out, "memory_bytes",
+		    json_integer((json_int_t)mem));
+		json_object_set_new(out, "agent_answers",
+		    json_boolean(agent_probe(&a, 2000) == 0));
+	}
+	if (idle >= 0)
+		json_object_set_new(out, "idle_seconds", json_integer(idle));
+	json_object_del(note, "image_id");
+	json_object_update(out, note);
+	json_decref(note);
+	if (disk >= 0)
+		json_object_set_new(out, "disk_used_bytes",
+		    json_integer((json_int_t)disk));
+	if (enforced == 0) {
+		json_object_set_new(out, "limits_enforced", json_false());
+		json_object_set_new(out, "limits_warning", json_string(why));
+	} else if (enforced == 1)
+		json_object_set_new(out, "limits_enforced", json_true());
+	if (quota != -1)
+		json_object_set_new(out, "quota_enforced", json_boolean(quota));
+	if (quota == 0 && qwhy[0] != '\0')
+		json_object_set_new(out, "quota_warning", json_string(qwhy));
+	json_decref(ins);
+	if (text == NULL)
+		return out;
+	short_time(idle, is, sizeof(is));
+	short_size(l->workspace, ws, sizeof(ws));
+	if (json_object_get(out, "name") != NULL)
+		(void)buf_appendf(text, "name:      %s\n", json_string_value(
+		    json_object_get(out, "name")));
+	(void)buf_appendf(text, "user:      %s\ncontainer: %s (%s)\n"
+	    "network:   %s%s\nvolume:    %s%s\nsocket:    %s\nlimits:    %s "
+	    "memory, %.2f CPUs, %ld pids, %s workspace\n", user, n.container,
+	    state, n.network, net ? "" : " (missing)", n.volume,
+	    vol ? "" : " (missing)", n.sock,
+	    (short_size(l->memory, ms, sizeof(ms)), ms),
+	    (double)l->cpus_milli / 1000.0, l->pids, ws);
+	if (ids != NULL)
+		(void)buf_appendf(text, "host ids:  %s\n", strcmp(ids,
+		    "shared") == 0 ? "shared with every sandbox (no user "
+		    "namespace)" : ids);
+	if (running) {
+		short_size(mem, ms, sizeof(ms));
+		(void)buf_appendf(text, "memory:    %s in use\nagent:     %s\n",
+		    ms, json_is_true(json_object_get(out, "agent_answers"))
+		    ? "answering" : "not answering");
+	}
+	(void)buf_appendf(text, "idle:      %s\n", is);
+	if (strcmp(img, "-") != 0)
+		(void)buf_appendf(text, "image:     %s, %s\n", img,
+		    strncmp(img, "OLD", 3) == 0 ? "older than the configured "
+		    "one: made again from it at the next start"
+		    : "the configured one");
+	if (disk >= 0)
+		(void)buf_appendf(text, "disk:      %s used of %s\n",
+		    (short_size((unsigned long long)disk, ds, sizeof(ds)), ds),
+		    ws);
+	if (enforced == 0)
+		(void)buf_appendf(text, "WARNING:   limits are NOT enforced: "
+		    "%s\n", why);
+	if (quota == 0 && qwhy[0] != '\0')
+		(void)buf_appendf(text, "WARNING:   the workspace quota is NOT "
+		    "enforced: %s\n", qwhy);
+	return out;
+}
+
+/*
+ * Users from every labelled object: containers, networks, volumes (a user
+ * removed without --purge has only the volume left), in Podman's words
+ * for the state ("exited").
+ */
+static json_t *
+pm_users(struct backend *b, struct berr *e)
+{
+	struct pstate	*s = st(b);
+	struct backend_info info;
+	json_t		*users, *list = NULL, *o, *u;
+	const char	*id, *st;
+	char		 img[48];
+	size_t		 i;
+	long long	 disk;
+	long		 idle;
+	int		 k;
+	int		(*lists[])(struct podman *, json_t **, struct berr *) = {
+	    podman_container_list, podman_network_list, podman_volume_list };
+
+	users = json_object();
+	for (k = 0; k < 3; k++) {
+		if (lists[k](s->podman, &list, e) == -1) {
+			json_decref(users);
+			return NULL;
+		}
+		json_array_foreach(list, i, o) {
+			if ((id = sandbox_label_user(o)) == NULL
+			    || route_user_valid(id, strlen(id)) == -1)
+				continue;
+			if (json_object_get(users, id) == NULL)
+				json_object_set_new(users, id, json_pack(
+				    "{s:s, s:s}", "user", id, "state", "missing"));
+			if (k == 0) {
+				st = json_string_value(json_object_get(o,
+				    "State"));
+				json_object_set_new(json_object_get(users, id),
+				    "state", json_string(st ? st : "unknown"));
+				if (json_is_string(json_object_get(o, "ImageID")))
+					json_object_set(json_object_get(users,
+					    id), "image_id", json_object_get(o,
+					    "ImageID"));
+			}
+		}
+		json_decref(list);
+		list = NULL;
+	}
+	json_object_foreach(users, id, u) {
+		st = json_string_value(json_object_get(u, "state"));
+		if (strcmp(st, "running") == 0
+		    && pm_inspect(b, id, &info, e) == 0 && info.memory_known)
+			json_object_set_new(u, "memory_bytes",
+			    json_integer((json_int_t)info.memory_bytes));
+		if ((idle = backend_idle(s->conf, id)) >= 0)
+			json_object_set_new(u, "idle_seconds",
+			    json_integer(idle));
+		if ((disk = sandbox_disk_used(s->conf, id)) >= 0)
+			json_object_set_new(u, "disk_used_bytes",
+			    json_integer((json_int_t)disk));
+		image_note(s, u, img, sizeof(img));
+	}
+	return users;
+}
+
 /* "/." : the entries are relative, running container or not. */
 static int
 pm_export(struct backend *b, const char *user, int out, struct berr *e)
@@ -381,9 +638,10 @@ pm_free(struct backend *b)
 	free(b);
 }
 
-/* No describe: vivariumctl status shows Podman's own objects (ctl.c). */
 static const struct backend podman_ops = {
 	.name = "podman",
+	.objects = "network, volume and container",
+	.storage = "workspace volume",
 	.check = pm_check,
 	.ensure = pm_ensure,
 	.stop = pm_stop,
@@ -393,6 +651,9 @@ static const struct backend podman_ops = {
 	.list = pm_list,
 	.export_ws = pm_export,
 	.import_ws = pm_import,
+	.exists = pm_exists,
+	.describe = pm_describe,
+	.users = pm_users,
 	.label = pm_label,
 	.tick = pm_tick,
 	.used = pm_used,

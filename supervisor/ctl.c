@@ -198,42 +198,6 @@ print_json(json_t *j)
 	json_decref(j);
 }
 
-/* Seconds since the supervisor last served the user (rundir's mtime). */
-static long
-idle_seconds(const char *user)
-{
-	struct names	 n;
-	struct stat	 st;
-
-	if (sandbox_names(&conf, user, &n) == -1 || stat(n.rundir, &st) == -1)
-		return -1;
-	return (long)(time(NULL) - st.st_mtime);
-}
-
-static void
-human_size(unsigned long long b, char *dst, size_t len)
-{
-	if (b >= 1ULL << 30)
-		snprintf(dst, len, "%.1fG", (double)b / (double)(1ULL << 30));
-	else if (b >= 1ULL << 20)
-		snprintf(dst, len, "%.0fM", (double)b / (double)(1ULL << 20));
-	else
-		snprintf(dst, len, "%lluK", b >> 10);
-}
-
-static void
-human_time(long s, char *dst, size_t len)
-{
-	if (s < 0)
-		snprintf(dst, len, "-");
-	else if (s < 120)
-		snprintf(dst, len, "%lds", s);
-	else if (s < 7200)
-		snprintf(dst, len, "%ldm", s / 60);
-	else
-		snprintf(dst, len, "%ldh", s / 3600);
-}
-
 /* ---------------------------------------------------------------- commands */
 
 static int
@@ -264,38 +228,11 @@ cmd_add(int argc, char **argv)
 		if (json_out)
 			print_json(json_pack("{s:s, s:s}", "user", argv[i],
 			    "result", "added"));
-		else if (conf.backend == BACKEND_KUBERNETES)
-			printf("%s: added and running (claim, network policy "
-			    "and Pod vivarium-%s)\n", argv[i], argv[i]);
 		else
-			printf("%s: added and running (network, volume and "
-			    "container vivarium-%s)\n", argv[i], argv[i]);
+			printf("%s: added and running (%s vivarium-%s)\n",
+			    argv[i], backend->objects, argv[i]);
 	}
 	return rc;
-}
-
-static int
-user_exists(const char *user, struct berr *e)
-{
-	struct names	 n;
-	struct backend_info info;
-	json_t		*ins = NULL;
-	int		 r;
-
-	/* Elsewhere the backend says: anything of the user's is there. */
-	if (conf.backend != BACKEND_PODMAN)
-		return backend->inspect(backend, user, &info, e) == -1 ? -1
-		    : info.state != BK_MISSING;
-	(void)sandbox_names(&conf, user, &n);
-	if (podman_container_inspect(podman, n.container, &ins, e) == -1)
-		return -1;
-	if (ins != NULL) {
-		json_decref(ins);
-		return 1;
-	}
-	if ((r = podman_network_exists(podman, n.network, e)) != 0)
-		return r;
-	return podman_volume_exists(podman, n.volume, e);
 }
 
 static int
@@ -313,7 +250,7 @@ cmd_remove(int argc, char **argv)
 		if (check_user(&argv[i]) == -1)
 			return EX_USAGE;
 	for (i = 0; i < argc; i++) {
-		if ((r = user_exists(argv[i], &e)) == -1) {
+		if ((r = backend->exists(backend, argv[i], &e)) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
 		}
@@ -332,100 +269,14 @@ cmd_remove(int argc, char **argv)
 		if (json_out)
 			print_json(json_pack("{s:s, s:s, s:b}", "user", argv[i],
 			    "result", "removed", "purged", purge));
+		else if (purge)
+			printf("%s: removed, %s deleted\n", argv[i],
+			    backend->storage);
 		else
-			printf("%s: removed%s\n", argv[i],
-			    conf.backend == BACKEND_KUBERNETES ? (purge
-			    ? ", workspace claim deleted"
-			    : " (workspace claim kept; --purge deletes it)")
-			    : purge ? ", workspace volume deleted"
-			    : " (workspace volume kept; --purge deletes it)");
+			printf("%s: removed (%s kept; --purge deletes it)\n",
+			    argv[i], backend->storage);
 	}
 	return rc;
-}
-
-static const char *
-state_name(enum backend_state s)
-{
-	switch (s) {
-	case BK_MISSING:	return "missing";
-	case BK_CREATED:	return "created";
-	case BK_RUNNING:	return "running";
-	case BK_STOPPED:	return "stopped";
-	case BK_OTHER:		break;
-	}
-	return "starting";
-}
-
-/* Users as the backend lists them, each in the state inspect finds. */
-static json_t *
-backend_users(struct berr *e)
-{
-	struct backend_sandbox	*v;
-	struct backend_info	 info;
-	json_t			*users;
-	size_t			 i, n;
-
-	if (backend->list(backend, &v, &n, e) == -1)
-		return NULL;
-	users = json_object();
-	for (i = 0; i < n; i++) {
-		if (backend->inspect(backend, v[i].user, &info, e) == -1) {
-			json_decref(users);
-			free(v);
-			return NULL;
-		}
-		json_object_set_new(users, v[i].user, json_pack("{s:s, s:s}",
-		    "user", v[i].user, "state", state_name(info.state)));
-		if (info.memory_known)
-			json_object_set_new(json_object_get(users, v[i].user),
-			    "memory_bytes",
-			    json_integer((json_int_t)info.memory_bytes));
-	}
-	free(v);
-	return users;
-}
-
-/* Users from every labelled object: containers, networks, volumes. */
-static json_t *
-collect_users(struct berr *e)
-{
-	json_t		*users, *list = NULL, *o;
-	const char	*u, *st;
-	size_t		 i;
-	int		 k;
-	int		(*lists[])(struct podman *, json_t **, struct berr *) = {
-	    podman_container_list, podman_network_list, podman_volume_list };
-
-	if (conf.backend != BACKEND_PODMAN)
-		return backend_users(e);
-	users = json_object();
-	for (k = 0; k < 3; k++) {
-		if (lists[k](podman, &list, e) == -1) {
-			json_decref(users);
-			return NULL;
-		}
-		json_array_foreach(list, i, o) {
-			if ((u = sandbox_label_user(o)) == NULL
-			    || route_user_valid(u, strlen(u)) == -1)
-				continue;
-			if (json_object_get(users, u) == NULL)
-				json_object_set_new(users, u, json_pack(
-				    "{s:s, s:s}", "user", u, "state", "missing"));
-			if (k == 0) {
-				st = json_string_value(json_object_get(o,
-				    "State"));
-				json_object_set_new(json_object_get(users, u),
-				    "state", json_string(st ? st : "unknown"));
-				if (json_is_string(json_object_get(o, "ImageID")))
-					json_object_set(json_object_get(users,
-					    u), "image_id", json_object_get(o,
-					    "ImageID"));
-			}
-		}
-		json_decref(list);
-		list = NULL;
-	}
-	return users;
 }
 
 /*
@@ -446,52 +297,22 @@ configured_image(void)
 	return id[0] != '\0' ? id : NULL;
 }
 
-/*
- * What list and status say of a sandbox's image, into u: whether it is
- * the one the config names now ("current", or "old": the sandbox moves to
- * the new one at its next start) and its age.  Podman only.
- */
-static void
-image_note(json_t *u, char *dst, size_t len)
-{
-	struct berr	 e;
-	const char	*id = json_string_value(json_object_get(u, "image_id"));
-	long long	 built;
-	int		 current;
-	char		 age[32];
-
-	snprintf(dst, len, "-");
-	if (id == NULL || sandbox_image_info(&conf, podman, id,
-	    configured_image(), &current, &built, &e) == -1)
-		return;
-	json_object_set_new(u, "image_current", json_boolean(current));
-	if (built >= 0) {
-		json_object_set_new(u, "image_age_seconds",
-		    json_integer((json_int_t)(time(NULL) - built)));
-		human_time((long)(time(NULL) - built), age, sizeof(age));
-	} else
-		snprintf(age, sizeof(age), "?");
-	snprintf(dst, len, "%s %s", current ? "current" : "OLD", age);
-}
-
 static int
 cmd_list(int argc, char **argv)
 {
 	struct berr	 e;
-	json_t		*users, *arr, *u;
+	json_t		*users, *arr, *u, *v;
 	const char	*id, *state;
 	unsigned long long mem;
-	char		 ms[32], is[32], ds[32], img[48];
+	char		 ms[32], is[32], ds[32], img[48], age[32];
 	char		 name[NAME_MAX_BYTES + 8];
-	long long	 disk;
 	long		 idle;
-	struct backend_info info;
 
 	if (argc != 0) {
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if ((users = collect_users(&e)) == NULL)
+	if ((users = backend->users(backend, &e)) == NULL)
 		return fail(&e, NULL);
 	arr = json_array();
 	if (!json_out)
@@ -499,27 +320,27 @@ cmd_list(int argc, char **argv)
 		    "STATE", "MEMORY", "DISK", "IDLE", "IMAGE");
 	json_object_foreach(users, id, u) {
 		state = json_string_value(json_object_get(u, "state"));
-		/* backend_users inspected each already; Podman's lists not. */
-		if (conf.backend == BACKEND_PODMAN
-		    && strcmp(state, "running") == 0
-		    && backend->inspect(backend, id, &info, &e) == 0
-		    && info.memory_known)
-			json_object_set_new(u, "memory_bytes",
-			    json_integer((json_int_t)info.memory_bytes));
 		mem = (unsigned long long)json_integer_value(json_object_get(u,
 		    "memory_bytes"));
-		idle = idle_seconds(id);
-		if (idle >= 0)
+		if ((v = json_object_get(u, "idle_seconds")) != NULL)
+			idle = (long)json_integer_value(v);
+		else if ((idle = backend_idle(&conf, id)) >= 0)
 			json_object_set_new(u, "idle_seconds",
 			    json_integer(idle));
 		snprintf(ds, sizeof(ds), "-");
-		if (conf.backend == BACKEND_PODMAN
-		    && (disk = sandbox_disk_used(&conf, id)) >= 0) {
-			json_object_set_new(u, "disk_used_bytes",
-			    json_integer((json_int_t)disk));
-			human_size((unsigned long long)disk, ds, sizeof(ds));
+		if ((v = json_object_get(u, "disk_used_bytes")) != NULL)
+			short_size((unsigned long long)json_integer_value(v),
+			    ds, sizeof(ds));
+		snprintf(img, sizeof(img), "-");
+		if ((v = json_object_get(u, "image_current")) != NULL) {
+			snprintf(age, sizeof(age), "?");
+			if (json_object_get(u, "image_age_seconds") != NULL)
+				short_time((long)json_integer_value(
+				    json_object_get(u, "image_age_seconds")),
+				    age, sizeof(age));
+			snprintf(img, sizeof(img), "%s %s", json_is_true(v)
+			    ? "current" : "OLD", age);
 		}
-		image_note(u, img, sizeof(img));
 		if (names_get(&conf, id, name, sizeof(name)) == 0)
 			json_object_set_new(u, "name", json_string(name));
 		else
@@ -527,10 +348,10 @@ cmd_list(int argc, char **argv)
 		json_array_append(arr, u);
 		if (!json_out) {
 			if (mem > 0)
-				human_size(mem, ms, sizeof(ms));
+				short_size(mem, ms, sizeof(ms));
 			else
 				snprintf(ms, sizeof(ms), "-");
-			human_time(idle, is, sizeof(is));
+			short_time(idle, is, sizeof(is));
 			printf("%-26s %-24s %-10s %8s %8s %6s  %s\n", id, name,
 			    state, ms, ds, is, img);
 		}
@@ -559,7 +380,7 @@ known_user(int argc, char **argv)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	if ((r = user_exists(argv[0], &e)) == -1)
+	if ((r = backend->exists(backend, argv[0], &e)) == -1)
 		return fail(&e, argv[0]);
 	if (r == 0) {
 		fprintf(stderr, "vivariumctl: %s: no such user (add-user "
@@ -606,39 +427,21 @@ cmd_stop(int argc, char **argv)
 	return EX_OK;
 }
 
-/* status through the backend's describe: its fields, as it gives them. */
-static int
-status_described(const char *user)
+/* A JSON object for people: its fields one a line, sizes made short. */
+static void
+print_fields(json_t *d)
 {
-	struct berr	 e;
-	json_t		*d, *v;
-	const char	*k, *state;
+	json_t		*v;
+	const char	*k;
 	char		 s[64];
-	long		 idle;
-	int		 rc;
 
-	if ((d = backend->describe(backend, user, &e)) == NULL)
-		return fail(&e, user);
-	state = json_string_value(json_object_get(d, "state"));
-	if (state == NULL || strcmp(state, "missing") == 0) {
-		json_decref(d);
-		fprintf(stderr, "vivariumctl: %s: no such user\n", user);
-		return EX_NOUSER;
-	}
-	rc = strcmp(state, "running") == 0 ? EX_OK : EX_NOTRUNNING;
-	if ((idle = idle_seconds(user)) >= 0)
-		json_object_set_new(d, "idle_seconds", json_integer(idle));
-	if (json_out) {
-		print_json(d);
-		return rc;
-	}
 	json_object_foreach(d, k, v) {
 		if (json_is_string(v))
 			printf("%-22s %s\n", k, json_string_value(v));
 		else if (json_is_boolean(v))
 			printf("%-22s %s\n", k, json_is_true(v) ? "yes" : "no");
 		else if (json_is_integer(v) && strstr(k, "bytes") != NULL) {
-			human_size((unsigned long long)json_integer_value(v), s,
+			short_size((unsigned long long)json_integer_value(v), s,
 			    sizeof(s));
 			printf("%-22s %s\n", k, s);
 		} else if (json_is_object(v) || json_is_array(v)) {
@@ -653,26 +456,21 @@ status_described(const char *user)
 			free(t);
 		}
 	}
-	json_decref(d);
-	return rc;
 }
 
+/*
+ * The backend's describe, as JSON, in the backend's own layout, or its
+ * fields one a line.
+ */
 static int
 cmd_status(int argc, char **argv)
 {
-	struct berr		 e;
-	struct names		 n;
-	json_t			*ins = NULL, *out;
-	const struct limits	*l;
-	const char		*state;
-	unsigned long long	 mem = 0;
-	int			 net, vol, running, enforced, quota;
-	long			 idle;
-	char			 ms[32], ws[32], is[32], why[512], qwhy[512];
-	char			 img[48], ds[32], name[NAME_MAX_BYTES + 8];
-	const char		*ids;
-	json_t			*note;
-	long long		 disk;
+	struct berr	 e;
+	struct buf	 text = BUF_INIT(1 << 16);
+	json_t		*d;
+	const char	*state;
+	long		 idle;
+	int		 r, rc;
 
 	if (argc != 1) {
 		usage(stderr);
@@ -680,116 +478,34 @@ cmd_status(int argc, char **argv)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	if (backend->describe != NULL)
-		return status_described(argv[0]);
-	(void)sandbox_names(&conf, argv[0], &n);
-	if (podman_container_inspect(podman, n.container, &ins, &e) == -1)
+	if ((r = backend->exists(backend, argv[0], &e)) == -1)
 		return fail(&e, argv[0]);
-	if ((net = podman_network_exists(podman, n.network, &e)) == -1
-	    || (vol = podman_volume_exists(podman, n.volume, &e)) == -1) {
-		json_decref(ins);
-		return fail(&e, argv[0]);
-	}
-	if (ins == NULL && !net && !vol) {
+	if (r == 0) {
 		fprintf(stderr, "vivariumctl: %s: no such user\n", argv[0]);
 		return EX_NOUSER;
 	}
-	state = ins ? podman_ctr_state_name(podman_ctr_state(ins)) : "missing";
-	running = ins != NULL && podman_ctr_state(ins) == CTR_RUNNING;
-	if (running)
-		(void)podman_container_memory(podman, n.container, &mem, &e);
-	idle = idle_seconds(argv[0]);
-	l = conf_limits(&conf, argv[0]);
-	enforced = podman_limits_enforced(podman, why, sizeof(why), &e);
-	quota = sandbox_quota_usable(&conf, podman, qwhy, sizeof(qwhy));
-	ids = ins == NULL ? NULL : json_string_value(json_object_get(
-	    json_object_get(json_object_get(ins, "Config"), "Labels"),
-	    SANDBOX_IDS_LABEL));
-	note = json_object();
-	if (ins != NULL)
-		json_object_set(note, "image_id", json_object_get(ins, "Image"));
-	image_note(note, img, sizeof(img));
-	disk = sandbox_disk_used(&conf, argv[0]);
-	if (names_get(&conf, argv[0], name, sizeof(name)) == 0)
-		json_object_set_new(note, "name", json_string(name));
-	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:s?,"
-	    " s:{s:I, s:f, s:I, s:I}}",
-	    "user", argv[0], "state", state, "container", n.container,
-	    "image", ins ? json_string_value(json_object_get(ins, "ImageName"))
-	    : NULL, "network", net, "volume", vol, "socket", n.sock,
-	    "host_ids", ids,
-	    "limits", "memory_bytes", (json_int_t)l->memory,
-	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids,
-	    "workspace_bytes", (json_int_t)l->workspace);
-	if (running) {
-		struct agent_addr a;
-
-		agent_addr_unix(&a, n.sock);
-		json_object_set_new(out, "memory_bytes",
-		    json_integer((json_int_t)mem));
-		json_object_set_new(out, "agent_answers",
-		    json_boolean(agent_probe(&a, 2000) == 0));
+	if ((d = backend->describe(backend, argv[0], json_out ? NULL : &text,
+	    &e)) == NULL) {
+		buf_release(&text);
+		return fail(&e, argv[0]);
 	}
-	if (idle >= 0)
-		json_object_set_new(out, "idle_seconds", json_integer(idle));
-	json_object_del(note, "image_id");
-	json_object_update(out, note);
-	json_decref(note);
-	if (disk >= 0)
-		json_object_set_new(out, "disk_used_bytes",
-		    json_integer((json_int_t)disk));
-	if (enforced == 0) {
-		json_object_set_new(out, "limits_enforced", json_false());
-		json_object_set_new(out, "limits_warning", json_string(why));
-	} else if (enforced == 1)
-		json_object_set_new(out, "limits_enforced", json_true());
-	if (quota != -1)
-		json_object_set_new(out, "quota_enforced", json_boolean(quota));
-	if (quota == 0 && qwhy[0] != '\0')
-		json_object_set_new(out, "quota_warning", json_string(qwhy));
-	json_decref(ins);
-	if (json_out)
-		print_json(json_incref(out));
-	else {
-		human_size(mem, ms, sizeof(ms));
-		human_time(idle, is, sizeof(is));
-		human_size(l->workspace, ws, sizeof(ws));
-		if (json_object_get(out, "name") != NULL)
-			printf("name:      %s\n", json_string_value(
-			    json_object_get(out, "name")));
-		printf("user:      %s\ncontainer: %s (%s)\nnetwork:   %s%s\n"
-		    "volume:    %s%s\nsocket:    %s\nlimits:    %s memory, "
-		    "%.2f CPUs, %ld pids, %s workspace\n", argv[0], n.container,
-		    state, n.network, net ? "" : " (missing)", n.volume,
-		    vol ? "" : " (missing)", n.sock,
-		    (human_size(l->memory, ms, sizeof(ms)), ms),
-		    (double)l->cpus_milli / 1000.0, l->pids, ws);
-		if (ids != NULL)
-			printf("host ids:  %s\n", strcmp(ids, "shared") == 0 ?
-			    "shared with every sandbox (no user namespace)" :
-			    ids);
-		if (running) {
-			human_size(mem, ms, sizeof(ms));
-			printf("memory:    %s in use\nagent:     %s\n", ms,
-			    json_is_true(json_object_get(out, "agent_answers"))
-			    ? "answering" : "not answering");
-		}
-		printf("idle:      %s\n", is);
-		if (strcmp(img, "-") != 0)
-			printf("image:     %s, %s\n", img, strncmp(img, "OLD", 3)
-			    == 0 ? "older than the configured one: made again "
-			    "from it at the next start" : "the configured one");
-		if (disk >= 0)
-			printf("disk:      %s used of %s\n", (human_size(
-			    (unsigned long long)disk, ds, sizeof(ds)), ds), ws);
-		if (enforced == 0)
-			printf("WARNING:   limits are NOT enforced: %s\n", why);
-		if (quota == 0 && qwhy[0] != '\0')
-			printf("WARNING:   the workspace quota is NOT enforced: "
-			    "%s\n", qwhy);
+	state = json_string_value(json_object_get(d, "state"));
+	rc = state != NULL && strcmp(state, "running") == 0 ? EX_OK
+	    : EX_NOTRUNNING;
+	if (json_object_get(d, "idle_seconds") == NULL
+	    && (idle = backend_idle(&conf, argv[0])) >= 0)
+		json_object_set_new(d, "idle_seconds", json_integer(idle));
+	if (json_out) {
+		print_json(d);
+		return rc;
 	}
-	json_decref(out);
-	return running ? EX_OK : EX_NOTRUNNING;
+	if (text.len > 0)
+		fputs(buf_str(&text), stdout);
+	else
+		print_fields(d);
+	buf_release(&text);
+	json_decref(d);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- export */
@@ -807,7 +523,7 @@ export_fd(const char *user, int fd)
 	struct berr	 e;
 	int		 r;
 
-	if ((r = user_exists(user, &e)) == -1)
+	if ((r = backend->exists(backend, user, &e)) == -1)
 		return fail(&e, user);
 	if (r == 0) {
 		fprintf(stderr, "vivariumctl: %s: no such user\n", user);
@@ -890,7 +606,7 @@ import_fd(const char *user, int fd, const char *what, int replace,
 		    "one); nothing was changed\n", what, t.err);
 		return EX_FAIL;
 	}
-	if ((r = user_exists(user, &e)) == -1)
+	if ((r = backend->exists(backend, user, &e)) == -1)
 		return fail(&e, user);
 	if (r == 1 && !replace) {
 		fprintf(stderr, "vivariumctl: %s already has a sandbox and a "
@@ -981,7 +697,7 @@ sandbox_idle(const char *user, char *why, size_t len)
 		    "s");
 		return 0;
 	}
-	idle = idle_seconds(user);
+	idle = backend_idle(&conf, user);
 	if (idle >= (long)conf.agent_timeout)
 		return 1;
 	snprintf(why, len, "its agent does not say whether it is busy, and its "
@@ -1065,7 +781,7 @@ cmd_upgrade(int argc, char **argv)
 		}
 		json_object_set_new(want, argv[i], json_true());
 	}
-	if ((users = collect_users(&e)) == NULL) {
+	if ((users = backend->users(backend, &e)) == NULL) {
 		json_decref(want);
 		return fail(&e, NULL);
 	}
@@ -1299,7 +1015,7 @@ cmd_backup(int argc, char **argv)
 		fprintf(stderr, "vivariumctl: %s: %s\n", path, strerror(errno));
 		return EX_FAIL;
 	}
-	if ((users = collect_users(&e)) == NULL)
+	if ((users = backend->users(backend, &e)) == NULL)
 		return fail(&e, NULL);
 	list = json_array();
 	man = json_pack("{s:s, s:I, s:o}", "vivarium", VIVARIUM_VERSION,
@@ -1506,7 +1222,7 @@ cmd_render_kube(int argc, char **argv)
 		return EX_USAGE;
 	if (conf.backend == BACKEND_KUBERNETES
 	    && (b = backend_new(&conf, NULL)) != NULL) {
-		if ((d = b->describe(b, argv[0], &e)) == NULL)
+		if ((d = b->describe(b, argv[0], NULL, &e)) == NULL)
 			fprintf(stderr, "vivariumctl: the uid is not known (%s): "
 			    "slot 0\n", e.msg);
 		else if (json_integer_value(json_object_get(d, "uid")) >

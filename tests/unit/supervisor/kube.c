@@ -696,7 +696,7 @@ test_list_and_inspect(void **state)
 	assert_int_equal(b->inspect(b, "dave", &info, &e), 0);
 	assert_int_equal(info.state, BK_MISSING);
 	/* vivariumctl status: what there is, and where its agent is. */
-	d = b->describe(b, "alice", &e);
+	d = b->describe(b, "alice", NULL, &e);
 	assert_non_null(d);
 	assert_string_equal(json_string_value(json_object_get(d, "state")),
 	    "running");
@@ -705,7 +705,7 @@ test_list_and_inspect(void **state)
 	assert_true(json_is_true(json_object_get(d, "network_policy_exists")));
 	assert_true(json_is_false(json_object_get(d, "claim_exists")));
 	json_decref(d);
-	d = b->describe(b, "dave", &e);
+	d = b->describe(b, "dave", NULL, &e);
 	assert_string_equal(json_string_value(json_object_get(d, "state")),
 	    "missing");
 	json_decref(d);
