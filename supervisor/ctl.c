@@ -51,55 +51,52 @@ static struct backend	*backend;
 static struct podman	*podman;
 static int		 json_out;
 
+/*
+ * The commands: one function each, found by name (render --kubernetes by
+ * its flag too), with what --help says of it: the synopsis, then what it
+ * does, as --help wraps it.
+ */
+#define CMD_NO_BACKEND	0x1	/* runs before the backend is made */
+
+struct command {
+	const char	*name;
+	const char	*flag;		/* NULL, or the first argument it takes */
+	int		(*fn)(int, char **);
+	int		 flags;
+	const char	*synopsis;
+	const char	*help;
+};
+
+static const struct command	commands[];
+static const char		*template_dir;	/* -t */
+
 static void
 usage(FILE *f)
 {
-	fprintf(f,
+	const struct command	*c;
+	const char		*p, *nl;
+	int			 first;
+
+	fputs(
 "usage: vivariumctl [-hvV] [-f config.yaml] [-t dir] [--json] COMMAND [ARGS]\n"
 "\n"
 "Manages the supervisor's sandboxes through its backend (Podman or\n"
 "Kubernetes), one user at a time.\n"
 "\n"
 "Commands (USER: a user id, or the name LibreChat sends for one in\n"
-"user_name_header, X-User-Name, where the command takes an existing user):\n"
-"  add-user USER...          create the user's network, volume and container,\n"
-"                            and start it\n"
-"  remove-user [--purge] USER...\n"
-"                            remove container and network; --purge also\n"
-"                            deletes the workspace volume (the user's files)\n"
-"  list                      every user: state, memory, disk used, idle\n"
-"                            time, and whether its image is the current one\n"
-"  doctor [--fetch URL]      check everything the service needs (Podman,\n"
-"                            the image and its age, the egress proxy, the\n"
-"                            links' address, limits, disk, the token file),\n"
-"                            each fault with its fix; --fetch also gets URL\n"
-"                            through the egress proxy as a sandbox would\n"
-"  logs USER                 the sandbox's log (its runs) and the egress\n"
-"                            proxy's lines for it (what it fetched)\n"
-"  upgrade USER... | --all   move sandboxes made from an older image to the\n"
-"                            current one now (files and namespace kept): a\n"
-"                            stopped one is made again, a running one only\n"
-"                            while it serves nothing (a busy one moves at\n"
-"                            its next idle stop, as without this command)\n"
-"  start USER                start the sandbox and wait until it answers\n"
-"  stop USER                 stop the sandbox (files and namespace are kept)\n"
-"  status USER               one user's sandbox in detail\n"
-"  export USER > FILE.tar    the user's workspace (files and namespace store)\n"
-"                            as a tar\n"
-"  import [--replace] USER < FILE.tar\n"
-"                            a tar from export into a new user's workspace;\n"
-"                            --replace deletes an existing user's first\n"
-"  backup DIR                everything into a new directory: the config,\n"
-"                            the token, the link key, the names and each\n"
-"                            user's workspace (files and namespace) as a tar\n"
-"  restore [--replace] DIR   a backup back: the token and link key where the\n"
-"                            config names them (the ones there kept aside),\n"
-"                            each user's workspace (an existing user is left\n"
-"                            alone unless --replace)\n"
-"  render USER [DIR]         write vivarium-USER.container/.network quadlets\n"
-"                            from the templates (for systemd-managed setups)\n"
-"  render --kubernetes USER  print the PersistentVolumeClaim, NetworkPolicy\n"
-"                            and Pod the kubernetes backend makes for USER\n"
+"user_name_header, X-User-Name, where the command takes an existing user):\n", f);
+	for (c = commands; c->name != NULL; c++) {
+		first = strlen(c->synopsis) < 26;
+		fprintf(f, first ? "  %-26s" : "  %s\n", c->synopsis);
+		for (p = c->help; *p != '\0'; p = *nl ? nl + 1 : nl) {
+			if ((nl = strchr(p, '\n')) == NULL)
+				nl = p + strlen(p);
+			fprintf(f, "%*s%.*s\n", first ? 0 : 28, "",
+			    (int)(nl - p), p);
+			first = 0;
+		}
+	}
+	fprintf(f,
 "\n"
 "Options:\n"
 "  -f FILE        supervisor configuration (default %s when\n"
@@ -1183,7 +1180,7 @@ cmd_restore(int argc, char **argv)
 /* ---------------------------------------------------------------- render */
 
 static int
-cmd_render(int argc, char **argv, const char *topt)
+cmd_render(int argc, char **argv)
 {
 	char	 tdir[PATH_MAX];
 
@@ -1193,7 +1190,7 @@ cmd_render(int argc, char **argv, const char *topt)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	render_template_dir(topt, tdir, sizeof(tdir));
+	render_template_dir(template_dir, tdir, sizeof(tdir));
 	if (render_user(&conf, podman, argv[0], tdir, argc == 2 ? argv[1] : ".")
 	    == -1)
 		return EX_FAIL;
@@ -1241,26 +1238,93 @@ cmd_render_kube(int argc, char **argv)
 
 /* ---------------------------------------------------------------- main */
 
-/* The commands that take only their arguments (render also takes -t). */
-static const struct command {
-	const char	*name;
-	int		(*fn)(int, char **);
-} commands[] = {
-	{ "add-user",		cmd_add },
-	{ "remove-user",	cmd_remove },
-	{ "list",		cmd_list },
-	{ "doctor",		cmd_doctor },
-	{ "logs",		cmd_logs },
-	{ "backup",		cmd_backup },
-	{ "restore",		cmd_restore },
-	{ "upgrade",		cmd_upgrade },
-	{ "start",		cmd_start },
-	{ "stop",		cmd_stop },
-	{ "status",		cmd_status },
-	{ "export",		cmd_export },
-	{ "import",		cmd_import },
-	{ NULL,			NULL },
+static const struct command commands[] = {
+	{ "add-user", NULL, cmd_add, 0,
+	    "add-user USER...",
+	    "create the user's network, volume and container,\n"
+	    "and start it" },
+	{ "remove-user", NULL, cmd_remove, 0,
+	    "remove-user [--purge] USER...",
+	    "remove container and network; --purge also\n"
+	    "deletes the workspace volume (the user's files)" },
+	{ "list", NULL, cmd_list, 0,
+	    "list",
+	    "every user: state, memory, disk used, idle\n"
+	    "time, and whether its image is the current one" },
+	{ "doctor", NULL, cmd_doctor, 0,
+	    "doctor [--fetch URL]",
+	    "check everything the service needs (Podman,\n"
+	    "the image and its age, the egress proxy, the\n"
+	    "links' address, limits, disk, the token file),\n"
+	    "each fault with its fix; --fetch also gets URL\n"
+	    "through the egress proxy as a sandbox would" },
+	{ "logs", NULL, cmd_logs, 0,
+	    "logs USER",
+	    "the sandbox's log (its runs) and the egress\n"
+	    "proxy's lines for it (what it fetched)" },
+	{ "upgrade", NULL, cmd_upgrade, 0,
+	    "upgrade USER... | --all",
+	    "move sandboxes made from an older image to the\n"
+	    "current one now (files and namespace kept): a\n"
+	    "stopped one is made again, a running one only\n"
+	    "while it serves nothing (a busy one moves at\n"
+	    "its next idle stop, as without this command)" },
+	{ "start", NULL, cmd_start, 0,
+	    "start USER",
+	    "start the sandbox and wait until it answers" },
+	{ "stop", NULL, cmd_stop, 0,
+	    "stop USER",
+	    "stop the sandbox (files and namespace are kept)" },
+	{ "status", NULL, cmd_status, 0,
+	    "status USER",
+	    "one user's sandbox in detail" },
+	{ "export", NULL, cmd_export, 0,
+	    "export USER > FILE.tar",
+	    "the user's workspace (files and namespace store)\n"
+	    "as a tar" },
+	{ "import", NULL, cmd_import, 0,
+	    "import [--replace] USER < FILE.tar",
+	    "a tar from export into a new user's workspace;\n"
+	    "--replace deletes an existing user's first" },
+	{ "backup", NULL, cmd_backup, 0,
+	    "backup DIR",
+	    "everything into a new directory: the config,\n"
+	    "the token, the link key, the names and each\n"
+	    "user's workspace (files and namespace) as a tar" },
+	{ "restore", NULL, cmd_restore, 0,
+	    "restore [--replace] DIR",
+	    "a backup back: the token and link key where the\n"
+	    "config names them (the ones there kept aside),\n"
+	    "each user's workspace (an existing user is left\n"
+	    "alone unless --replace)" },
+	{ "render", NULL, cmd_render, 0,
+	    "render USER [DIR]",
+	    "write vivarium-USER.container/.network quadlets\n"
+	    "from the templates (for systemd-managed setups)" },
+	{ "render", "--kubernetes", cmd_render_kube, CMD_NO_BACKEND,
+	    "render --kubernetes USER",
+	    "print the PersistentVolumeClaim, NetworkPolicy\n"
+	    "and Pod the kubernetes backend makes for USER" },
+	{ NULL, NULL, NULL, 0, NULL, NULL },
 };
+
+/* The command name names, the one with its flag when argv starts so. */
+static const struct command *
+command_find(const char *name, int argc, char **argv)
+{
+	const struct command	*c, *found = NULL;
+
+	for (c = commands; c->name != NULL; c++) {
+		if (strcmp(name, c->name) != 0)
+			continue;
+		if (c->flag == NULL && found == NULL)
+			found = c;
+		else if (c->flag != NULL && argc > 0
+		    && strcmp(argv[0], c->flag) == 0)
+			return c;
+	}
+	return found;
+}
 
 int
 main(int argc, char **argv)
@@ -1273,7 +1337,7 @@ main(int argc, char **argv)
 	};
 	const struct command *c;
 	struct confdiag	 diag;
-	const char	*path = NULL, *topt = NULL, *cmd;
+	const char	*path = NULL, *cmd;
 	char		 defconf[PATH_MAX];
 	int		 ch, rc;
 
@@ -1282,7 +1346,7 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+f:t:hvV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f': path = optarg; break;
-		case 't': topt = optarg; break;
+		case 't': template_dir = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'v': log_setverbose(1); break;
 		case 'h': usage(stdout); return EX_OK;
@@ -1307,13 +1371,14 @@ main(int argc, char **argv)
 		usage(stdout);
 		return EX_OK;
 	}
-	for (c = commands; c->name != NULL; c++)
-		if (strcmp(cmd, c->name) == 0)
-			break;
-	if (c->name == NULL && strcmp(cmd, "render") != 0) {
+	if ((c = command_find(cmd, argc, argv)) == NULL) {
 		fprintf(stderr, "vivariumctl: unknown command \"%s\" "
 		    "(vivariumctl --help lists them)\n", cmd);
 		return EX_USAGE;
+	}
+	if (c->flag != NULL) {
+		argc--;
+		argv++;
 	}
 	if (path == NULL)
 		path = conf_default_path(defconf, sizeof(defconf));
@@ -1336,24 +1401,17 @@ main(int argc, char **argv)
 			    "have no file links\n", err);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (strcmp(cmd, "render") == 0 && argc > 0
-	    && strcmp(argv[0], "--kubernetes") == 0) {
-		rc = cmd_render_kube(argc - 1, argv + 1);
-		conf_release(&conf);
-		curl_global_cleanup();
-		return rc;
-	}
-	if ((backend = backend_new(&conf, NULL)) == NULL
+	if (c->flags & CMD_NO_BACKEND)
+		rc = c->fn(argc, argv);
+	else if ((backend = backend_new(&conf, NULL)) == NULL
 	    || (podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
 	    == NULL)
 		return EX_FAIL;
-
-	if (c->name != NULL)
+	else {
 		rc = c->fn(argc, argv);
-	else
-		rc = cmd_render(argc, argv, topt);
-	podman_free(podman);
-	backend->free(backend);
+		podman_free(podman);
+		backend->free(backend);
+	}
 	conf_release(&conf);
 	curl_global_cleanup();
 	return rc;
