@@ -98,8 +98,8 @@ struct backend {
 	/*
 	 * The user's workspace as a tar stream written to fd out (export),
 	 * and a tar stream from source unpacked into it (import), running
-	 * or stopped; status 404 when the sandbox is gone but its storage
-	 * kept.  0 or -1.
+	 * or stopped.  0 or -1; export: status 404 when the user has no
+	 * storage, 410 when the sandbox is gone but its storage kept.
 	 */
 	int	(*export_ws)(struct backend *, const char *user, int out,
 		    struct berr *err);

@@ -587,15 +587,31 @@ pm_users(struct backend *b, struct berr *e)
 	return users;
 }
 
-/* "/." : the entries are relative, running container or not. */
+/*
+ * "/." : the entries are relative, running container or not.  Podman's
+ * archive endpoint reads the volume through the container, so one that
+ * is gone (removed without --purge) is said apart from no volume at all.
+ */
 static int
 pm_export(struct backend *b, const char *user, int out, struct berr *e)
 {
 	struct names	 n;
+	int		 r;
 
 	(void)sandbox_names(st(b)->conf, user, &n);
-	return podman_archive_get(st(b)->podman, n.container, "/workspace/.",
-	    out, e);
+	if ((r = podman_volume_exists(st(b)->podman, n.volume, e)) != 1) {
+		if (r == 0)
+			berr_set(e, 404, "no workspace volume %s", n.volume);
+		return -1;
+	}
+	if (podman_archive_get(st(b)->podman, n.container, "/workspace/.",
+	    out, e) == 0)
+		return 0;
+	if (e->status == 404)
+		berr_set(e, 410, "container %s is gone but its workspace is "
+		    "kept; `vivariumctl add-user %s` makes it again, then "
+		    "export", n.container, user);
+	return -1;
 }
 
 static int

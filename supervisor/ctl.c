@@ -516,7 +516,6 @@ cmd_status(int argc, char **argv)
 static int
 export_fd(const char *user, int fd)
 {
-	struct names	 n;
 	struct berr	 e;
 	int		 r;
 
@@ -526,24 +525,12 @@ export_fd(const char *user, int fd)
 		fprintf(stderr, "vivariumctl: %s: no such user\n", user);
 		return EX_NOUSER;
 	}
-	(void)sandbox_names(&conf, user, &n);
-	if (conf.backend == BACKEND_PODMAN
-	    && (r = podman_volume_exists(podman, n.volume, &e)) != 1) {
-		if (r == -1)
-			return fail(&e, user);
-		fprintf(stderr, "vivariumctl: %s: no workspace volume %s\n",
-		    user, n.volume);
-		return EX_NOUSER;
-	}
 	if (backend->export_ws(backend, user, fd, &e) == -1) {
-		if (e.status == 404)
-			fprintf(stderr, "vivariumctl: %s: container %s is gone "
-			    "but its workspace is kept; `vivariumctl add-user "
-			    "%s` makes it again, then export\n", user,
-			    n.container, user);
+		if (e.status == 404 || e.status == 410)
+			fprintf(stderr, "vivariumctl: %s: %s\n", user, e.msg);
 		else
 			(void)fail(&e, user);
-		return exit_for(&e);
+		return e.status == 404 ? EX_NOUSER : exit_for(&e);
 	}
 	return EX_OK;
 }
