@@ -84,7 +84,8 @@ usage(FILE *f)
 "Kubernetes), one user at a time.\n"
 "\n"
 "Commands (USER: a user id, or the name LibreChat sends for one in\n"
-"user_name_header, X-User-Name, where the command takes an existing user):\n", f);
+"user_name_header, X-User-Name, where the command takes an existing user):\n",
+	    f);
 	for (c = commands; c->name != NULL; c++) {
 		first = strlen(c->synopsis) < 26;
 		fprintf(f, first ? "  %-26s" : "  %s\n", c->synopsis);

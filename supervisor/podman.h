@@ -3,9 +3,10 @@
  * socket (libcurl), shared by vivarium-supervisor and vivariumctl.
  *
  * Every call returns 0 on success and -1 on failure; a failure fills the
- * caller's struct berr (backend.h) with the HTTP status (0 when Podman could not be
- * reached at all) and a sentence a person can act on, built from Podman's
- * error body ({"cause", "message", "response"}) or from curl's error text.
+ * caller's struct berr (backend.h) with the HTTP status (0 when Podman
+ * could not be reached at all) and a sentence a person can act on, built
+ * from Podman's error body ({"cause", "message", "response"}) or from
+ * curl's error text.
  * Calls are safe from several threads at once: each uses its own handle.
  */
 #ifndef VIVARIUM_PODMAN_H
