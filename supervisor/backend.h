@@ -123,6 +123,16 @@ struct backend {
 	 * every user with a sandbox or storage; NULL with err.
 	 */
 	json_t	*(*users)(struct backend *, struct berr *err);
+	/*
+	 * vivariumctl logs and doctor, which read the engine itself: the
+	 * sandbox's log and the egress proxy's lines for it, the checks
+	 * (JSON when json), on standard output.  0; 1 when something could
+	 * not be read or a check failed (said); -1 with err: 404 no sandbox,
+	 * 501 the backend has none (the sentence says what to use instead).
+	 */
+	int	(*logs)(struct backend *, const char *user, struct berr *err);
+	int	(*doctor)(struct backend *, const char *fetch, int json,
+		    struct berr *err);
 	/* The user's sandbox as it is named to people (logs), into dst. */
 	void	(*label)(struct backend *, const char *user, char *dst,
 		    size_t len);

@@ -1045,6 +1045,22 @@ kb_export(struct backend *b, const char *user, int out, struct berr *e)
 }
 
 static int
+kb_logs(struct backend *b, const char *user, struct berr *e)
+{
+	berr_set(e, 501, "logs reads Podman's logs; on Kubernetes: kubectl "
+	    "logs the user's Pod");
+	return -1;
+}
+
+static int
+kb_doctor(struct backend *b, const char *fetch, int json, struct berr *e)
+{
+	berr_set(e, 501, "doctor checks the Podman backend; on Kubernetes, "
+	    "kubectl describe the Pods");
+	return -1;
+}
+
+static int
 kb_import(struct backend *b, const char *user, backend_source source,
     void *arg, struct berr *e)
 {
@@ -1188,6 +1204,8 @@ static const struct backend kube_ops = {
 	.exists = kb_exists,
 	.describe = kb_describe,
 	.users = backend_users,
+	.logs = kb_logs,
+	.doctor = kb_doctor,
 	.label = kb_label,
 	.used = kb_used,
 	.free = kb_free,

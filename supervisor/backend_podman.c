@@ -588,6 +588,90 @@ pm_users(struct backend *b, struct berr *e)
 }
 
 /*
+ * The lines of b that hold match (all when NULL), each after prefix, with
+ * anything a terminal would act on shown as '?'.
+ */
+static void
+print_lines(const struct buf *b, const char *prefix, const char *match)
+{
+	const char	*p = b->data, *end = b->data + b->len, *nl;
+	size_t		 i, n;
+
+	while (p != NULL && p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		n = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+		if (n > 0 && (match == NULL || memmem(p, n, match,
+		    strlen(match)) != NULL)) {
+			fputs(prefix, stdout);
+			for (i = 0; i < n; i++)
+				putchar((unsigned char)p[i] < 0x20 && p[i] != '\t'
+				    ? '?' : p[i] == 0x7f ? '?' : p[i]);
+			putchar('\n');
+		}
+		p = nl != NULL ? nl + 1 : NULL;
+	}
+}
+
+/* What the user's sandbox logged (its agent's run lines) and the egress
+ * proxy's lines for the sandbox's address. */
+/*
+ * The sandbox's log (its last 500 lines) and the egress proxy's lines for
+ * its address, onto standard output; a log that cannot be read is said on
+ * standard error.  0; 1 when the sandbox's log could not be read; -1 with
+ * e (404: no container).
+ */
+static int
+pm_logs(struct backend *b, const char *user, struct berr *e)
+{
+	struct pstate	*s = st(b);
+	struct names	 n;
+	struct buf	 out = BUF_INIT(16u << 20);
+	json_t		*ins;
+	const char	*ip;
+	char		 match[80];
+	int		 r;
+
+	(void)sandbox_names(s->conf, user, &n);
+	if (podman_container_inspect(s->podman, n.container, &ins, e) == -1)
+		return -1;
+	if (ins == NULL) {
+		berr_set(e, 404, "no sandbox (container %s)", n.container);
+		return -1;
+	}
+	ip = json_string_value(json_object_get(json_object_get(json_object_get(
+	    json_object_get(ins, "NetworkSettings"), "Networks"), n.network),
+	    "IPAddress"));
+	snprintf(match, sizeof(match), "client=%s:", ip != NULL ? ip : "");
+	r = podman_container_logs(s->podman, n.container, 500, &out, e);
+	if (r == 0)
+		print_lines(&out, "sandbox  ", NULL);
+	else
+		fprintf(stderr, "vivariumctl: %s: %s\n", n.container, e->msg);
+	out.len = 0;
+	if (s->conf->egress_container == NULL)
+		printf("egress   (no egress proxy configured)\n");
+	else if (ip == NULL || *ip == '\0')
+		printf("egress   (the sandbox is not running: its address, "
+		    "and so its lines in the proxy's log, are not known)\n");
+	else if (podman_container_logs(s->podman, s->conf->egress_container,
+	    20000, &out, e) == 0)
+		print_lines(&out, "egress   ", match);
+	else
+		fprintf(stderr, "vivariumctl: %s: %s\n",
+		    s->conf->egress_container, e->msg);
+	json_decref(ins);
+	buf_release(&out);
+	return r == 0 ? 0 : 1;
+}
+
+static int
+pm_doctor(struct backend *b, const char *fetch, int json, struct berr *e)
+{
+	return doctor_run(st(b)->conf, st(b)->podman, fetch, json) == 0 ? 0
+	    : 1;
+}
+
+/*
  * "/." : the entries are relative, running container or not.  Podman's
  * archive endpoint reads the volume through the container, so one that
  * is gone (removed without --purge) is said apart from no volume at all.
@@ -670,6 +754,8 @@ static const struct backend podman_ops = {
 	.exists = pm_exists,
 	.describe = pm_describe,
 	.users = pm_users,
+	.logs = pm_logs,
+	.doctor = pm_doctor,
 	.label = pm_label,
 	.tick = pm_tick,
 	.used = pm_used,

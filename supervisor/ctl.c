@@ -815,42 +815,10 @@ cmd_upgrade(int argc, char **argv)
 
 /* ---------------------------------------------------------------- logs */
 
-/*
- * The lines of b that hold match (all when NULL), each after prefix, with
- * anything a terminal would act on shown as '?'.
- */
-static void
-print_lines(const struct buf *b, const char *prefix, const char *match)
-{
-	const char	*p = b->data, *end = b->data + b->len, *nl;
-	size_t		 i, n;
-
-	while (p != NULL && p < end) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		n = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
-		if (n > 0 && (match == NULL || memmem(p, n, match,
-		    strlen(match)) != NULL)) {
-			fputs(prefix, stdout);
-			for (i = 0; i < n; i++)
-				putchar((unsigned char)p[i] < 0x20 && p[i] != '\t'
-				    ? '?' : p[i] == 0x7f ? '?' : p[i]);
-			putchar('\n');
-		}
-		p = nl != NULL ? nl + 1 : NULL;
-	}
-}
-
-/* What the user's sandbox logged (its agent's run lines) and the egress
- * proxy's lines for the sandbox's address. */
 static int
 cmd_logs(int argc, char **argv)
 {
-	struct names	 n;
 	struct berr	 e;
-	struct buf	 b = BUF_INIT(16u << 20);
-	json_t		*ins;
-	const char	*ip;
-	char		 match[80];
 	int		 r;
 
 	if (argc != 1) {
@@ -859,43 +827,17 @@ cmd_logs(int argc, char **argv)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: logs reads Podman's logs; on "
-		    "Kubernetes: kubectl logs the user's Pod\n");
+	if ((r = backend->logs(backend, argv[0], &e)) != -1)
+		return r == 0 ? EX_OK : EX_FAIL;
+	if (e.status == 501) {
+		fprintf(stderr, "vivariumctl: %s\n", e.msg);
 		return EX_USAGE;
 	}
-	(void)sandbox_names(&conf, argv[0], &n);
-	if (podman_container_inspect(podman, n.container, &ins, &e) == -1)
-		return fail(&e, argv[0]);
-	if (ins == NULL) {
-		fprintf(stderr, "vivariumctl: %s: no sandbox (container %s)\n",
-		    argv[0], n.container);
+	if (e.status == 404) {
+		fprintf(stderr, "vivariumctl: %s: %s\n", argv[0], e.msg);
 		return EX_NOUSER;
 	}
-	ip = json_string_value(json_object_get(json_object_get(json_object_get(
-	    json_object_get(ins, "NetworkSettings"), "Networks"), n.network),
-	    "IPAddress"));
-	snprintf(match, sizeof(match), "client=%s:", ip != NULL ? ip : "");
-	r = podman_container_logs(podman, n.container, 500, &b, &e);
-	if (r == 0)
-		print_lines(&b, "sandbox  ", NULL);
-	else
-		fprintf(stderr, "vivariumctl: %s: %s\n", n.container, e.msg);
-	b.len = 0;
-	if (conf.egress_container == NULL)
-		printf("egress   (no egress proxy configured)\n");
-	else if (ip == NULL || *ip == '\0')
-		printf("egress   (the sandbox is not running: its address, "
-		    "and so its lines in the proxy's log, are not known)\n");
-	else if (podman_container_logs(podman, conf.egress_container, 20000,
-	    &b, &e) == 0)
-		print_lines(&b, "egress   ", match);
-	else
-		fprintf(stderr, "vivariumctl: %s: %s\n", conf.egress_container,
-		    e.msg);
-	json_decref(ins);
-	buf_release(&b);
-	return r == 0 ? EX_OK : EX_FAIL;
+	return fail(&e, argv[0]);
 }
 
 /* ---------------------------------------------------------------- doctor */
@@ -903,7 +845,9 @@ cmd_logs(int argc, char **argv)
 static int
 cmd_doctor(int argc, char **argv)
 {
+	struct berr	 e;
 	const char	*fetch = NULL;
+	int		 r;
 
 	if (argc == 2 && strcmp(argv[0], "--fetch") == 0)
 		fetch = argv[1];
@@ -917,13 +861,10 @@ cmd_doctor(int argc, char **argv)
 		    "an http:// or https:// URL\n", fetch);
 		return EX_USAGE;
 	}
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: doctor checks the Podman backend; "
-		    "on Kubernetes, kubectl describe the Pods\n");
-		return EX_USAGE;
-	}
-	return doctor_run(&conf, podman, fetch, json_out) == 0 ? EX_OK
-	    : EX_FAIL;
+	if ((r = backend->doctor(backend, fetch, json_out, &e)) != -1)
+		return r == 0 ? EX_OK : EX_FAIL;
+	fprintf(stderr, "vivariumctl: %s\n", e.msg);
+	return EX_USAGE;
 }
 
 /* ---------------------------------------------------------------- backup */

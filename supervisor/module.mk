@@ -9,7 +9,7 @@ SV_LIB_SRCS	:= supervisor/conf.c supervisor/route.c supervisor/forward.c \
 		   supervisor/podman.c supervisor/spec.c supervisor/sandbox.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c \
 		   supervisor/idmap.c supervisor/quota.c supervisor/egress.c \
-		   supervisor/names.c \
+		   supervisor/names.c supervisor/doctor.c \
 		   supervisor/berr.c supervisor/backend.c supervisor/backend_podman.c \
 		   supervisor/kspec.c \
 		   supervisor/kube.c supervisor/backend_kube.c
@@ -28,7 +28,6 @@ $(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(SV_LIB) $(COMMON_LIB)
 
 $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
 		$(O)/supervisor/tarown.o \
-		$(O)/supervisor/doctor.o \
 		$(SV_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(PKGS_ctl)) -lm -lpthread
