@@ -133,6 +133,12 @@ struct backend {
 	int	(*logs)(struct backend *, const char *user, struct berr *err);
 	int	(*doctor)(struct backend *, const char *fetch, int json,
 		    struct berr *err);
+	/*
+	 * Why the backend does not do the vivariumctl command named (a
+	 * sentence saying what to use instead), or NULL when it does.  NULL
+	 * op: it does them all.
+	 */
+	const char *(*refuses)(struct backend *, const char *command);
 	/* The user's sandbox as it is named to people (logs), into dst. */
 	void	(*label)(struct backend *, const char *user, char *dst,
 		    size_t len);

@@ -1060,6 +1060,30 @@ kb_doctor(struct backend *b, const char *fetch, int json, struct berr *e)
 	return -1;
 }
 
+/* What vivariumctl does with Podman only, and what to do here instead. */
+static const char *
+kb_refuses(struct backend *b, const char *command)
+{
+	static const struct {
+		const char	*command, *why;
+	} no[] = {
+		{ "import", "import is not supported on the kubernetes backend: "
+		    "copy files into the user's Pod with `kubectl cp`" },
+		{ "upgrade", "upgrade is for Podman; the kubernetes backend "
+		    "makes a Pod again whenever its spec (the image among it) "
+		    "changes, at its next start" },
+		{ "backup", "backup is for the Podman backend; on Kubernetes, "
+		    "back up the PersistentVolumeClaims" },
+		{ "restore", "restore is for the Podman backend" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (strcmp(command, no[i].command) == 0)
+			return no[i].why;
+	return NULL;
+}
+
 static int
 kb_import(struct backend *b, const char *user, backend_source source,
     void *arg, struct berr *e)
@@ -1206,6 +1230,7 @@ static const struct backend kube_ops = {
 	.users = backend_users,
 	.logs = kb_logs,
 	.doctor = kb_doctor,
+	.refuses = kb_refuses,
 	.label = kb_label,
 	.used = kb_used,
 	.free = kb_free,

@@ -138,6 +138,19 @@ fail(const struct berr *e, const char *user)
 	return exit_for(e);
 }
 
+/* True, said, when the backend does not do the command (backend.h). */
+static int
+refused(const char *command)
+{
+	const char	*why;
+
+	if (backend->refuses == NULL
+	    || (why = backend->refuses(backend, command)) == NULL)
+		return 0;
+	fprintf(stderr, "vivariumctl: %s\n", why);
+	return 1;
+}
+
 /* A command's leading flag: taken off the arguments, 1 when it was there. */
 static int
 take_flag(int *argc, char ***argv, const char *flag)
@@ -629,12 +642,8 @@ cmd_import(int argc, char **argv)
 	if (check_id(argv[0]) == -1)
 		return EX_USAGE;
 	/* Refused before anything is made for the user. */
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: import is not supported on the %s "
-		    "backend: copy files into the user's Pod with `kubectl cp`\n",
-		    backend->name);
+	if (refused("import"))
 		return EX_FAIL;
-	}
 	if (isatty(STDIN_FILENO)) {
 		fprintf(stderr, "vivariumctl: import reads a tar from standard "
 		    "input: vivariumctl import %s < %s.tar\n", argv[0], argv[0]);
@@ -752,12 +761,8 @@ cmd_upgrade(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: upgrade is for Podman; the "
-		    "kubernetes backend makes a Pod again whenever its spec "
-		    "(the image among it) changes, at its next start\n");
+	if (refused("upgrade"))
 		return EX_USAGE;
-	}
 	want = json_object();
 	for (i = 0; i < argc; i++) {
 		if (check_user(&argv[i]) == -1) {
@@ -925,11 +930,8 @@ cmd_backup(int argc, char **argv)
 		return EX_USAGE;
 	}
 	dir = argv[0];
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: backup is for the Podman backend; "
-		    "on Kubernetes, back up the PersistentVolumeClaims\n");
+	if (refused("backup"))
 		return EX_USAGE;
-	}
 	/* A new directory, never one that holds anything. */
 	if (mkdir(dir, 0700) == -1) {
 		fprintf(stderr, "vivariumctl: backup %s: %s (give a directory "
@@ -1043,10 +1045,8 @@ cmd_restore(int argc, char **argv)
 		return EX_USAGE;
 	}
 	dir = argv[0];
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: restore is for the Podman backend\n");
+	if (refused("restore"))
 		return EX_USAGE;
-	}
 	/* Checked whole before anything changes. */
 	snprintf(path, sizeof(path), "%s/" BACKUP_MANIFEST, dir);
 	if ((man = json_load_file(path, 0, &jerr)) == NULL
