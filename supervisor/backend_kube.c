@@ -44,7 +44,7 @@ static const struct {
 struct kstate {
 	const struct conf	*conf;
 	struct kube		*kube;		/* owned; NULL: init_err says */
-	struct perr		 init_err;
+	struct berr		 init_err;
 	/* Two first requests must not take the same uid slot. */
 	pthread_mutex_t		 slot_lock;
 	/* The proxy's last good address: a DNS hiccup must not change
@@ -85,7 +85,7 @@ obj_path(const struct conf *c, enum kind k, const char *name, char *dst,
 }
 
 static int
-ready(struct kstate *s, struct perr *e)
+ready(struct kstate *s, struct berr *e)
 {
 	if (s->kube != NULL)
 		return 0;
@@ -96,7 +96,7 @@ ready(struct kstate *s, struct perr *e)
 /* 1 with *out (may be NULL: not wanted), 0 when there is none, -1. */
 static int
 get(struct kstate *s, enum kind k, const char *name, json_t **out,
-    struct perr *e)
+    struct berr *e)
 {
 	char	 p[PATH_MAX_K];
 	json_t	*o = NULL;
@@ -120,7 +120,7 @@ get(struct kstate *s, enum kind k, const char *name, json_t **out,
  * (409: someone made it meanwhile); -1.  body is borrowed. */
 static int
 create(struct kstate *s, enum kind k, json_t *body, json_t **out,
-    struct perr *e)
+    struct berr *e)
 {
 	char	 p[PATH_MAX_K];
 	long	 status;
@@ -128,7 +128,7 @@ create(struct kstate *s, enum kind k, json_t *body, json_t **out,
 	if (out != NULL)
 		*out = NULL;
 	if (body == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	coll_path(s->conf, k, p, sizeof(p));
@@ -140,7 +140,7 @@ create(struct kstate *s, enum kind k, json_t *body, json_t **out,
 
 /* create, with body a new reference that it takes. */
 static int
-create_new(struct kstate *s, enum kind k, json_t *body, struct perr *e)
+create_new(struct kstate *s, enum kind k, json_t *body, struct berr *e)
 {
 	int	 r = create(s, k, body, NULL, e);
 
@@ -150,7 +150,7 @@ create_new(struct kstate *s, enum kind k, json_t *body, struct perr *e)
 
 /* 0 deleted or not there; -1. */
 static int
-del(struct kstate *s, enum kind k, const char *name, struct perr *e)
+del(struct kstate *s, enum kind k, const char *name, struct berr *e)
 {
 	char	 p[PATH_MAX_K];
 	long	 status;
@@ -165,7 +165,7 @@ del(struct kstate *s, enum kind k, const char *name, struct perr *e)
 
 /* The managed objects of a kind (new reference to the items), or NULL. */
 static json_t *
-list(struct kstate *s, enum kind k, struct perr *e)
+list(struct kstate *s, enum kind k, struct berr *e)
 {
 	char	 p[PATH_MAX_K], q[PATH_MAX_K + 128];
 	json_t	*l = NULL, *items;
@@ -180,7 +180,7 @@ list(struct kstate *s, enum kind k, struct perr *e)
 	json_decref(l);
 	if (!json_is_array(items)) {
 		json_decref(items);
-		perr_set(e, 502, "the API server's list of %s has no items",
+		berr_set(e, 502, "the API server's list of %s has no items",
 		    strrchr(p, '/') + 1);
 		return NULL;
 	}
@@ -310,7 +310,7 @@ struct waitctx {
 };
 
 static int
-on_event(void *arg, const char *type, const json_t *obj, struct perr *e)
+on_event(void *arg, const char *type, const json_t *obj, struct berr *e)
 {
 	struct waitctx	*w = arg;
 	char		 why[8];
@@ -331,7 +331,7 @@ on_event(void *arg, const char *type, const json_t *obj, struct perr *e)
  */
 static int
 pod_wait(struct kstate *s, const char *name, int gone, double deadline,
-    json_t **out, struct perr *e)
+    json_t **out, struct berr *e)
 {
 	struct waitctx	 w = { gone };
 	char		 p[PATH_MAX_K], q[PATH_MAX_K + 256], why[512];
@@ -351,7 +351,7 @@ pod_wait(struct kstate *s, const char *name, int gone, double deadline,
 			return 0;
 		if (!gone) {
 			if (r == 0) {
-				perr_set(e, 500, "Pod %s was deleted while it "
+				berr_set(e, 500, "Pod %s was deleted while it "
 				    "started", name);
 				return -1;
 			}
@@ -360,14 +360,14 @@ pod_wait(struct kstate *s, const char *name, int gone, double deadline,
 				return 0;
 			}
 			if (pod_terminating(pod) || pod_ended(pod)) {
-				perr_set(e, 500, "Pod %s %s while it started",
+				berr_set(e, 500, "Pod %s %s while it started",
 				    name, pod_terminating(pod) ? "is being "
 				    "deleted" : "ended");
 				json_decref(pod);
 				return -1;
 			}
 			if (pod_stuck(pod, why, sizeof(why))) {
-				perr_set(e, 500, "Pod %s cannot start: %s", name,
+				berr_set(e, 500, "Pod %s cannot start: %s", name,
 				    why);
 				json_decref(pod);
 				return -1;
@@ -376,7 +376,7 @@ pod_wait(struct kstate *s, const char *name, int gone, double deadline,
 		}
 		left = deadline - clock_mono();
 		if (left <= 0) {
-			perr_set(e, 504, "Pod %s was not %s within the time "
+			berr_set(e, 504, "Pod %s was not %s within the time "
 			    "allowed%s%s", name, gone ? "gone" : "ready",
 			    why[0] ? ": " : "", why);
 			json_decref(pod);
@@ -448,7 +448,7 @@ userns_from(struct kstate *s, const json_t *v)
  * auto asking the API server's version once.  1, 0, or -1 with e.
  */
 static int
-userns(struct kstate *s, struct perr *e)
+userns(struct kstate *s, struct berr *e)
 {
 	json_t	*v = NULL;
 	int	 on;
@@ -479,9 +479,9 @@ userns_held(const json_t *pod)
 }
 
 static void
-userns_refused(const char *name, struct perr *e)
+userns_refused(const char *name, struct berr *e)
 {
-	perr_set(e, 500, "the API server dropped hostUsers: false from Pod %s: "
+	berr_set(e, 500, "the API server dropped hostUsers: false from Pod %s: "
 	    "user namespaces are off in this cluster (the UserNamespacesSupport "
 	    "feature gate; on by default from Kubernetes 1.33); set "
 	    "kubernetes.user_namespace: false, or turn the feature on", name);
@@ -547,7 +547,7 @@ check_pvc_size(struct kstate *s, const char *user, const json_t *pvc)
 
 /* The claim, made with the lowest free uid slot when missing; *slot. */
 static int
-ensure_pvc(struct kstate *s, const char *user, long *slot, struct perr *e)
+ensure_pvc(struct kstate *s, const char *user, long *slot, struct berr *e)
 {
 	struct kube_names	 n;
 	json_t			*pvc = NULL, *items;
@@ -622,7 +622,7 @@ netpol_diff(const json_t *have, const json_t *want, char *dst, size_t len)
  */
 static int
 replace(struct kstate *s, enum kind k, const char *name, const json_t *have,
-    const json_t *want, struct perr *e)
+    const json_t *want, struct berr *e)
 {
 	char		 p[PATH_MAX_K];
 	const json_t	*rv = pod_field(have, "metadata", "resourceVersion");
@@ -631,7 +631,7 @@ replace(struct kstate *s, enum kind k, const char *name, const json_t *have,
 	int		 r;
 
 	if ((body = json_deep_copy(want)) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	if (json_is_string(rv))
@@ -653,7 +653,7 @@ replace(struct kstate *s, enum kind k, const char *name, const json_t *have,
  * change between our read and our write is read again, once.
  */
 static int
-ensure_netpol(struct kstate *s, const char *user, struct perr *e)
+ensure_netpol(struct kstate *s, const char *user, struct berr *e)
 {
 	struct kube_names	 n;
 	json_t			*want, *have = NULL;
@@ -663,7 +663,7 @@ ensure_netpol(struct kstate *s, const char *user, struct perr *e)
 
 	(void)kspec_names(user, &n);
 	if ((want = kspec_netpol(s->conf, user)) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	for (tries = 0; tries < 2; tries++) {
@@ -695,7 +695,7 @@ ensure_netpol(struct kstate *s, const char *user, struct perr *e)
 		if (r == -1)
 			goto done;
 	}
-	perr_set(e, 409, "NetworkPolicy %s changed under us twice while we "
+	berr_set(e, 409, "NetworkPolicy %s changed under us twice while we "
 	    "replaced it: try again", n.netpol);
 done:
 	json_decref(want);
@@ -705,7 +705,7 @@ done:
 
 static int
 kb_ensure(struct backend *b, const char *user, int *created,
-    struct agent_addr *addr, struct perr *e)
+    struct agent_addr *addr, struct berr *e)
 {
 	struct kstate		*s = st(b);
 	const struct conf	*c = s->conf;
@@ -719,7 +719,7 @@ kb_ensure(struct backend *b, const char *user, int *created,
 	*created = 0;
 	memset(e, 0, sizeof(*e));
 	if (kspec_names(user, &n) == -1) {
-		perr_set(e, 400, "\"%s\" is not a valid user id", user);
+		berr_set(e, 400, "\"%s\" is not a valid user id", user);
 		return -1;
 	}
 	if (ready(s, e) == -1)
@@ -733,12 +733,12 @@ kb_ensure(struct backend *b, const char *user, int *created,
 	proxy_addr(s, proxy, sizeof(proxy));
 	/* A new Pod's: one that is adopted keeps its own (below). */
 	if (kspec_secret_new(secret) == -1) {
-		perr_set(e, 500, "cannot make the agent's secret: no random "
+		berr_set(e, 500, "cannot make the agent's secret: no random "
 		    "bytes (%s)", strerror(errno));
 		goto done;
 	}
 	if ((want = kspec_pod(c, user, slot, proxy, secret, ns)) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		goto done;
 	}
 	if ((r = get(s, K_POD, n.pod, &pod, e)) == -1)
@@ -766,7 +766,7 @@ kb_ensure(struct backend *b, const char *user, int *created,
 		goto done;
 	*created = r == 0;
 	if (r == 0 && ns && !userns_held(pod)) {
-		struct perr	 de;
+		struct berr	 de;
 
 		/* Gone before the kubelet starts it, if we are quick. */
 		if (del(s, K_POD, n.pod, &de) == -1)
@@ -786,7 +786,7 @@ wait:
 	 * proves it holds it before anything is sent (forward.c).
 	 */
 	if (kspec_secret_of(pod, secret) == -1) {
-		perr_set(e, 500, "Pod %s has no agent secret (%s) to reach its "
+		berr_set(e, 500, "Pod %s has no agent secret (%s) to reach its "
 		    "agent with: delete it so that it is made again", n.pod,
 		    KSPEC_SECRET_ENV);
 		goto done;
@@ -808,12 +808,12 @@ done:
 
 /* Idle stop: the Pod goes, the claim stays. */
 static int
-kb_stop(struct backend *b, const char *user, struct perr *e)
+kb_stop(struct backend *b, const char *user, struct berr *e)
 {
 	struct kube_names	 n;
 
 	if (kspec_names(user, &n) == -1) {
-		perr_set(e, 400, "\"%s\" is not a valid user id", user);
+		berr_set(e, 400, "\"%s\" is not a valid user id", user);
 		return -1;
 	}
 	return del(st(b), K_POD, n.pod, e);
@@ -821,13 +821,13 @@ kb_stop(struct backend *b, const char *user, struct perr *e)
 
 /* The policy only once the Pod is gone: it walls the Pod in to the end. */
 static int
-kb_remove(struct backend *b, const char *user, int purge, struct perr *e)
+kb_remove(struct backend *b, const char *user, int purge, struct berr *e)
 {
 	struct kstate		*s = st(b);
 	struct kube_names	 n;
 
 	if (kspec_names(user, &n) == -1) {
-		perr_set(e, 400, "\"%s\" is not a valid user id", user);
+		berr_set(e, 400, "\"%s\" is not a valid user id", user);
 		return -1;
 	}
 	if (del(s, K_POD, n.pod, e) == -1 || pod_wait(s, n.pod, 1, clock_mono()
@@ -839,7 +839,7 @@ kb_remove(struct backend *b, const char *user, int purge, struct perr *e)
 
 /* The claim is the user: it outlives the Pod. */
 static int
-kb_registered(struct backend *b, const char *user, struct perr *e)
+kb_registered(struct backend *b, const char *user, struct berr *e)
 {
 	struct kube_names	 n;
 
@@ -860,7 +860,7 @@ pod_state(const json_t *pod)
 
 static int
 kb_inspect(struct backend *b, const char *user, struct backend_info *out,
-    struct perr *e)
+    struct berr *e)
 {
 	struct kube_names	 n;
 	json_t			*pod = NULL;
@@ -883,6 +883,17 @@ kb_inspect(struct backend *b, const char *user, struct backend_info *out,
 	return 0;
 }
 
+/* The Pod or its claim. */
+static int
+kb_exists(struct backend *b, const char *user, struct berr *e)
+{
+	struct backend_info	 info;
+
+	if (kb_inspect(b, user, &info, e) == -1)
+		return -1;
+	return info.state != BK_MISSING;
+}
+
 /*
  * Every Pod as running (adopted: the first request checks it, the idle
  * reaper deletes it when nobody comes; one that is still starting or has
@@ -890,7 +901,7 @@ kb_inspect(struct backend *b, const char *user, struct backend_info *out,
  */
 static int
 kb_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
-    struct perr *e)
+    struct berr *e)
 {
 	struct kstate		*s = st(b);
 	struct backend_sandbox	*v;
@@ -912,7 +923,7 @@ kb_list(struct backend *b, struct backend_sandbox **out, size_t *nout,
 	if (v == NULL) {
 		json_decref(pods);
 		json_decref(pvcs);
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	for (kind = 0; kind < 2; kind++) {
@@ -948,7 +959,8 @@ state_word(const json_t *pod)
 }
 
 static json_t *
-kb_describe(struct backend *b, const char *user, struct perr *e)
+kb_describe(struct backend *b, const char *user, struct buf *text,
+    struct berr *e)
 {
 	struct kstate		*s = st(b);
 	const struct conf	*c = s->conf;
@@ -956,12 +968,12 @@ kb_describe(struct backend *b, const char *user, struct perr *e)
 	struct kube_names	 n;
 	json_t			*pod = NULL, *pvc = NULL, *np = NULL, *out;
 	char			 why[512], addr[300];
-	struct perr		 ue;
+	struct berr		 ue;
 	int			 rp, rc, rn, ns;
 	long			 slot;
 
 	if (kspec_names(user, &n) == -1) {
-		perr_set(e, 400, "\"%s\" is not a valid user id", user);
+		berr_set(e, 400, "\"%s\" is not a valid user id", user);
 		return NULL;
 	}
 	if ((rp = get(s, K_POD, n.pod, &pod, e)) == -1
@@ -1019,24 +1031,64 @@ done:
 	json_decref(pvc);
 	json_decref(np);
 	if (out == NULL)
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 	return out;
 }
 
 static int
-kb_export(struct backend *b, const char *user, int out, struct perr *e)
+kb_export(struct backend *b, const char *user, int out, struct berr *e)
 {
-	perr_set(e, 501, "export is not supported on the kubernetes backend: "
+	berr_set(e, 501, "export is not supported on the kubernetes backend: "
 	    "copy the workspace from Pod %s-%s with `kubectl cp`, or back up "
 	    "its claim with the cluster's volume snapshots", "vivarium", user);
 	return -1;
 }
 
 static int
-kb_import(struct backend *b, const char *user, backend_source source,
-    void *arg, struct perr *e)
+kb_logs(struct backend *b, const char *user, struct berr *e)
 {
-	perr_set(e, 501, "import is not supported on the kubernetes backend: "
+	berr_set(e, 501, "logs reads Podman's logs; on Kubernetes: kubectl "
+	    "logs the user's Pod");
+	return -1;
+}
+
+static int
+kb_doctor(struct backend *b, const char *fetch, int json, struct berr *e)
+{
+	berr_set(e, 501, "doctor checks the Podman backend; on Kubernetes, "
+	    "kubectl describe the Pods");
+	return -1;
+}
+
+/* What vivariumctl does with Podman only, and what to do here instead. */
+static const char *
+kb_refuses(struct backend *b, const char *command)
+{
+	static const struct {
+		const char	*command, *why;
+	} no[] = {
+		{ "import", "import is not supported on the kubernetes backend: "
+		    "copy files into the user's Pod with `kubectl cp`" },
+		{ "upgrade", "upgrade is for Podman; the kubernetes backend "
+		    "makes a Pod again whenever its spec (the image among it) "
+		    "changes, at its next start" },
+		{ "backup", "backup is for the Podman backend; on Kubernetes, "
+		    "back up the PersistentVolumeClaims" },
+		{ "restore", "restore is for the Podman backend" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (strcmp(command, no[i].command) == 0)
+			return no[i].why;
+	return NULL;
+}
+
+static int
+kb_import(struct backend *b, const char *user, backend_source source,
+    void *arg, struct berr *e)
+{
+	berr_set(e, 501, "import is not supported on the kubernetes backend: "
 	    "copy files into Pod vivarium-%s with `kubectl cp`", user);
 	return -1;
 }
@@ -1070,7 +1122,7 @@ kb_used(struct backend *b, const char *user)
 /* ---------------------------------------------------------------- check */
 
 static int
-check_list(struct kstate *s, enum kind k, backend_say say, struct perr *e)
+check_list(struct kstate *s, enum kind k, backend_say say, struct berr *e)
 {
 	char	 p[PATH_MAX_K], q[PATH_MAX_K + 160];
 
@@ -1086,7 +1138,7 @@ check_list(struct kstate *s, enum kind k, backend_say say, struct perr *e)
 }
 
 static int
-kb_check(struct backend *b, backend_say say, struct perr *e)
+kb_check(struct backend *b, backend_say say, struct berr *e)
 {
 	struct kstate		*s = st(b);
 	const struct conf	*c = s->conf;
@@ -1100,13 +1152,13 @@ kb_check(struct backend *b, backend_say say, struct perr *e)
 		return -2;
 	}
 	if (!c->link_keys.have_master) {
-		perr_set(e, 400, "the kubernetes backend derives each sandbox's "
+		berr_set(e, 400, "the kubernetes backend derives each sandbox's "
 		    "link key from the master link key, and there is none "
 		    "(links.key_file)");
 		return -2;
 	}
 	if (c->runsc && c->kube.runtime_class == NULL) {
-		perr_set(e, 400, "sandbox.runtime is runsc, which the kubernetes "
+		berr_set(e, 400, "sandbox.runtime is runsc, which the kubernetes "
 		    "backend cannot ask Podman for: set kubernetes.runtime_class "
 		    "to the cluster's gVisor RuntimeClass (e.g. gvisor)");
 		return -2;
@@ -1162,6 +1214,8 @@ kb_free(struct backend *b)
 
 static const struct backend kube_ops = {
 	.name = "kubernetes",
+	.objects = "claim, network policy and Pod",
+	.storage = "workspace claim",
 	.check = kb_check,
 	.ensure = kb_ensure,
 	.stop = kb_stop,
@@ -1171,7 +1225,12 @@ static const struct backend kube_ops = {
 	.list = kb_list,
 	.export_ws = kb_export,
 	.import_ws = kb_import,
+	.exists = kb_exists,
 	.describe = kb_describe,
+	.users = backend_users,
+	.logs = kb_logs,
+	.doctor = kb_doctor,
+	.refuses = kb_refuses,
 	.label = kb_label,
 	.used = kb_used,
 	.free = kb_free,
@@ -1182,7 +1241,7 @@ static const struct backend kube_ops = {
  * not an error here but in check, which says why and stops the start.
  */
 struct backend *
-kube_backend(const struct conf *c, void (*on_error)(const struct perr *))
+kube_backend(const struct conf *c, void (*on_error)(const struct berr *))
 {
 	struct backend	*b;
 	struct kstate	*s;

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "log.h"
 #include "backend.h"
+#include "podman.h"
 #include "tarown.h"
 #include "banned.h"
 
@@ -50,55 +51,53 @@ static struct backend	*backend;
 static struct podman	*podman;
 static int		 json_out;
 
+/*
+ * The commands: one function each, found by name (render --kubernetes by
+ * its flag too), with what --help says of it: the synopsis, then what it
+ * does, as --help wraps it.
+ */
+#define CMD_NO_BACKEND	0x1	/* runs before the backend is made */
+
+struct command {
+	const char	*name;
+	const char	*flag;		/* NULL, or the first argument it takes */
+	int		(*fn)(int, char **);
+	int		 flags;
+	const char	*synopsis;
+	const char	*help;
+};
+
+static const struct command	commands[];
+static const char		*template_dir;	/* -t */
+
 static void
 usage(FILE *f)
 {
-	fprintf(f,
+	const struct command	*c;
+	const char		*p, *nl;
+	int			 first;
+
+	fputs(
 "usage: vivariumctl [-hvV] [-f config.yaml] [-t dir] [--json] COMMAND [ARGS]\n"
 "\n"
 "Manages the supervisor's sandboxes through its backend (Podman or\n"
 "Kubernetes), one user at a time.\n"
 "\n"
 "Commands (USER: a user id, or the name LibreChat sends for one in\n"
-"user_name_header, X-User-Name, where the command takes an existing user):\n"
-"  add-user USER...          create the user's network, volume and container,\n"
-"                            and start it\n"
-"  remove-user [--purge] USER...\n"
-"                            remove container and network; --purge also\n"
-"                            deletes the workspace volume (the user's files)\n"
-"  list                      every user: state, memory, disk used, idle\n"
-"                            time, and whether its image is the current one\n"
-"  doctor [--fetch URL]      check everything the service needs (Podman,\n"
-"                            the image and its age, the egress proxy, the\n"
-"                            links' address, limits, disk, the token file),\n"
-"                            each fault with its fix; --fetch also gets URL\n"
-"                            through the egress proxy as a sandbox would\n"
-"  logs USER                 the sandbox's log (its runs) and the egress\n"
-"                            proxy's lines for it (what it fetched)\n"
-"  upgrade USER... | --all   move sandboxes made from an older image to the\n"
-"                            current one now (files and namespace kept): a\n"
-"                            stopped one is made again, a running one only\n"
-"                            while it serves nothing (a busy one moves at\n"
-"                            its next idle stop, as without this command)\n"
-"  start USER                start the sandbox and wait until it answers\n"
-"  stop USER                 stop the sandbox (files and namespace are kept)\n"
-"  status USER               one user's sandbox in detail\n"
-"  export USER > FILE.tar    the user's workspace (files and namespace store)\n"
-"                            as a tar\n"
-"  import [--replace] USER < FILE.tar\n"
-"                            a tar from export into a new user's workspace;\n"
-"                            --replace deletes an existing user's first\n"
-"  backup DIR                everything into a new directory: the config,\n"
-"                            the token, the link key, the names and each\n"
-"                            user's workspace (files and namespace) as a tar\n"
-"  restore [--replace] DIR   a backup back: the token and link key where the\n"
-"                            config names them (the ones there kept aside),\n"
-"                            each user's workspace (an existing user is left\n"
-"                            alone unless --replace)\n"
-"  render USER [DIR]         write vivarium-USER.container/.network quadlets\n"
-"                            from the templates (for systemd-managed setups)\n"
-"  render --kubernetes USER  print the PersistentVolumeClaim, NetworkPolicy\n"
-"                            and Pod the kubernetes backend makes for USER\n"
+"user_name_header, X-User-Name, where the command takes an existing user):\n",
+	    f);
+	for (c = commands; c->name != NULL; c++) {
+		first = strlen(c->synopsis) < 26;
+		fprintf(f, first ? "  %-26s" : "  %s\n", c->synopsis);
+		for (p = c->help; *p != '\0'; p = *nl ? nl + 1 : nl) {
+			if ((nl = strchr(p, '\n')) == NULL)
+				nl = p + strlen(p);
+			fprintf(f, "%*s%.*s\n", first ? 0 : 28, "",
+			    (int)(nl - p), p);
+			first = 0;
+		}
+	}
+	fprintf(f,
 "\n"
 "Options:\n"
 "  -f FILE        supervisor configuration (default %s when\n"
@@ -119,13 +118,13 @@ usage(FILE *f)
 }
 
 static int
-exit_for(const struct perr *e)
+exit_for(const struct berr *e)
 {
 	return e->status == 0 ? EX_PODMAN : EX_FAIL;
 }
 
 static int
-fail(const struct perr *e, const char *user)
+fail(const struct berr *e, const char *user)
 {
 	if (json_out) {
 		json_t *j = json_pack("{s:s?, s:s, s:i}", "user", user, "error",
@@ -137,6 +136,19 @@ fail(const struct perr *e, const char *user)
 		fprintf(stderr, "vivariumctl: %s%s%s\n", user ? user : "",
 		    user ? ": " : "", e->msg);
 	return exit_for(e);
+}
+
+/* True, said, when the backend does not do the command (backend.h). */
+static int
+refused(const char *command)
+{
+	const char	*why;
+
+	if (backend->refuses == NULL
+	    || (why = backend->refuses(backend, command)) == NULL)
+		return 0;
+	fprintf(stderr, "vivariumctl: %s\n", why);
+	return 1;
 }
 
 /* A command's leading flag: taken off the arguments, 1 when it was there. */
@@ -197,48 +209,12 @@ print_json(json_t *j)
 	json_decref(j);
 }
 
-/* Seconds since the supervisor last served the user (rundir's mtime). */
-static long
-idle_seconds(const char *user)
-{
-	struct names	 n;
-	struct stat	 st;
-
-	if (sandbox_names(&conf, user, &n) == -1 || stat(n.rundir, &st) == -1)
-		return -1;
-	return (long)(time(NULL) - st.st_mtime);
-}
-
-static void
-human_size(unsigned long long b, char *dst, size_t len)
-{
-	if (b >= 1ULL << 30)
-		snprintf(dst, len, "%.1fG", (double)b / (double)(1ULL << 30));
-	else if (b >= 1ULL << 20)
-		snprintf(dst, len, "%.0fM", (double)b / (double)(1ULL << 20));
-	else
-		snprintf(dst, len, "%lluK", b >> 10);
-}
-
-static void
-human_time(long s, char *dst, size_t len)
-{
-	if (s < 0)
-		snprintf(dst, len, "-");
-	else if (s < 120)
-		snprintf(dst, len, "%lds", s);
-	else if (s < 7200)
-		snprintf(dst, len, "%ldm", s / 60);
-	else
-		snprintf(dst, len, "%ldh", s / 3600);
-}
-
 /* ---------------------------------------------------------------- commands */
 
 static int
 cmd_add(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct agent_addr addr;
 	int		 i, rc = EX_OK, created;
 
@@ -263,44 +239,17 @@ cmd_add(int argc, char **argv)
 		if (json_out)
 			print_json(json_pack("{s:s, s:s}", "user", argv[i],
 			    "result", "added"));
-		else if (conf.backend == BACKEND_KUBERNETES)
-			printf("%s: added and running (claim, network policy "
-			    "and Pod vivarium-%s)\n", argv[i], argv[i]);
 		else
-			printf("%s: added and running (network, volume and "
-			    "container vivarium-%s)\n", argv[i], argv[i]);
+			printf("%s: added and running (%s vivarium-%s)\n",
+			    argv[i], backend->objects, argv[i]);
 	}
 	return rc;
 }
 
 static int
-user_exists(const char *user, struct perr *e)
-{
-	struct names	 n;
-	struct backend_info info;
-	json_t		*ins = NULL;
-	int		 r;
-
-	/* Elsewhere the backend says: anything of the user's is there. */
-	if (conf.backend != BACKEND_PODMAN)
-		return backend->inspect(backend, user, &info, e) == -1 ? -1
-		    : info.state != BK_MISSING;
-	(void)sandbox_names(&conf, user, &n);
-	if (podman_container_inspect(podman, n.container, &ins, e) == -1)
-		return -1;
-	if (ins != NULL) {
-		json_decref(ins);
-		return 1;
-	}
-	if ((r = podman_network_exists(podman, n.network, e)) != 0)
-		return r;
-	return podman_volume_exists(podman, n.volume, e);
-}
-
-static int
 cmd_remove(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	int		 i, purge = 0, rc = EX_OK, r;
 
 	purge = take_flag(&argc, &argv, "--purge");
@@ -312,7 +261,7 @@ cmd_remove(int argc, char **argv)
 		if (check_user(&argv[i]) == -1)
 			return EX_USAGE;
 	for (i = 0; i < argc; i++) {
-		if ((r = user_exists(argv[i], &e)) == -1) {
+		if ((r = backend->exists(backend, argv[i], &e)) == -1) {
 			rc = fail(&e, argv[i]);
 			continue;
 		}
@@ -331,100 +280,14 @@ cmd_remove(int argc, char **argv)
 		if (json_out)
 			print_json(json_pack("{s:s, s:s, s:b}", "user", argv[i],
 			    "result", "removed", "purged", purge));
+		else if (purge)
+			printf("%s: removed, %s deleted\n", argv[i],
+			    backend->storage);
 		else
-			printf("%s: removed%s\n", argv[i],
-			    conf.backend == BACKEND_KUBERNETES ? (purge
-			    ? ", workspace claim deleted"
-			    : " (workspace claim kept; --purge deletes it)")
-			    : purge ? ", workspace volume deleted"
-			    : " (workspace volume kept; --purge deletes it)");
+			printf("%s: removed (%s kept; --purge deletes it)\n",
+			    argv[i], backend->storage);
 	}
 	return rc;
-}
-
-static const char *
-state_name(enum backend_state s)
-{
-	switch (s) {
-	case BK_MISSING:	return "missing";
-	case BK_CREATED:	return "created";
-	case BK_RUNNING:	return "running";
-	case BK_STOPPED:	return "stopped";
-	case BK_OTHER:		break;
-	}
-	return "starting";
-}
-
-/* Users as the backend lists them, each in the state inspect finds. */
-static json_t *
-backend_users(struct perr *e)
-{
-	struct backend_sandbox	*v;
-	struct backend_info	 info;
-	json_t			*users;
-	size_t			 i, n;
-
-	if (backend->list(backend, &v, &n, e) == -1)
-		return NULL;
-	users = json_object();
-	for (i = 0; i < n; i++) {
-		if (backend->inspect(backend, v[i].user, &info, e) == -1) {
-			json_decref(users);
-			free(v);
-			return NULL;
-		}
-		json_object_set_new(users, v[i].user, json_pack("{s:s, s:s}",
-		    "user", v[i].user, "state", state_name(info.state)));
-		if (info.memory_known)
-			json_object_set_new(json_object_get(users, v[i].user),
-			    "memory_bytes",
-			    json_integer((json_int_t)info.memory_bytes));
-	}
-	free(v);
-	return users;
-}
-
-/* Users from every labelled object: containers, networks, volumes. */
-static json_t *
-collect_users(struct perr *e)
-{
-	json_t		*users, *list = NULL, *o;
-	const char	*u, *st;
-	size_t		 i;
-	int		 k;
-	int		(*lists[])(struct podman *, json_t **, struct perr *) = {
-	    podman_container_list, podman_network_list, podman_volume_list };
-
-	if (conf.backend != BACKEND_PODMAN)
-		return backend_users(e);
-	users = json_object();
-	for (k = 0; k < 3; k++) {
-		if (lists[k](podman, &list, e) == -1) {
-			json_decref(users);
-			return NULL;
-		}
-		json_array_foreach(list, i, o) {
-			if ((u = sandbox_label_user(o)) == NULL
-			    || user_id_valid(u, strlen(u)) == -1)
-				continue;
-			if (json_object_get(users, u) == NULL)
-				json_object_set_new(users, u, json_pack(
-				    "{s:s, s:s}", "user", u, "state", "missing"));
-			if (k == 0) {
-				st = json_string_value(json_object_get(o,
-				    "State"));
-				json_object_set_new(json_object_get(users, u),
-				    "state", json_string(st ? st : "unknown"));
-				if (json_is_string(json_object_get(o, "ImageID")))
-					json_object_set(json_object_get(users,
-					    u), "image_id", json_object_get(o,
-					    "ImageID"));
-			}
-		}
-		json_decref(list);
-		list = NULL;
-	}
-	return users;
 }
 
 /*
@@ -436,7 +299,7 @@ configured_image(void)
 {
 	static char	 id[80];
 	static int	 looked;
-	struct perr	 e;
+	struct berr	 e;
 
 	if (!looked && podman_image_id(podman, conf.image, id, sizeof(id),
 	    &e) == -1)
@@ -445,52 +308,22 @@ configured_image(void)
 	return id[0] != '\0' ? id : NULL;
 }
 
-/*
- * What list and status say of a sandbox's image, into u: whether it is
- * the one the config names now ("current", or "old": the sandbox moves to
- * the new one at its next start) and its age.  Podman only.
- */
-static void
-image_note(json_t *u, char *dst, size_t len)
-{
-	struct perr	 e;
-	const char	*id = json_string_value(json_object_get(u, "image_id"));
-	long long	 built;
-	int		 current;
-	char		 age[32];
-
-	snprintf(dst, len, "-");
-	if (id == NULL || sandbox_image_info(&conf, podman, id,
-	    configured_image(), &current, &built, &e) == -1)
-		return;
-	json_object_set_new(u, "image_current", json_boolean(current));
-	if (built >= 0) {
-		json_object_set_new(u, "image_age_seconds",
-		    json_integer((json_int_t)(time(NULL) - built)));
-		human_time((long)(time(NULL) - built), age, sizeof(age));
-	} else
-		snprintf(age, sizeof(age), "?");
-	snprintf(dst, len, "%s %s", current ? "current" : "OLD", age);
-}
-
 static int
 cmd_list(int argc, char **argv)
 {
-	struct perr	 e;
-	json_t		*users, *arr, *u;
+	struct berr	 e;
+	json_t		*users, *arr, *u, *v;
 	const char	*id, *state;
 	unsigned long long mem;
-	char		 ms[32], is[32], ds[32], img[48];
+	char		 ms[32], is[32], ds[32], img[48], age[32];
 	char		 name[NAME_MAX_BYTES + 8];
-	long long	 disk;
 	long		 idle;
-	struct backend_info info;
 
 	if (argc != 0) {
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if ((users = collect_users(&e)) == NULL)
+	if ((users = backend->users(backend, &e)) == NULL)
 		return fail(&e, NULL);
 	arr = json_array();
 	if (!json_out)
@@ -498,27 +331,27 @@ cmd_list(int argc, char **argv)
 		    "STATE", "MEMORY", "DISK", "IDLE", "IMAGE");
 	json_object_foreach(users, id, u) {
 		state = json_string_value(json_object_get(u, "state"));
-		/* backend_users inspected each already; Podman's lists not. */
-		if (conf.backend == BACKEND_PODMAN
-		    && strcmp(state, "running") == 0
-		    && backend->inspect(backend, id, &info, &e) == 0
-		    && info.memory_known)
-			json_object_set_new(u, "memory_bytes",
-			    json_integer((json_int_t)info.memory_bytes));
 		mem = (unsigned long long)json_integer_value(json_object_get(u,
 		    "memory_bytes"));
-		idle = idle_seconds(id);
-		if (idle >= 0)
+		if ((v = json_object_get(u, "idle_seconds")) != NULL)
+			idle = (long)json_integer_value(v);
+		else if ((idle = backend_idle(&conf, id)) >= 0)
 			json_object_set_new(u, "idle_seconds",
 			    json_integer(idle));
 		snprintf(ds, sizeof(ds), "-");
-		if (conf.backend == BACKEND_PODMAN
-		    && (disk = sandbox_disk_used(&conf, id)) >= 0) {
-			json_object_set_new(u, "disk_used_bytes",
-			    json_integer((json_int_t)disk));
-			human_size((unsigned long long)disk, ds, sizeof(ds));
+		if ((v = json_object_get(u, "disk_used_bytes")) != NULL)
+			short_size((unsigned long long)json_integer_value(v),
+			    ds, sizeof(ds));
+		snprintf(img, sizeof(img), "-");
+		if ((v = json_object_get(u, "image_current")) != NULL) {
+			snprintf(age, sizeof(age), "?");
+			if (json_object_get(u, "image_age_seconds") != NULL)
+				short_time((long)json_integer_value(
+				    json_object_get(u, "image_age_seconds")),
+				    age, sizeof(age));
+			snprintf(img, sizeof(img), "%s %s", json_is_true(v)
+			    ? "current" : "OLD", age);
 		}
-		image_note(u, img, sizeof(img));
 		if (names_get(&conf, id, name, sizeof(name)) == 0)
 			json_object_set_new(u, "name", json_string(name));
 		else
@@ -526,10 +359,10 @@ cmd_list(int argc, char **argv)
 		json_array_append(arr, u);
 		if (!json_out) {
 			if (mem > 0)
-				human_size(mem, ms, sizeof(ms));
+				short_size(mem, ms, sizeof(ms));
 			else
 				snprintf(ms, sizeof(ms), "-");
-			human_time(idle, is, sizeof(is));
+			short_time(idle, is, sizeof(is));
 			printf("%-26s %-24s %-10s %8s %8s %6s  %s\n", id, name,
 			    state, ms, ds, is, img);
 		}
@@ -549,7 +382,7 @@ cmd_list(int argc, char **argv)
 static int
 known_user(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	int		 r;
 
 	if (argc != 1) {
@@ -558,7 +391,7 @@ known_user(int argc, char **argv)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	if ((r = user_exists(argv[0], &e)) == -1)
+	if ((r = backend->exists(backend, argv[0], &e)) == -1)
 		return fail(&e, argv[0]);
 	if (r == 0) {
 		fprintf(stderr, "vivariumctl: %s: no such user (add-user "
@@ -571,7 +404,7 @@ known_user(int argc, char **argv)
 static int
 cmd_start(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct agent_addr addr;
 	int		 created, r;
 
@@ -590,7 +423,7 @@ cmd_start(int argc, char **argv)
 static int
 cmd_stop(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	int		 r;
 
 	if ((r = known_user(argc, argv)) != EX_OK)
@@ -605,39 +438,21 @@ cmd_stop(int argc, char **argv)
 	return EX_OK;
 }
 
-/* status through the backend's describe: its fields, as it gives them. */
-static int
-status_described(const char *user)
+/* A JSON object for people: its fields one a line, sizes made short. */
+static void
+print_fields(json_t *d)
 {
-	struct perr	 e;
-	json_t		*d, *v;
-	const char	*k, *state;
+	json_t		*v;
+	const char	*k;
 	char		 s[64];
-	long		 idle;
-	int		 rc;
 
-	if ((d = backend->describe(backend, user, &e)) == NULL)
-		return fail(&e, user);
-	state = json_string_value(json_object_get(d, "state"));
-	if (state == NULL || strcmp(state, "missing") == 0) {
-		json_decref(d);
-		fprintf(stderr, "vivariumctl: %s: no such user\n", user);
-		return EX_NOUSER;
-	}
-	rc = strcmp(state, "running") == 0 ? EX_OK : EX_NOTRUNNING;
-	if ((idle = idle_seconds(user)) >= 0)
-		json_object_set_new(d, "idle_seconds", json_integer(idle));
-	if (json_out) {
-		print_json(d);
-		return rc;
-	}
 	json_object_foreach(d, k, v) {
 		if (json_is_string(v))
 			printf("%-22s %s\n", k, json_string_value(v));
 		else if (json_is_boolean(v))
 			printf("%-22s %s\n", k, json_is_true(v) ? "yes" : "no");
 		else if (json_is_integer(v) && strstr(k, "bytes") != NULL) {
-			human_size((unsigned long long)json_integer_value(v), s,
+			short_size((unsigned long long)json_integer_value(v), s,
 			    sizeof(s));
 			printf("%-22s %s\n", k, s);
 		} else if (json_is_object(v) || json_is_array(v)) {
@@ -652,26 +467,21 @@ status_described(const char *user)
 			free(t);
 		}
 	}
-	json_decref(d);
-	return rc;
 }
 
+/*
+ * The backend's describe, as JSON, in the backend's own layout, or its
+ * fields one a line.
+ */
 static int
 cmd_status(int argc, char **argv)
 {
-	struct perr		 e;
-	struct names		 n;
-	json_t			*ins = NULL, *out;
-	const struct limits	*l;
-	const char		*state;
-	unsigned long long	 mem = 0;
-	int			 net, vol, running, enforced, quota;
-	long			 idle;
-	char			 ms[32], ws[32], is[32], why[512], qwhy[512];
-	char			 img[48], ds[32], name[NAME_MAX_BYTES + 8];
-	const char		*ids;
-	json_t			*note;
-	long long		 disk;
+	struct berr	 e;
+	struct buf	 text = BUF_INIT(1 << 16);
+	json_t		*d;
+	const char	*state;
+	long		 idle;
+	int		 r, rc;
 
 	if (argc != 1) {
 		usage(stderr);
@@ -679,116 +489,34 @@ cmd_status(int argc, char **argv)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	if (backend->describe != NULL)
-		return status_described(argv[0]);
-	(void)sandbox_names(&conf, argv[0], &n);
-	if (podman_container_inspect(podman, n.container, &ins, &e) == -1)
+	if ((r = backend->exists(backend, argv[0], &e)) == -1)
 		return fail(&e, argv[0]);
-	if ((net = podman_network_exists(podman, n.network, &e)) == -1
-	    || (vol = podman_volume_exists(podman, n.volume, &e)) == -1) {
-		json_decref(ins);
-		return fail(&e, argv[0]);
-	}
-	if (ins == NULL && !net && !vol) {
+	if (r == 0) {
 		fprintf(stderr, "vivariumctl: %s: no such user\n", argv[0]);
 		return EX_NOUSER;
 	}
-	state = ins ? podman_ctr_state_name(podman_ctr_state(ins)) : "missing";
-	running = ins != NULL && podman_ctr_state(ins) == CTR_RUNNING;
-	if (running)
-		(void)podman_container_memory(podman, n.container, &mem, &e);
-	idle = idle_seconds(argv[0]);
-	l = conf_limits(&conf, argv[0]);
-	enforced = podman_limits_enforced(podman, why, sizeof(why), &e);
-	quota = sandbox_quota_usable(&conf, podman, qwhy, sizeof(qwhy));
-	ids = ins == NULL ? NULL : json_string_value(json_object_get(
-	    json_object_get(json_object_get(ins, "Config"), "Labels"),
-	    SANDBOX_IDS_LABEL));
-	note = json_object();
-	if (ins != NULL)
-		json_object_set(note, "image_id", json_object_get(ins, "Image"));
-	image_note(note, img, sizeof(img));
-	disk = sandbox_disk_used(&conf, argv[0]);
-	if (names_get(&conf, argv[0], name, sizeof(name)) == 0)
-		json_object_set_new(note, "name", json_string(name));
-	out = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:b, s:s, s:s?,"
-	    " s:{s:I, s:f, s:I, s:I}}",
-	    "user", argv[0], "state", state, "container", n.container,
-	    "image", ins ? json_string_value(json_object_get(ins, "ImageName"))
-	    : NULL, "network", net, "volume", vol, "socket", n.sock,
-	    "host_ids", ids,
-	    "limits", "memory_bytes", (json_int_t)l->memory,
-	    "cpus", (double)l->cpus_milli / 1000.0, "pids", (json_int_t)l->pids,
-	    "workspace_bytes", (json_int_t)l->workspace);
-	if (running) {
-		struct agent_addr a;
-
-		agent_addr_unix(&a, n.sock);
-		json_object_set_new(out, "memory_bytes",
-		    json_integer((json_int_t)mem));
-		json_object_set_new(out, "agent_answers",
-		    json_boolean(agent_probe(&a, 2000) == 0));
+	if ((d = backend->describe(backend, argv[0], json_out ? NULL : &text,
+	    &e)) == NULL) {
+		buf_release(&text);
+		return fail(&e, argv[0]);
 	}
-	if (idle >= 0)
-		json_object_set_new(out, "idle_seconds", json_integer(idle));
-	json_object_del(note, "image_id");
-	json_object_update(out, note);
-	json_decref(note);
-	if (disk >= 0)
-		json_object_set_new(out, "disk_used_bytes",
-		    json_integer((json_int_t)disk));
-	if (enforced == 0) {
-		json_object_set_new(out, "limits_enforced", json_false());
-		json_object_set_new(out, "limits_warning", json_string(why));
-	} else if (enforced == 1)
-		json_object_set_new(out, "limits_enforced", json_true());
-	if (quota != -1)
-		json_object_set_new(out, "quota_enforced", json_boolean(quota));
-	if (quota == 0 && qwhy[0] != '\0')
-		json_object_set_new(out, "quota_warning", json_string(qwhy));
-	json_decref(ins);
-	if (json_out)
-		print_json(json_incref(out));
-	else {
-		human_size(mem, ms, sizeof(ms));
-		human_time(idle, is, sizeof(is));
-		human_size(l->workspace, ws, sizeof(ws));
-		if (json_object_get(out, "name") != NULL)
-			printf("name:      %s\n", json_string_value(
-			    json_object_get(out, "name")));
-		printf("user:      %s\ncontainer: %s (%s)\nnetwork:   %s%s\n"
-		    "volume:    %s%s\nsocket:    %s\nlimits:    %s memory, "
-		    "%.2f CPUs, %ld pids, %s workspace\n", argv[0], n.container,
-		    state, n.network, net ? "" : " (missing)", n.volume,
-		    vol ? "" : " (missing)", n.sock,
-		    (human_size(l->memory, ms, sizeof(ms)), ms),
-		    (double)l->cpus_milli / 1000.0, l->pids, ws);
-		if (ids != NULL)
-			printf("host ids:  %s\n", strcmp(ids, "shared") == 0 ?
-			    "shared with every sandbox (no user namespace)" :
-			    ids);
-		if (running) {
-			human_size(mem, ms, sizeof(ms));
-			printf("memory:    %s in use\nagent:     %s\n", ms,
-			    json_is_true(json_object_get(out, "agent_answers"))
-			    ? "answering" : "not answering");
-		}
-		printf("idle:      %s\n", is);
-		if (strcmp(img, "-") != 0)
-			printf("image:     %s, %s\n", img, strncmp(img, "OLD", 3)
-			    == 0 ? "older than the configured one: made again "
-			    "from it at the next start" : "the configured one");
-		if (disk >= 0)
-			printf("disk:      %s used of %s\n", (human_size(
-			    (unsigned long long)disk, ds, sizeof(ds)), ds), ws);
-		if (enforced == 0)
-			printf("WARNING:   limits are NOT enforced: %s\n", why);
-		if (quota == 0 && qwhy[0] != '\0')
-			printf("WARNING:   the workspace quota is NOT enforced: "
-			    "%s\n", qwhy);
+	state = json_string_value(json_object_get(d, "state"));
+	rc = state != NULL && strcmp(state, "running") == 0 ? EX_OK
+	    : EX_NOTRUNNING;
+	if (json_object_get(d, "idle_seconds") == NULL
+	    && (idle = backend_idle(&conf, argv[0])) >= 0)
+		json_object_set_new(d, "idle_seconds", json_integer(idle));
+	if (json_out) {
+		print_json(d);
+		return rc;
 	}
-	json_decref(out);
-	return running ? EX_OK : EX_NOTRUNNING;
+	if (text.len > 0)
+		fputs(buf_str(&text), stdout);
+	else
+		print_fields(d);
+	buf_release(&text);
+	json_decref(d);
+	return rc;
 }
 
 /* ---------------------------------------------------------------- export */
@@ -802,34 +530,21 @@ cmd_status(int argc, char **argv)
 static int
 export_fd(const char *user, int fd)
 {
-	struct names	 n;
-	struct perr	 e;
+	struct berr	 e;
 	int		 r;
 
-	if ((r = user_exists(user, &e)) == -1)
+	if ((r = backend->exists(backend, user, &e)) == -1)
 		return fail(&e, user);
 	if (r == 0) {
 		fprintf(stderr, "vivariumctl: %s: no such user\n", user);
 		return EX_NOUSER;
 	}
-	(void)sandbox_names(&conf, user, &n);
-	if (conf.backend == BACKEND_PODMAN
-	    && (r = podman_volume_exists(podman, n.volume, &e)) != 1) {
-		if (r == -1)
-			return fail(&e, user);
-		fprintf(stderr, "vivariumctl: %s: no workspace volume %s\n",
-		    user, n.volume);
-		return EX_NOUSER;
-	}
 	if (backend->export_ws(backend, user, fd, &e) == -1) {
-		if (e.status == 404)
-			fprintf(stderr, "vivariumctl: %s: container %s is gone "
-			    "but its workspace is kept; `vivariumctl add-user "
-			    "%s` makes it again, then export\n", user,
-			    n.container, user);
+		if (e.status == 404 || e.status == 410)
+			fprintf(stderr, "vivariumctl: %s: %s\n", user, e.msg);
 		else
 			(void)fail(&e, user);
-		return exit_for(&e);
+		return e.status == 404 ? EX_NOUSER : exit_for(&e);
 	}
 	return EX_OK;
 }
@@ -871,7 +586,7 @@ static int
 import_fd(const char *user, int fd, const char *what, int replace,
     int *replaced)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct agent_addr addr;
 	struct tarown	 t;
 	unsigned int	 uid = 0, gid = 0;
@@ -889,7 +604,7 @@ import_fd(const char *user, int fd, const char *what, int replace,
 		    "one); nothing was changed\n", what, t.err);
 		return EX_FAIL;
 	}
-	if ((r = user_exists(user, &e)) == -1)
+	if ((r = backend->exists(backend, user, &e)) == -1)
 		return fail(&e, user);
 	if (r == 1 && !replace) {
 		fprintf(stderr, "vivariumctl: %s already has a sandbox and a "
@@ -927,12 +642,8 @@ cmd_import(int argc, char **argv)
 	if (check_id(argv[0]) == -1)
 		return EX_USAGE;
 	/* Refused before anything is made for the user. */
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: import is not supported on the %s "
-		    "backend: copy files into the user's Pod with `kubectl cp`\n",
-		    backend->name);
+	if (refused("import"))
 		return EX_FAIL;
-	}
 	if (isatty(STDIN_FILENO)) {
 		fprintf(stderr, "vivariumctl: import reads a tar from standard "
 		    "input: vivariumctl import %s < %s.tar\n", argv[0], argv[0]);
@@ -980,7 +691,7 @@ sandbox_idle(const char *user, char *why, size_t len)
 		    "s");
 		return 0;
 	}
-	idle = idle_seconds(user);
+	idle = backend_idle(&conf, user);
 	if (idle >= (long)conf.agent_timeout)
 		return 1;
 	snprintf(why, len, "its agent does not say whether it is busy, and its "
@@ -999,7 +710,7 @@ sandbox_idle(const char *user, char *why, size_t len)
  * done ("current", "upgraded", "busy", "missing") or NULL with e.
  */
 static const char *
-upgrade_one(json_t *u, char *why, size_t len, struct perr *e)
+upgrade_one(json_t *u, char *why, size_t len, struct berr *e)
 {
 	struct agent_addr addr;
 	const char	*id, *state, *image;
@@ -1039,7 +750,7 @@ upgrade_one(json_t *u, char *why, size_t len, struct perr *e)
 static int
 cmd_upgrade(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*users, *u, *out, *want = NULL;
 	const char	*id, *done;
 	char		 why[256];
@@ -1050,12 +761,8 @@ cmd_upgrade(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: upgrade is for Podman; the "
-		    "kubernetes backend makes a Pod again whenever its spec "
-		    "(the image among it) changes, at its next start\n");
+	if (refused("upgrade"))
 		return EX_USAGE;
-	}
 	want = json_object();
 	for (i = 0; i < argc; i++) {
 		if (check_user(&argv[i]) == -1) {
@@ -1064,7 +771,7 @@ cmd_upgrade(int argc, char **argv)
 		}
 		json_object_set_new(want, argv[i], json_true());
 	}
-	if ((users = collect_users(&e)) == NULL) {
+	if ((users = backend->users(backend, &e)) == NULL) {
 		json_decref(want);
 		return fail(&e, NULL);
 	}
@@ -1113,42 +820,10 @@ cmd_upgrade(int argc, char **argv)
 
 /* ---------------------------------------------------------------- logs */
 
-/*
- * The lines of b that hold match (all when NULL), each after prefix, with
- * anything a terminal would act on shown as '?'.
- */
-static void
-print_lines(const struct buf *b, const char *prefix, const char *match)
-{
-	const char	*p = b->data, *end = b->data + b->len, *nl;
-	size_t		 i, n;
-
-	while (p != NULL && p < end) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		n = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
-		if (n > 0 && (match == NULL || memmem(p, n, match,
-		    strlen(match)) != NULL)) {
-			fputs(prefix, stdout);
-			for (i = 0; i < n; i++)
-				putchar((unsigned char)p[i] < 0x20 && p[i] != '\t'
-				    ? '?' : p[i] == 0x7f ? '?' : p[i]);
-			putchar('\n');
-		}
-		p = nl != NULL ? nl + 1 : NULL;
-	}
-}
-
-/* What the user's sandbox logged (its agent's run lines) and the egress
- * proxy's lines for the sandbox's address. */
 static int
 cmd_logs(int argc, char **argv)
 {
-	struct names	 n;
-	struct perr	 e;
-	struct buf	 b = BUF_INIT(16u << 20);
-	json_t		*ins;
-	const char	*ip;
-	char		 match[80];
+	struct berr	 e;
 	int		 r;
 
 	if (argc != 1) {
@@ -1157,43 +832,17 @@ cmd_logs(int argc, char **argv)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: logs reads Podman's logs; on "
-		    "Kubernetes: kubectl logs the user's Pod\n");
+	if ((r = backend->logs(backend, argv[0], &e)) != -1)
+		return r == 0 ? EX_OK : EX_FAIL;
+	if (e.status == 501) {
+		fprintf(stderr, "vivariumctl: %s\n", e.msg);
 		return EX_USAGE;
 	}
-	(void)sandbox_names(&conf, argv[0], &n);
-	if (podman_container_inspect(podman, n.container, &ins, &e) == -1)
-		return fail(&e, argv[0]);
-	if (ins == NULL) {
-		fprintf(stderr, "vivariumctl: %s: no sandbox (container %s)\n",
-		    argv[0], n.container);
+	if (e.status == 404) {
+		fprintf(stderr, "vivariumctl: %s: %s\n", argv[0], e.msg);
 		return EX_NOUSER;
 	}
-	ip = json_string_value(json_object_get(json_object_get(json_object_get(
-	    json_object_get(ins, "NetworkSettings"), "Networks"), n.network),
-	    "IPAddress"));
-	snprintf(match, sizeof(match), "client=%s:", ip != NULL ? ip : "");
-	r = podman_container_logs(podman, n.container, 500, &b, &e);
-	if (r == 0)
-		print_lines(&b, "sandbox  ", NULL);
-	else
-		fprintf(stderr, "vivariumctl: %s: %s\n", n.container, e.msg);
-	b.len = 0;
-	if (conf.egress_container == NULL)
-		printf("egress   (no egress proxy configured)\n");
-	else if (ip == NULL || *ip == '\0')
-		printf("egress   (the sandbox is not running: its address, "
-		    "and so its lines in the proxy's log, are not known)\n");
-	else if (podman_container_logs(podman, conf.egress_container, 20000,
-	    &b, &e) == 0)
-		print_lines(&b, "egress   ", match);
-	else
-		fprintf(stderr, "vivariumctl: %s: %s\n", conf.egress_container,
-		    e.msg);
-	json_decref(ins);
-	buf_release(&b);
-	return r == 0 ? EX_OK : EX_FAIL;
+	return fail(&e, argv[0]);
 }
 
 /* ---------------------------------------------------------------- doctor */
@@ -1201,7 +850,9 @@ cmd_logs(int argc, char **argv)
 static int
 cmd_doctor(int argc, char **argv)
 {
+	struct berr	 e;
 	const char	*fetch = NULL;
+	int		 r;
 
 	if (argc == 2 && strcmp(argv[0], "--fetch") == 0)
 		fetch = argv[1];
@@ -1215,13 +866,10 @@ cmd_doctor(int argc, char **argv)
 		    "an http:// or https:// URL\n", fetch);
 		return EX_USAGE;
 	}
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: doctor checks the Podman backend; "
-		    "on Kubernetes, kubectl describe the Pods\n");
-		return EX_USAGE;
-	}
-	return doctor_run(&conf, podman, fetch, json_out) == 0 ? EX_OK
-	    : EX_FAIL;
+	if ((r = backend->doctor(backend, fetch, json_out, &e)) != -1)
+		return r == 0 ? EX_OK : EX_FAIL;
+	fprintf(stderr, "vivariumctl: %s\n", e.msg);
+	return EX_USAGE;
 }
 
 /* ---------------------------------------------------------------- backup */
@@ -1271,7 +919,7 @@ copy_file(const char *src, const char *dir, const char *name, mode_t mode)
 static int
 cmd_backup(int argc, char **argv)
 {
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*users, *u, *man, *list;
 	const char	*id, *dir;
 	char		 path[PATH_MAX], name[NAME_MAX_BYTES + 8];
@@ -1282,11 +930,8 @@ cmd_backup(int argc, char **argv)
 		return EX_USAGE;
 	}
 	dir = argv[0];
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: backup is for the Podman backend; "
-		    "on Kubernetes, back up the PersistentVolumeClaims\n");
+	if (refused("backup"))
 		return EX_USAGE;
-	}
 	/* A new directory, never one that holds anything. */
 	if (mkdir(dir, 0700) == -1) {
 		fprintf(stderr, "vivariumctl: backup %s: %s (give a directory "
@@ -1298,7 +943,7 @@ cmd_backup(int argc, char **argv)
 		fprintf(stderr, "vivariumctl: %s: %s\n", path, strerror(errno));
 		return EX_FAIL;
 	}
-	if ((users = collect_users(&e)) == NULL)
+	if ((users = backend->users(backend, &e)) == NULL)
 		return fail(&e, NULL);
 	list = json_array();
 	man = json_pack("{s:s, s:I, s:o}", "vivarium", VIVARIUM_VERSION,
@@ -1400,10 +1045,8 @@ cmd_restore(int argc, char **argv)
 		return EX_USAGE;
 	}
 	dir = argv[0];
-	if (conf.backend != BACKEND_PODMAN) {
-		fprintf(stderr, "vivariumctl: restore is for the Podman backend\n");
+	if (refused("restore"))
 		return EX_USAGE;
-	}
 	/* Checked whole before anything changes. */
 	snprintf(path, sizeof(path), "%s/" BACKUP_MANIFEST, dir);
 	if ((man = json_load_file(path, 0, &jerr)) == NULL
@@ -1466,7 +1109,7 @@ cmd_restore(int argc, char **argv)
 /* ---------------------------------------------------------------- render */
 
 static int
-cmd_render(int argc, char **argv, const char *topt)
+cmd_render(int argc, char **argv)
 {
 	char	 tdir[PATH_MAX];
 
@@ -1476,7 +1119,7 @@ cmd_render(int argc, char **argv, const char *topt)
 	}
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
-	render_template_dir(topt, tdir, sizeof(tdir));
+	render_template_dir(template_dir, tdir, sizeof(tdir));
 	if (render_user(&conf, podman, argv[0], tdir, argc == 2 ? argv[1] : ".")
 	    == -1)
 		return EX_FAIL;
@@ -1492,7 +1135,7 @@ static int
 cmd_render_kube(int argc, char **argv)
 {
 	struct backend	*b;
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*d;
 	long		 slot = 0;
 	int		 userns = -1;
@@ -1505,7 +1148,7 @@ cmd_render_kube(int argc, char **argv)
 		return EX_USAGE;
 	if (conf.backend == BACKEND_KUBERNETES
 	    && (b = backend_new(&conf, NULL)) != NULL) {
-		if ((d = b->describe(b, argv[0], &e)) == NULL)
+		if ((d = b->describe(b, argv[0], NULL, &e)) == NULL)
 			fprintf(stderr, "vivariumctl: the uid is not known (%s): "
 			    "slot 0\n", e.msg);
 		else if (json_integer_value(json_object_get(d, "uid")) >
@@ -1524,26 +1167,93 @@ cmd_render_kube(int argc, char **argv)
 
 /* ---------------------------------------------------------------- main */
 
-/* The commands that take only their arguments (render also takes -t). */
-static const struct command {
-	const char	*name;
-	int		(*fn)(int, char **);
-} commands[] = {
-	{ "add-user",		cmd_add },
-	{ "remove-user",	cmd_remove },
-	{ "list",		cmd_list },
-	{ "doctor",		cmd_doctor },
-	{ "logs",		cmd_logs },
-	{ "backup",		cmd_backup },
-	{ "restore",		cmd_restore },
-	{ "upgrade",		cmd_upgrade },
-	{ "start",		cmd_start },
-	{ "stop",		cmd_stop },
-	{ "status",		cmd_status },
-	{ "export",		cmd_export },
-	{ "import",		cmd_import },
-	{ NULL,			NULL },
+static const struct command commands[] = {
+	{ "add-user", NULL, cmd_add, 0,
+	    "add-user USER...",
+	    "create the user's network, volume and container,\n"
+	    "and start it" },
+	{ "remove-user", NULL, cmd_remove, 0,
+	    "remove-user [--purge] USER...",
+	    "remove container and network; --purge also\n"
+	    "deletes the workspace volume (the user's files)" },
+	{ "list", NULL, cmd_list, 0,
+	    "list",
+	    "every user: state, memory, disk used, idle\n"
+	    "time, and whether its image is the current one" },
+	{ "doctor", NULL, cmd_doctor, 0,
+	    "doctor [--fetch URL]",
+	    "check everything the service needs (Podman,\n"
+	    "the image and its age, the egress proxy, the\n"
+	    "links' address, limits, disk, the token file),\n"
+	    "each fault with its fix; --fetch also gets URL\n"
+	    "through the egress proxy as a sandbox would" },
+	{ "logs", NULL, cmd_logs, 0,
+	    "logs USER",
+	    "the sandbox's log (its runs) and the egress\n"
+	    "proxy's lines for it (what it fetched)" },
+	{ "upgrade", NULL, cmd_upgrade, 0,
+	    "upgrade USER... | --all",
+	    "move sandboxes made from an older image to the\n"
+	    "current one now (files and namespace kept): a\n"
+	    "stopped one is made again, a running one only\n"
+	    "while it serves nothing (a busy one moves at\n"
+	    "its next idle stop, as without this command)" },
+	{ "start", NULL, cmd_start, 0,
+	    "start USER",
+	    "start the sandbox and wait until it answers" },
+	{ "stop", NULL, cmd_stop, 0,
+	    "stop USER",
+	    "stop the sandbox (files and namespace are kept)" },
+	{ "status", NULL, cmd_status, 0,
+	    "status USER",
+	    "one user's sandbox in detail" },
+	{ "export", NULL, cmd_export, 0,
+	    "export USER > FILE.tar",
+	    "the user's workspace (files and namespace store)\n"
+	    "as a tar" },
+	{ "import", NULL, cmd_import, 0,
+	    "import [--replace] USER < FILE.tar",
+	    "a tar from export into a new user's workspace;\n"
+	    "--replace deletes an existing user's first" },
+	{ "backup", NULL, cmd_backup, 0,
+	    "backup DIR",
+	    "everything into a new directory: the config,\n"
+	    "the token, the link key, the names and each\n"
+	    "user's workspace (files and namespace) as a tar" },
+	{ "restore", NULL, cmd_restore, 0,
+	    "restore [--replace] DIR",
+	    "a backup back: the token and link key where the\n"
+	    "config names them (the ones there kept aside),\n"
+	    "each user's workspace (an existing user is left\n"
+	    "alone unless --replace)" },
+	{ "render", NULL, cmd_render, 0,
+	    "render USER [DIR]",
+	    "write vivarium-USER.container/.network quadlets\n"
+	    "from the templates (for systemd-managed setups)" },
+	{ "render", "--kubernetes", cmd_render_kube, CMD_NO_BACKEND,
+	    "render --kubernetes USER",
+	    "print the PersistentVolumeClaim, NetworkPolicy\n"
+	    "and Pod the kubernetes backend makes for USER" },
+	{ NULL, NULL, NULL, 0, NULL, NULL },
 };
+
+/* The command name names, the one with its flag when argv starts so. */
+static const struct command *
+command_find(const char *name, int argc, char **argv)
+{
+	const struct command	*c, *found = NULL;
+
+	for (c = commands; c->name != NULL; c++) {
+		if (strcmp(name, c->name) != 0)
+			continue;
+		if (c->flag == NULL && found == NULL)
+			found = c;
+		else if (c->flag != NULL && argc > 0
+		    && strcmp(argv[0], c->flag) == 0)
+			return c;
+	}
+	return found;
+}
 
 int
 main(int argc, char **argv)
@@ -1556,7 +1266,7 @@ main(int argc, char **argv)
 	};
 	const struct command *c;
 	struct confdiag	 diag;
-	const char	*path = NULL, *topt = NULL, *cmd;
+	const char	*path = NULL, *cmd;
 	char		 defconf[PATH_MAX];
 	int		 ch, rc;
 
@@ -1565,7 +1275,7 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+f:t:hvV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f': path = optarg; break;
-		case 't': topt = optarg; break;
+		case 't': template_dir = optarg; break;
 		case 'j': json_out = 1; break;
 		case 'v': log_setverbose(1); break;
 		case 'h': usage(stdout); return EX_OK;
@@ -1590,13 +1300,14 @@ main(int argc, char **argv)
 		usage(stdout);
 		return EX_OK;
 	}
-	for (c = commands; c->name != NULL; c++)
-		if (strcmp(cmd, c->name) == 0)
-			break;
-	if (c->name == NULL && strcmp(cmd, "render") != 0) {
+	if ((c = command_find(cmd, argc, argv)) == NULL) {
 		fprintf(stderr, "vivariumctl: unknown command \"%s\" "
 		    "(vivariumctl --help lists them)\n", cmd);
 		return EX_USAGE;
+	}
+	if (c->flag != NULL) {
+		argc--;
+		argv++;
 	}
 	if (path == NULL)
 		path = conf_default_path(defconf, sizeof(defconf));
@@ -1619,24 +1330,17 @@ main(int argc, char **argv)
 			    "have no file links\n", err);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (strcmp(cmd, "render") == 0 && argc > 0
-	    && strcmp(argv[0], "--kubernetes") == 0) {
-		rc = cmd_render_kube(argc - 1, argv + 1);
-		conf_release(&conf);
-		curl_global_cleanup();
-		return rc;
-	}
-	if ((backend = backend_new(&conf, NULL)) == NULL
+	if (c->flags & CMD_NO_BACKEND)
+		rc = c->fn(argc, argv);
+	else if ((backend = backend_new(&conf, NULL)) == NULL
 	    || (podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
 	    == NULL)
 		return EX_FAIL;
-
-	if (c->name != NULL)
+	else {
 		rc = c->fn(argc, argv);
-	else
-		rc = cmd_render(argc, argv, topt);
-	podman_free(podman);
-	backend->free(backend);
+		podman_free(podman);
+		backend->free(backend);
+	}
 	conf_release(&conf);
 	curl_global_cleanup();
 	return rc;

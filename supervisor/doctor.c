@@ -23,7 +23,8 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "supervisor.h"
+#include "backend.h"
+#include "podman.h"
 #include "banned.h"
 
 #define IMAGE_OLD_DAYS	30
@@ -126,7 +127,7 @@ check_token(struct doctor *d)
 static int
 check_podman(struct doctor *d)
 {
-	struct perr	 e;
+	struct berr	 e;
 	char		 fix[512];
 
 	snprintf(fix, sizeof(fix), "start Podman's API service: systemctl "
@@ -151,7 +152,7 @@ check_podman(struct doctor *d)
 static void
 check_image(struct doctor *d)
 {
-	struct perr	 e;
+	struct berr	 e;
 	long long	 built;
 	long		 days;
 	int		 current;
@@ -254,7 +255,7 @@ check_fetch(struct doctor *d, const char *ip, const char *url)
 static void
 check_egress(struct doctor *d, const char *fetch)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct stat	 st;
 	json_t		*ins;
 	char		 ip[64], path[STATE_DIR_MAX + 48];
@@ -330,7 +331,7 @@ check_links(struct doctor *d)
 static void
 check_limits(struct doctor *d)
 {
-	struct perr	 e;
+	struct berr	 e;
 	char		 why[512];
 	int		 r;
 
@@ -357,7 +358,7 @@ check_limits(struct doctor *d)
 static void
 check_disk(struct doctor *d)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct statvfs	 vfs;
 	json_t		*vols, *v;
 	unsigned long long free_b, grow = 0, quota;

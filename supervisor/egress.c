@@ -44,7 +44,8 @@
 #include "clock.h"
 #include "log.h"
 #include "sha256.h"
-#include "supervisor.h"
+#include "backend.h"
+#include "podman.h"
 #include "text.h"
 #include "banned.h"
 
@@ -74,7 +75,7 @@ egress_image(const struct conf *c)
  * line.  0, or -1 with e.
  */
 int
-egress_host_list(const struct conf *c, struct buf *out, struct perr *e)
+egress_host_list(const struct conf *c, struct buf *out, struct berr *e)
 {
 	struct ifaddrs	*ifs, *i;
 	const void	*a;
@@ -83,7 +84,7 @@ egress_host_list(const struct conf *c, struct buf *out, struct perr *e)
 	int		 r = 0;
 
 	if (getifaddrs(&ifs) == -1) {
-		perr_set(e, 500, "cannot list this host's addresses: %s",
+		berr_set(e, 500, "cannot list this host's addresses: %s",
 		    strerror(errno));
 		return -1;
 	}
@@ -115,12 +116,12 @@ egress_host_list(const struct conf *c, struct buf *out, struct perr *e)
 		free(extra);
 	}
 	if (r != 0) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	/* Loopback at least: none means the listing failed. */
 	if (n == 0) {
-		perr_set(e, 500, "this host lists no address of its own");
+		berr_set(e, 500, "this host lists no address of its own");
 		return -1;
 	}
 	return 0;
@@ -139,7 +140,7 @@ hosts_dir(const struct conf *c, char *dst, size_t len)
  * proxy runs as another uid.  0, or -1 with e.
  */
 int
-egress_write_hosts(const struct conf *c, struct perr *e)
+egress_write_hosts(const struct conf *c, struct berr *e)
 {
 	struct buf	 now = BUF_INIT(1u << 20), had = BUF_INIT(1u << 20);
 	char		 dir[STATE_DIR_MAX + 16], path[STATE_DIR_MAX + 48];
@@ -155,7 +156,7 @@ egress_write_hosts(const struct conf *c, struct perr *e)
 		goto out;
 	(void)mkdir(c->state_dir, 0700);
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
-		perr_set(e, 500, "cannot create %s: %s", dir, strerror(errno));
+		berr_set(e, 500, "cannot create %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	(void)chmod(dir, 0755);
@@ -172,17 +173,17 @@ egress_write_hosts(const struct conf *c, struct perr *e)
 	}
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 	    O_CLOEXEC, 0644)) == -1) {
-		perr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
+		berr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (write(fd, now.data, now.len) != (ssize_t)now.len ||
 	    fchmod(fd, 0644) == -1 || close(fd) == -1) {
-		perr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
+		berr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
 		(void)unlink(tmp);
 		goto out;
 	}
 	if (rename(tmp, path) == -1) {
-		perr_set(e, 500, "cannot rename %s: %s", tmp, strerror(errno));
+		berr_set(e, 500, "cannot rename %s: %s", tmp, strerror(errno));
 		(void)unlink(tmp);
 		goto out;
 	}
@@ -318,7 +319,7 @@ labels_read(const char *text, size_t len, struct label_entry *v)
 
 int
 egress_labels_note(const struct conf *c, const char *user, const char *addr,
-    struct perr *e)
+    struct berr *e)
 {
 	struct label_entry *v = NULL;
 	struct buf	 had = BUF_INIT(LABELS_FILE_MAX), now = BUF_INIT(
@@ -333,7 +334,7 @@ egress_labels_note(const struct conf *c, const char *user, const char *addr,
 
 	if (addr != NULL && (user == NULL || addr_canon(addr, a,
 	    sizeof(a)) == -1)) {
-		perr_set(e, 500, "%s: not an address: %s", user != NULL ? user
+		berr_set(e, 500, "%s: not an address: %s", user != NULL ? user
 		    : "-", addr);
 		return -1;
 	}
@@ -347,12 +348,12 @@ egress_labels_note(const struct conf *c, const char *user, const char *addr,
 	if ((mkdir(dir, 0755) == -1 && errno != EEXIST) ||
 	    (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    flock(dfd, LOCK_EX) == -1) {
-		perr_set(e, 500, "%s: %s", dir, strerror(errno));
+		berr_set(e, 500, "%s: %s", dir, strerror(errno));
 		goto out;
 	}
 	/* One more than the file can hold: the new one. */
 	if ((v = calloc(LABELS_MAX + 1, sizeof(*v))) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		goto out;
 	}
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
@@ -392,20 +393,20 @@ egress_labels_note(const struct conf *c, const char *user, const char *addr,
 	}
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 	    O_CLOEXEC, 0644)) == -1) {
-		perr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
+		berr_set(e, 500, "cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	r = write(fd, now.data, now.len);
 	if (close(fd) == -1 || r != (ssize_t)now.len ||
 	    rename(tmp, path) == -1) {
-		perr_set(e, 500, "cannot write %s: %s", path, strerror(errno));
+		berr_set(e, 500, "cannot write %s: %s", path, strerror(errno));
 		(void)unlink(tmp);
 		goto out;
 	}
 	rc = 0;
 	goto out;
 nomem:
-	perr_set(e, 500, "out of memory");
+	berr_set(e, 500, "out of memory");
 out:
 	if (dfd != -1)
 		close(dfd);	/* and the lock with it */
@@ -501,7 +502,7 @@ egress_container_spec(const struct conf *c, int rootful)
  */
 static int
 spec_hash(const struct conf *c, const json_t *spec, const char *image_id,
-    char *dst, size_t len, struct perr *e)
+    char *dst, size_t len, struct berr *e)
 {
 	struct sha256	 h;
 	unsigned char	 md[SHA256_LEN], chunk[4096];
@@ -511,7 +512,7 @@ spec_hash(const struct conf *c, const json_t *spec, const char *image_id,
 	int		 fd;
 
 	if ((s = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS)) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	sha256_init(&h);
@@ -520,7 +521,7 @@ spec_hash(const struct conf *c, const json_t *spec, const char *image_id,
 	free(s);
 	if (c->egress_config != NULL) {
 		if ((fd = open(c->egress_config, O_RDONLY | O_CLOEXEC)) == -1) {
-			perr_set(e, 500, "egress: config %s: %s",
+			berr_set(e, 500, "egress: config %s: %s",
 			    c->egress_config, strerror(errno));
 			return -1;
 		}
@@ -538,7 +539,7 @@ spec_hash(const struct conf *c, const json_t *spec, const char *image_id,
 
 /* Its way out: a normal bridge network, made when missing. */
 static int
-network_ensure(const struct conf *c, struct podman *p, struct perr *e)
+network_ensure(const struct conf *c, struct podman *p, struct berr *e)
 {
 	json_t	*net, *spec;
 	int	 r;
@@ -549,7 +550,7 @@ network_ensure(const struct conf *c, struct podman *p, struct perr *e)
 		r = json_is_true(json_object_get(net, "internal"));
 		json_decref(net);
 		if (r) {
-			perr_set(e, 500, "the network %s is internal, and the "
+			berr_set(e, 500, "the network %s is internal, and the "
 			    "egress proxy needs a way out: remove it (podman "
 			    "network rm %s) or name another in egress: network",
 			    c->egress_network, c->egress_network);
@@ -565,7 +566,7 @@ network_ensure(const struct conf *c, struct podman *p, struct perr *e)
 	    "io.vivarium.role", "egress");
 	r = podman_network_create(p, spec, e);
 	json_decref(spec);
-	if (r == -1 && !perr_exists(e))
+	if (r == -1 && !podman_err_exists(e))
 		return -1;
 	if (r == 0)
 		log_info("made the network %s (bridge %s) for the egress proxy",
@@ -578,10 +579,10 @@ network_ensure(const struct conf *c, struct podman *p, struct perr *e)
  * to 10 s), or an error with what it said before it exited.
  */
 static int
-started_ok(const struct conf *c, struct podman *p, struct perr *e)
+started_ok(const struct conf *c, struct podman *p, struct berr *e)
 {
 	struct buf	 logs = BUF_INIT(1u << 16);
-	struct perr	 le;
+	struct berr	 le;
 	json_t		*ins;
 	long long	 code = 0;
 	int		 i, ready = 0;
@@ -621,7 +622,7 @@ started_ok(const struct conf *c, struct podman *p, struct perr *e)
 			logs.data[i] = '|';
 		else if ((unsigned char)logs.data[i] < 0x20)
 			logs.data[i] = ' ';
-	perr_set(e, 500, "the egress proxy %s exited at start (code %lld): "
+	berr_set(e, 500, "the egress proxy %s exited at start (code %lld): "
 	    "%.*s", c->egress_container, code, (int)(logs.len > 300 ? 300 :
 	    logs.len), logs.len > 300 ? logs.data + logs.len - 300 :
 	    logs.len > 0 ? logs.data : "(no output; podman logs has more)");
@@ -631,12 +632,12 @@ started_ok(const struct conf *c, struct podman *p, struct perr *e)
 
 static int
 create_start(const struct conf *c, struct podman *p, json_t *spec,
-    struct perr *e)
+    struct berr *e)
 {
 	if (podman_container_create(p, spec, e) == -1) {
 		if (e->status == 500 && (strstr(e->msg, "image not known")
 		    || strstr(e->msg, "no such image")))
-			perr_set(e, 500, "the egress proxy's image %s is not in "
+			berr_set(e, 500, "the egress proxy's image %s is not in "
 			    "Podman's storage: build it (make image) or set "
 			    "egress: image", egress_image(c));
 		return -1;
@@ -656,13 +657,13 @@ create_start(const struct conf *c, struct podman *p, json_t *spec,
  */
 static struct {
 	char		 hash[40];	/* the spec that failed; "": none */
-	struct perr	 why;
+	struct berr	 why;
 	double		 retry_at;
 	double		 backoff;
 } failed;
 
 static void
-fail_note(const char *hash, const struct perr *e)
+fail_note(const char *hash, const struct berr *e)
 {
 	if (strcmp(failed.hash, hash) == 0)
 		failed.backoff = failed.backoff * 2 > 1800 ? 1800 :
@@ -676,7 +677,7 @@ fail_note(const char *hash, const struct perr *e)
 
 /* Still waiting to try that spec again: 1 with e saying so. */
 static int
-fail_wait(const char *hash, struct perr *e)
+fail_wait(const char *hash, struct berr *e)
 {
 	double	 left = failed.retry_at - clock_mono();
 
@@ -691,7 +692,7 @@ fail_wait(const char *hash, struct perr *e)
 
 int
 egress_keep(const struct conf *c, struct podman *p, int *replaced,
-    struct perr *e)
+    struct berr *e)
 {
 	json_t		*spec = NULL, *ins = NULL;
 	const char	*have, *was;
@@ -710,7 +711,7 @@ egress_keep(const struct conf *c, struct podman *p, int *replaced,
 	if (podman_image_id(p, egress_image(c), image_id, sizeof(image_id), e)
 	    == -1) {
 		if (e->status == 404)
-			perr_set(e, 404, "the egress proxy's image %s is not in "
+			berr_set(e, 404, "the egress proxy's image %s is not in "
 			    "Podman's storage: build it (make image) or set "
 			    "egress: image", egress_image(c));
 		return -1;
@@ -718,7 +719,7 @@ egress_keep(const struct conf *c, struct podman *p, int *replaced,
 	if (network_ensure(c, p, e) == -1)
 		return -1;
 	if ((spec = egress_container_spec(c, rootful)) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	if (spec_hash(c, spec, image_id, hash, sizeof(hash), e) == -1)

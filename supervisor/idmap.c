@@ -21,13 +21,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 #define SLOTS_DIR	"slots"
 
 static void
-idmap_err(struct perr *e, const char *what, const struct conf *c)
+idmap_err(struct berr *e, const char *what, const struct conf *c)
 {
 	int	 saved = errno;
 
@@ -46,7 +46,7 @@ idmap_max_slot(const struct conf *c)
 
 /* <state_dir>/slots, made 0700 if missing; a descriptor, or -1 with e. */
 static int
-slots_open(const struct conf *c, struct perr *e)
+slots_open(const struct conf *c, struct berr *e)
 {
 	struct stat	 st;
 	int		 sfd, dfd;
@@ -119,7 +119,7 @@ slots_find(int dfd, const char *user)
 
 int
 idmap_slot(const struct conf *c, const char *user, int create, long *slot,
-    struct perr *e)
+    struct berr *e)
 {
 	char	 name[32];
 	long	 n, max = idmap_max_slot(c), found;
@@ -173,7 +173,7 @@ fail:
 int
 idmap_release(const struct conf *c, const char *user)
 {
-	struct perr	 e;
+	struct berr	 e;
 	char		 name[32];
 	long		 slot;
 	int		 dfd;

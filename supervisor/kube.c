@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "config.h"
 #include "log.h"
+#include "backend.h"
 #include "kube.h"
 #include "base64.h"
 #include "banned.h"
@@ -66,13 +67,13 @@ slurp(const char *path, size_t *lenp)
 
 /* The token in a file (the projected service account token rotates). */
 static int
-read_token(const char *path, char *dst, size_t len, struct perr *e)
+read_token(const char *path, char *dst, size_t len, struct berr *e)
 {
 	char	*t;
 	size_t	 n;
 
 	if ((t = slurp(path, &n)) == NULL) {
-		perr_set(e, 500, "cannot read the API token %s: %s", path,
+		berr_set(e, 500, "cannot read the API token %s: %s", path,
 		    strerror(errno));
 		return -1;
 	}
@@ -80,7 +81,7 @@ read_token(const char *path, char *dst, size_t len, struct perr *e)
 	    || t[n - 1] == ' '))
 		n--;
 	if (n == 0 || n >= len || memchr(t, '\n', n) != NULL) {
-		perr_set(e, 500, "the API token %s is %s", path, n == 0
+		berr_set(e, 500, "the API token %s is %s", path, n == 0
 		    ? "empty" : "not one line of a token");
 		memset(t, 0, n);
 		free(t);
@@ -162,25 +163,25 @@ path_near(const char *kubeconfig, const char *p)
 static int
 pem_of(const char *path, const struct ynode *m,
     const char *datakey, const char *filekey, char **data, size_t *len,
-    char **file, struct perr *e)
+    char **file, struct berr *e)
 {
 	const char	*v;
 
 	if ((v = scalar(m, datakey)) != NULL) {
 		if ((*data = b64_decode(v, len)) == NULL) {
-			perr_set(e, 400, "%s: %s is not base64", path, datakey);
+			berr_set(e, 400, "%s: %s is not base64", path, datakey);
 			return -1;
 		}
 	} else if ((v = scalar(m, filekey)) != NULL
 	    && (*file = path_near(path, v)) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return -1;
 	}
 	return 0;
 }
 
 static int
-from_kubeconfig(struct kube *k, const char *path, struct perr *e)
+from_kubeconfig(struct kube *k, const char *path, struct berr *e)
 {
 	struct confdiag		 d;
 	struct ynode		*root;
@@ -190,24 +191,24 @@ from_kubeconfig(struct kube *k, const char *path, struct perr *e)
 
 	confdiag_init(&d, path);
 	if ((root = yconf_load(path, &d)) == NULL) {
-		perr_set(e, 400, "kubeconfig %s: %s", path, buf_str(&d.text));
+		berr_set(e, 400, "kubeconfig %s: %s", path, buf_str(&d.text));
 		confdiag_release(&d);
 		return -1;
 	}
 	confdiag_release(&d);
 	if ((cur = scalar(root, "current-context")) == NULL) {
-		perr_set(e, 400, "kubeconfig %s has no current-context", path);
+		berr_set(e, 400, "kubeconfig %s has no current-context", path);
 		goto done;
 	}
 	ctx = yconf_get(named(yconf_get(root, "contexts"), cur), "context");
 	if (ctx == NULL || (cname = scalar(ctx, "cluster")) == NULL) {
-		perr_set(e, 400, "kubeconfig %s: no context \"%s\" with a "
+		berr_set(e, 400, "kubeconfig %s: no context \"%s\" with a "
 		    "cluster", path, cur);
 		goto done;
 	}
 	cl = yconf_get(named(yconf_get(root, "clusters"), cname), "cluster");
 	if (cl == NULL || (v = scalar(cl, "server")) == NULL) {
-		perr_set(e, 400, "kubeconfig %s: no cluster \"%s\" with a "
+		berr_set(e, 400, "kubeconfig %s: no cluster \"%s\" with a "
 		    "server", path, cname);
 		goto done;
 	}
@@ -224,12 +225,12 @@ from_kubeconfig(struct kube *k, const char *path, struct perr *e)
 	us = uname != NULL ? yconf_get(named(yconf_get(root, "users"), uname),
 	    "user") : NULL;
 	if (uname != NULL && us == NULL) {
-		perr_set(e, 400, "kubeconfig %s: no user \"%s\"", path, uname);
+		berr_set(e, 400, "kubeconfig %s: no user \"%s\"", path, uname);
 		goto done;
 	}
 	if (yconf_get(us, "exec") != NULL
 	    || yconf_get(us, "auth-provider") != NULL) {
-		perr_set(e, 400, "kubeconfig %s: user \"%s\" authenticates with "
+		berr_set(e, 400, "kubeconfig %s: user \"%s\" authenticates with "
 		    "a plugin (exec or auth-provider), which the supervisor "
 		    "does not run: give it a token, tokenFile or a client "
 		    "certificate", path, uname);
@@ -248,21 +249,21 @@ from_kubeconfig(struct kube *k, const char *path, struct perr *e)
 	rc = 0;
 	goto done;
 oom:
-	perr_set(e, 500, "out of memory");
+	berr_set(e, 500, "out of memory");
 done:
 	yconf_free(root);
 	return rc;
 }
 
 static int
-in_cluster(struct kube *k, const char *dir, struct perr *e)
+in_cluster(struct kube *k, const char *dir, struct berr *e)
 {
 	const char	*host = getenv("KUBERNETES_SERVICE_HOST");
 	const char	*port = getenv("KUBERNETES_SERVICE_PORT");
 	char		 url[320], path[512];
 
 	if (host == NULL || *host == '\0') {
-		perr_set(e, 400, "not running in a Kubernetes Pod "
+		berr_set(e, 400, "not running in a Kubernetes Pod "
 		    "(KUBERNETES_SERVICE_HOST is not set) and no "
 		    "kubernetes.kubeconfig is given");
 		return -1;
@@ -279,13 +280,13 @@ in_cluster(struct kube *k, const char *dir, struct perr *e)
 		goto oom;
 	return 0;
 oom:
-	perr_set(e, 500, "out of memory");
+	berr_set(e, 500, "out of memory");
 	return -1;
 }
 
 struct kube *
 kube_new(const char *kubeconfig, const char *sa_dir, long timeout_ms,
-    struct perr *e)
+    struct berr *e)
 {
 	struct kube	*k;
 	char		 tok[KUBE_TOKEN_MAX];
@@ -293,7 +294,7 @@ kube_new(const char *kubeconfig, const char *sa_dir, long timeout_ms,
 
 	memset(e, 0, sizeof(*e));
 	if ((k = calloc(1, sizeof(*k))) == NULL) {
-		perr_set(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return NULL;
 	}
 	k->timeout_ms = timeout_ms;
@@ -310,7 +311,7 @@ kube_new(const char *kubeconfig, const char *sa_dir, long timeout_ms,
 	    && strncmp(k->server, "http://127.", 11) != 0
 	    && strncmp(k->server, "http://[::1]", 12) != 0
 	    && strncmp(k->server, "http://localhost:", 17) != 0) {
-		perr_set(e, 400, "%s: the API server %s must be https:// (plain "
+		berr_set(e, 400, "%s: the API server %s must be https:// (plain "
 		    "http:// only on this host, as kubectl proxy serves it)",
 		    k->where, k->server);
 		goto fail;
@@ -410,7 +411,7 @@ what_of(const char *method, const char *path, struct what *w)
 }
 
 void
-kube_status_err(struct perr *e, const char *method, const char *path,
+kube_status_err(struct berr *e, const char *method, const char *path,
     long status, const char *body, size_t len)
 {
 	struct what	 w;
@@ -501,7 +502,7 @@ pem(CURL *c, const char *data, size_t len, CURLoption blobopt,
 /* A handle for method path with the server's TLS and our credentials. */
 static int
 req_init(struct kube *k, struct req *r, const char *method, const char *path,
-    json_t *body, long timeout_ms, struct perr *e)
+    json_t *body, long timeout_ms, struct berr *e)
 {
 	char			 url[2048], tok[KUBE_TOKEN_MAX + 32];
 	char			 t[KUBE_TOKEN_MAX];
@@ -509,7 +510,7 @@ req_init(struct kube *k, struct req *r, const char *method, const char *path,
 
 	memset(r, 0, sizeof(*r));
 	if ((r->c = c = curl_easy_init()) == NULL) {
-		perr_set(e, 500, "cannot set up a curl handle");
+		berr_set(e, 500, "cannot set up a curl handle");
 		return -1;
 	}
 	snprintf(url, sizeof(url), "%s%s", k->server, path);
@@ -552,7 +553,7 @@ req_init(struct kube *k, struct req *r, const char *method, const char *path,
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, r->hdrs);
 	if (body != NULL) {
 		if ((r->payload = json_dumps(body, JSON_COMPACT)) == NULL) {
-			perr_set(e, 500, "cannot encode the request");
+			berr_set(e, 500, "cannot encode the request");
 			return -1;
 		}
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->payload);
@@ -563,7 +564,7 @@ req_init(struct kube *k, struct req *r, const char *method, const char *path,
 /* curl failed before an answer: unreachable (status 0), said with why. */
 static void
 curl_err(struct kube *k, struct req *r, CURLcode rc, const char *method,
-    const char *path, struct perr *e)
+    const char *path, struct berr *e)
 {
 	struct what	 w;
 	const char	*why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
@@ -571,16 +572,16 @@ curl_err(struct kube *k, struct req *r, CURLcode rc, const char *method,
 	what_of(method, path, &w);
 	if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE
 	    || rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CONNECT_ERROR)
-		perr_set(e, 0, "the API server %s (%s) cannot be trusted or "
+		berr_set(e, 0, "the API server %s (%s) cannot be trusted or "
 		    "spoken to over TLS: %s: check the cluster's CA and the "
 		    "client certificate", k->server, k->where, why);
 	else
-		perr_set(e, 0, "the API server %s (%s) is not reachable to %s "
+		berr_set(e, 0, "the API server %s (%s) is not reachable to %s "
 		    "%s: %s", k->server, k->where, w.verb, w.resource, why);
 }
 
 static void
-failed(struct kube *k, const struct perr *e)
+failed(struct kube *k, const struct berr *e)
 {
 	/* Never the token: no message is built from a request header. */
 	log_debug("kube: %s", e->msg);
@@ -590,7 +591,7 @@ failed(struct kube *k, const struct perr *e)
 
 int
 kube_call(struct kube *k, const char *method, const char *path, json_t *body,
-    json_t **reply, long *statusp, struct perr *e)
+    json_t **reply, long *statusp, struct berr *e)
 {
 	struct req	 r;
 	struct buf	 in = BUF_INIT(KUBE_REPLY_MAX);
@@ -610,7 +611,7 @@ kube_call(struct kube *k, const char *method, const char *path, json_t *body,
 	curl_easy_setopt(r.c, CURLOPT_WRITEDATA, &in);
 	if ((rc = curl_easy_perform(r.c)) != CURLE_OK) {
 		if (rc == CURLE_WRITE_ERROR)
-			perr_set(e, 502, "the API server's answer to %s %s is over "
+			berr_set(e, 502, "the API server's answer to %s %s is over "
 			    "%u bytes", method, path, KUBE_REPLY_MAX);
 		else
 			curl_err(k, &r, rc, method, path, e);
@@ -625,7 +626,7 @@ kube_call(struct kube *k, const char *method, const char *path, json_t *body,
 	}
 	if (reply != NULL && in.len > 0
 	    && (*reply = json_loadb(in.data, in.len, 0, &jerr)) == NULL) {
-		perr_set(e, 502, "the API server's answer to %s %s is not JSON: "
+		berr_set(e, 502, "the API server's answer to %s %s is not JSON: "
 		    "%s", method, path, jerr.text);
 		goto done;
 	}
@@ -645,7 +646,7 @@ struct watch {
 	const char	*path;
 	kube_event_fn	 fn;
 	void		*arg;
-	struct perr	*e;
+	struct berr	*e;
 	struct buf	 line;
 	long		 status;	/* of the answer, once its head came */
 	int		 result;	/* KW_* or -1 */
@@ -666,7 +667,7 @@ watch_event(struct watch *w, const char *s, size_t len)
 	if (len == 0)
 		return 0;
 	if ((ev = json_loadb(s, len, 0, &jerr)) == NULL) {
-		perr_set(w->e, 502, "a watch event from the API server is not "
+		berr_set(w->e, 502, "a watch event from the API server is not "
 		    "JSON: %s", jerr.text);
 		w->result = -1;
 		return -1;
@@ -674,7 +675,7 @@ watch_event(struct watch *w, const char *s, size_t len)
 	type = json_string_value(json_object_get(ev, "type"));
 	obj = json_object_get(ev, "object");
 	if (type == NULL || !json_is_object(obj)) {
-		perr_set(w->e, 502, "a watch event from the API server has no "
+		berr_set(w->e, 502, "a watch event from the API server has no "
 		    "type or object");
 		w->result = -1;
 	} else if (strcmp(type, "ERROR") == 0) {
@@ -711,7 +712,7 @@ watch_write(char *ptr, size_t size, size_t n, void *arg)
 	if (w->status == 0)
 		curl_easy_getinfo(w->c, CURLINFO_RESPONSE_CODE, &w->status);
 	if (buf_append(&w->line, ptr, len) == -1) {
-		perr_set(w->e, 502, "a watch event from the API server is over "
+		berr_set(w->e, 502, "a watch event from the API server is over "
 		    "%u bytes", KUBE_EVENT_MAX);
 		w->result = -1;
 		w->stopped = 1;
@@ -733,7 +734,7 @@ watch_write(char *ptr, size_t size, size_t n, void *arg)
 
 int
 kube_watch(struct kube *k, const char *path, long timeout_ms,
-    kube_event_fn fn, void *arg, struct perr *e)
+    kube_event_fn fn, void *arg, struct berr *e)
 {
 	struct req	 r;
 	struct watch	 w;

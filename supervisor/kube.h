@@ -103,7 +103,7 @@ void	kspec_proxy_addr(const struct conf *, char *dst, size_t len,
  * service account's token, re-read at every request since bound tokens
  * rotate, and its CA), or a kubeconfig's current context.  Calls are
  * safe from several threads at once: each has its own curl handle.
- * Errors fill struct perr as podman.c does: status 0 when the server
+ * Errors fill struct berr as podman.c does: status 0 when the server
  * cannot be reached, else the HTTP status, the Status reason in cause
  * ("AlreadyExists", "NotFound", ...) and a sentence for an operator.
  * The token is never logged nor put in a message.
@@ -121,7 +121,7 @@ struct kube {
 	char	*cert_data, *key_data;	/* the same inline (PEM) */
 	size_t	 cert_len, key_len;
 	long	 timeout_ms;	/* per request but watches */
-	void	(*on_error)(const struct perr *);
+	void	(*on_error)(const struct berr *);
 };
 
 #define KUBE_SA_DIR	"/var/run/secrets/kubernetes.io/serviceaccount"
@@ -132,7 +132,7 @@ struct kube {
  * err when the configuration cannot be used.
  */
 struct kube	*kube_new(const char *kubeconfig, const char *sa_dir,
-		    long timeout_ms, struct perr *err);
+		    long timeout_ms, struct berr *err);
 void		 kube_free(struct kube *);
 
 /*
@@ -141,7 +141,7 @@ void		 kube_free(struct kube *);
  * (may be NULL).  2xx is success; else -1 with err.
  */
 int	kube_call(struct kube *, const char *method, const char *path,
-	    json_t *body, json_t **reply, long *status, struct perr *err);
+	    json_t *body, json_t **reply, long *status, struct berr *err);
 
 /*
  * A watch: GET path (which holds watch=1 and timeoutSeconds), each
@@ -155,13 +155,13 @@ int	kube_call(struct kube *, const char *method, const char *path,
 #define KW_DONE		1
 #define KW_GONE		2
 typedef int	(*kube_event_fn)(void *arg, const char *type,
-		    const json_t *object, struct perr *err);
+		    const json_t *object, struct berr *err);
 int	kube_watch(struct kube *, const char *path, long timeout_ms,
-	    kube_event_fn fn, void *arg, struct perr *err);
+	    kube_event_fn fn, void *arg, struct berr *err);
 
 /* A Status object (or a body that is not one) as a sentence: the verb
  * and resource named, so that a 403 says which RBAC rule is missing. */
-void	kube_status_err(struct perr *, const char *method, const char *path,
+void	kube_status_err(struct berr *, const char *method, const char *path,
 	    long status, const char *body, size_t len);
 
 #endif

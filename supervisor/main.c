@@ -95,10 +95,10 @@ reaper(void *arg)
 
 /* The backend's engine failed a call: counted when it is its fault. */
 static void
-backend_error_hook(const struct perr *e)
+backend_error_hook(const struct berr *e)
 {
 	if (e->status == 0 || e->status >= 500)
-		metrics_podman_error();
+		metrics_backend_error();
 }
 
 /* The backend's start-up findings, logged. */
@@ -147,7 +147,7 @@ int
 main(int argc, char **argv)
 {
 	struct confdiag		 diag;
-	struct perr		 e;
+	struct berr		 e;
 	pthread_t		 rt;
 	sigset_t		 set;
 	const char		*path = NULL;
@@ -211,6 +211,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((backend = backend_new(&conf, backend_error_hook)) == NULL)
 		fatal("backend_new");
+	metrics_backend(backend->name);
 	pool_init(&conf, backend);
 	if ((r = backend->check(backend, say, &e)) == -2)
 		fatalx("%s", e.msg);

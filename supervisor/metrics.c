@@ -18,7 +18,8 @@ static unsigned long	 requests[600];
 static unsigned long	 spawn_buckets[NBOUNDS];
 static unsigned long	 spawn_count;
 static double		 spawn_sum;
-static unsigned long	 podman_errors;
+static unsigned long	 backend_errors;
+static const char	*backend_name = "podman";	/* the label's value */
 
 void
 metrics_request(int status)
@@ -45,10 +46,18 @@ metrics_spawn(double s)
 }
 
 void
-metrics_podman_error(void)
+metrics_backend(const char *name)
 {
 	pthread_mutex_lock(&mlock);
-	podman_errors++;
+	backend_name = name;
+	pthread_mutex_unlock(&mlock);
+}
+
+void
+metrics_backend_error(void)
+{
+	pthread_mutex_lock(&mlock);
+	backend_errors++;
 	pthread_mutex_unlock(&mlock);
 }
 
@@ -84,8 +93,16 @@ metrics_render(struct buf *b)
 	    "vivarium_spawn_seconds_sum %.6f\nvivarium_spawn_seconds_count %lu\n",
 	    spawn_count, spawn_sum, spawn_count);
 	(void)buf_appendf(b,
-	    "# HELP vivarium_podman_errors_total Failed Podman API calls.\n"
+	    "# HELP vivarium_backend_errors_total Failed calls to the "
+	    "backend's engine (Podman, the Kubernetes API server).\n"
+	    "# TYPE vivarium_backend_errors_total counter\n"
+	    "vivarium_backend_errors_total{backend=\"%s\"} %lu\n",
+	    backend_name, backend_errors);
+	/* The old name, kept for one release (0.2 drops it). */
+	(void)buf_appendf(b,
+	    "# HELP vivarium_podman_errors_total Deprecated: "
+	    "vivarium_backend_errors_total.\n"
 	    "# TYPE vivarium_podman_errors_total counter\n"
-	    "vivarium_podman_errors_total %lu\n", podman_errors);
+	    "vivarium_podman_errors_total %lu\n", backend_errors);
 	pthread_mutex_unlock(&mlock);
 }

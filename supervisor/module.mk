@@ -11,8 +11,8 @@ SV_LIB_SRCS	:= supervisor/conf.c supervisor/endpoint.c supervisor/forward.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c \
 		   supervisor/relay.c \
 		   supervisor/idmap.c supervisor/quota.c supervisor/egress.c \
-		   supervisor/names.c \
-		   supervisor/backend.c supervisor/backend_podman.c \
+		   supervisor/names.c supervisor/doctor.c \
+		   supervisor/berr.c supervisor/backend.c supervisor/backend_podman.c \
 		   supervisor/kspec.c \
 		   supervisor/kube.c supervisor/backend_kube.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
@@ -31,27 +31,26 @@ $(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(O)/supervisor/front.o \
 
 $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
 		$(O)/supervisor/tarown.o \
-		$(O)/supervisor/doctor.o \
 		$(SV_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call PC_libs,$(PKGS_ctl)) -lm -lpthread
 
 # Unit tests: the Podman client against recorded replies, config and endpoints;
 # pool.c over a fake backend.
-$(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,$(O)/supervisor/sbenv.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
+$(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,$(O)/supervisor/berr.o $(O)/supervisor/sbenv.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 $(eval $(call unit_test,supervisor_files,tests/unit/supervisor/files.c,$(O)/supervisor/relay.o $(O)/supervisor/forward.o $(O)/supervisor/endpoint.o,))
-$(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/podman.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
-$(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/names.o $(O)/supervisor/podman.o $(O)/supervisor/sandbox.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/quota.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/berr.o $(O)/supervisor/podman.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
+$(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/berr.o $(O)/supervisor/names.o $(O)/supervisor/podman.o $(O)/supervisor/sandbox.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/quota.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
 $(eval $(call unit_test,supervisor_names,tests/unit/supervisor/names.c,$(O)/supervisor/endpoint.o,))
 $(eval $(call unit_test,supervisor_sbenv,tests/unit/supervisor/sbenv.c,$(O)/supervisor/endpoint.o,))
 $(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/supervisor/sbenv.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
-$(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
+$(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/berr.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
 $(eval $(call unit_test,supervisor_kspec,tests/unit/supervisor/kspec.c,$(O)/supervisor/sbenv.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
-$(eval $(call unit_test,supervisor_kube,tests/unit/supervisor/kube.c,$(O)/supervisor/backend.o $(O)/supervisor/backend_podman.o $(O)/supervisor/egress.o $(O)/supervisor/names.o $(O)/supervisor/sandbox.o $(O)/supervisor/quota.o $(O)/supervisor/kube.o $(O)/supervisor/forward.o $(O)/supervisor/podman.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_kube,tests/unit/supervisor/kube.c,$(O)/supervisor/berr.o $(O)/supervisor/backend.o $(O)/supervisor/backend_podman.o $(O)/supervisor/doctor.o $(O)/supervisor/egress.o $(O)/supervisor/names.o $(O)/supervisor/sandbox.o $(O)/supervisor/quota.o $(O)/supervisor/kube.o $(O)/supervisor/forward.o $(O)/supervisor/podman.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,libcurl))
 $(eval $(call unit_test,supervisor_tarown,tests/unit/supervisor/tarown.c,$(O)/supervisor/tarown.o,))
-$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/berr.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run

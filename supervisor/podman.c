@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "backend.h"
 #include "podman.h"
 #include "banned.h"
 
@@ -80,17 +81,17 @@ handle(const struct podman *p, const char *path, char *errbuf)
 
 /* Nobody answered on the socket: said with what to check. */
 static void
-perr_unreachable(struct perr *e, const struct podman *p, CURLcode rc,
+berr_unreachable(struct berr *e, const struct podman *p, CURLcode rc,
     const char *errbuf)
 {
-	perr_set(e, 0, "Podman is not reachable at %s (%s): is `podman system "
+	berr_set(e, 0, "Podman is not reachable at %s (%s): is `podman system "
 	    "service` running?", p->socket,
 	    errbuf[0] ? errbuf : curl_easy_strerror(rc));
 }
 
-/* Fills perr from Podman's error body, falling back to the raw text. */
+/* Fills err from Podman's error body, falling back to the raw text. */
 static void
-perr_from_reply(struct perr *e, const char *method, const char *path,
+berr_from_reply(struct berr *e, const char *method, const char *path,
     long status, const struct buf *body)
 {
 	json_t		*j;
@@ -124,7 +125,7 @@ perr_from_reply(struct perr *e, const char *method, const char *path,
  */
 static int
 call(struct podman *p, const char *method, const char *path, json_t *body,
-    struct buf *in, long *statusp, struct perr *e)
+    struct buf *in, long *statusp, struct berr *e)
 {
 	CURL			*c = NULL;
 	struct curl_slist	*hdrs = NULL;
@@ -164,7 +165,7 @@ call(struct podman *p, const char *method, const char *path, json_t *body,
 		if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT
 		    || rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR
 		    || rc == CURLE_SEND_ERROR)
-			perr_unreachable(e, p, rc, errbuf);
+			berr_unreachable(e, p, rc, errbuf);
 		else
 			snprintf(e->msg, sizeof(e->msg),
 			    "request to Podman failed: %s %s: %s", method, path,
@@ -175,7 +176,7 @@ call(struct podman *p, const char *method, const char *path, json_t *body,
 	if (statusp != NULL)
 		*statusp = status;
 	if (!((status >= 200 && status < 300) || status == 304)) {
-		perr_from_reply(e, method, path, status, in);
+		berr_from_reply(e, method, path, status, in);
 		goto fail;
 	}
 	ret = 0;
@@ -194,7 +195,7 @@ fail:
 
 int
 podman_call(struct podman *p, const char *method, const char *path,
-    json_t *body, json_t **reply, long *statusp, struct perr *e)
+    json_t *body, json_t **reply, long *statusp, struct berr *e)
 {
 	struct buf	 in = BUF_INIT(PODMAN_REPLY_MAX);
 	json_error_t	 jerr;
@@ -237,7 +238,7 @@ parse_version(const char *s, int *ma, int *mi, int *pa)
 }
 
 int
-podman_version(struct podman *p, struct perr *e)
+podman_version(struct podman *p, struct berr *e)
 {
 	json_t		*v = NULL, *comp;
 	const char	*api = NULL;
@@ -257,7 +258,7 @@ podman_version(struct podman *p, struct perr *e)
 	if (api == NULL)	/* the top level carries it too */
 		api = json_string_value(json_object_get(v, "Version"));
 	if (parse_version(api, &ma, &mi, &pa) == -1) {
-		perr_set(e, 200, "cannot read Podman's version from /version");
+		berr_set(e, 200, "cannot read Podman's version from /version");
 		json_decref(v);
 		return -1;
 	}
@@ -290,7 +291,7 @@ podman_isolate_value(const struct podman *p)
  */
 static int
 path_fmt(char *dst, size_t len, const char *pre, const char *name,
-    const char *post, struct perr *e)
+    const char *post, struct berr *e)
 {
 	char	*esc;
 	int	 n;
@@ -302,7 +303,7 @@ path_fmt(char *dst, size_t len, const char *pre, const char *name,
 		curl_free(esc);
 	}
 	if (n < 0 || (size_t)n >= len) {
-		perr_set(e, 0, "name too long");
+		berr_set(e, 0, "name too long");
 		return -1;
 	}
 	return 0;
@@ -310,7 +311,7 @@ path_fmt(char *dst, size_t len, const char *pre, const char *name,
 
 static int
 exists(struct podman *p, const char *pre, const char *name, const char *post,
-    struct perr *e)
+    struct berr *e)
 {
 	char	 path[512];
 	long	 status;
@@ -324,7 +325,7 @@ exists(struct podman *p, const char *pre, const char *name, const char *post,
 
 static int
 simple(struct podman *p, const char *method, const char *pre,
-    const char *name, const char *post, json_t *body, struct perr *e)
+    const char *name, const char *post, json_t *body, struct berr *e)
 {
 	char	 path[512];
 
@@ -334,20 +335,20 @@ simple(struct podman *p, const char *method, const char *pre,
 }
 
 int
-podman_network_exists(struct podman *p, const char *name, struct perr *e)
+podman_network_exists(struct podman *p, const char *name, struct berr *e)
 {
 	return exists(p, PODMAN_API "/networks/", name, "/exists", e);
 }
 
 int
-podman_network_create(struct podman *p, json_t *spec, struct perr *e)
+podman_network_create(struct podman *p, json_t *spec, struct berr *e)
 {
 	return podman_call(p, "POST", PODMAN_API "/networks/create", spec,
 	    NULL, NULL, e);
 }
 
 int
-podman_network_remove(struct podman *p, const char *name, struct perr *e)
+podman_network_remove(struct podman *p, const char *name, struct berr *e)
 {
 	/*
 	 * Never force: that removes every container on the network, the
@@ -358,7 +359,7 @@ podman_network_remove(struct podman *p, const char *name, struct perr *e)
 
 int
 podman_network_connect(struct podman *p, const char *network,
-    const char *container, const char *alias, const char *ip, struct perr *e)
+    const char *container, const char *alias, const char *ip, struct berr *e)
 {
 	json_t		*body;
 	unsigned char	 a4[4];
@@ -390,7 +391,7 @@ podman_network_connect(struct podman *p, const char *network,
 		body = NULL;
 	}
 	if (body == NULL) {
-		perr_set(e, 0, "out of memory");
+		berr_set(e, 0, "out of memory");
 		return -1;
 	}
 	r = simple(p, "POST", PODMAN_API "/networks/", network, "/connect", body,
@@ -401,13 +402,13 @@ podman_network_connect(struct podman *p, const char *network,
 
 int
 podman_network_disconnect(struct podman *p, const char *network,
-    const char *container, struct perr *e)
+    const char *container, struct berr *e)
 {
 	json_t	*body;
 	int	 r;
 
 	if ((body = json_pack("{s:s}", "container", container)) == NULL) {
-		perr_set(e, 0, "out of memory");
+		berr_set(e, 0, "out of memory");
 		return -1;
 	}
 	r = simple(p, "POST", PODMAN_API "/networks/", network, "/disconnect",
@@ -419,7 +420,7 @@ podman_network_disconnect(struct podman *p, const char *network,
 /* GET pre/name/json into *out; a missing object is 0 with *out NULL. */
 static int
 inspect(struct podman *p, const char *pre, const char *name, json_t **out,
-    struct perr *e)
+    struct berr *e)
 {
 	char	 path[512];
 
@@ -433,47 +434,47 @@ inspect(struct podman *p, const char *pre, const char *name, json_t **out,
 
 int
 podman_network_inspect(struct podman *p, const char *name, json_t **out,
-    struct perr *e)
+    struct berr *e)
 {
 	return inspect(p, PODMAN_API "/networks/", name, out, e);
 }
 
 int
-podman_volume_exists(struct podman *p, const char *name, struct perr *e)
+podman_volume_exists(struct podman *p, const char *name, struct berr *e)
 {
 	return exists(p, PODMAN_API "/volumes/", name, "/exists", e);
 }
 
 int
 podman_volume_inspect(struct podman *p, const char *name, json_t **out,
-    struct perr *e)
+    struct berr *e)
 {
 	return inspect(p, PODMAN_API "/volumes/", name, out, e);
 }
 
 int
-podman_volume_create(struct podman *p, json_t *spec, struct perr *e)
+podman_volume_create(struct podman *p, json_t *spec, struct berr *e)
 {
 	return podman_call(p, "POST", PODMAN_API "/volumes/create", spec,
 	    NULL, NULL, e);
 }
 
 int
-podman_volume_remove(struct podman *p, const char *name, struct perr *e)
+podman_volume_remove(struct podman *p, const char *name, struct berr *e)
 {
 	return simple(p, "DELETE", PODMAN_API "/volumes/", name, "?force=true",
 	    NULL, e);
 }
 
 int
-podman_container_create(struct podman *p, json_t *spec, struct perr *e)
+podman_container_create(struct podman *p, json_t *spec, struct berr *e)
 {
 	return podman_call(p, "POST", PODMAN_API "/containers/create", spec,
 	    NULL, NULL, e);
 }
 
 int
-podman_container_start(struct podman *p, const char *name, struct perr *e)
+podman_container_start(struct podman *p, const char *name, struct berr *e)
 {
 	return simple(p, "POST", PODMAN_API "/containers/", name, "/start", NULL,
 	    e);
@@ -481,7 +482,7 @@ podman_container_start(struct podman *p, const char *name, struct perr *e)
 
 int
 podman_container_stop(struct podman *p, const char *name, int timeout,
-    struct perr *e)
+    struct berr *e)
 {
 	char	 post[64];
 
@@ -490,7 +491,7 @@ podman_container_stop(struct podman *p, const char *name, int timeout,
 }
 
 int
-podman_container_remove(struct podman *p, const char *name, struct perr *e)
+podman_container_remove(struct podman *p, const char *name, struct berr *e)
 {
 	return simple(p, "DELETE", PODMAN_API "/containers/", name,
 	    "?force=true&timeout=0", NULL, e);
@@ -498,14 +499,14 @@ podman_container_remove(struct podman *p, const char *name, struct perr *e)
 
 int
 podman_container_inspect(struct podman *p, const char *name, json_t **out,
-    struct perr *e)
+    struct berr *e)
 {
 	return inspect(p, PODMAN_API "/containers/", name, out, e);
 }
 
 int
 podman_image_id(struct podman *p, const char *ref, char *id, size_t len,
-    struct perr *e)
+    struct berr *e)
 {
 	json_t		*ins;
 	const char	*v;
@@ -513,13 +514,13 @@ podman_image_id(struct podman *p, const char *ref, char *id, size_t len,
 	if (inspect(p, PODMAN_API "/images/", ref, &ins, e) == -1)
 		return -1;
 	if (ins == NULL) {
-		perr_set(e, 404, "no image %s in Podman's storage", ref);
+		berr_set(e, 404, "no image %s in Podman's storage", ref);
 		return -1;
 	}
 	v = json_string_value(json_object_get(ins, "Id"));
 	if (v == NULL || strlen(v) >= len) {
 		json_decref(ins);
-		perr_set(e, 500, "Podman's answer for the image %s has no id",
+		berr_set(e, 500, "Podman's answer for the image %s has no id",
 		    ref);
 		return -1;
 	}
@@ -529,7 +530,7 @@ podman_image_id(struct podman *p, const char *ref, char *id, size_t len,
 }
 
 int
-podman_image_remove(struct podman *p, const char *id, struct perr *e)
+podman_image_remove(struct podman *p, const char *id, struct berr *e)
 {
 	return simple(p, "DELETE", PODMAN_API "/images/", id, "", NULL, e);
 }
@@ -571,7 +572,7 @@ podman_ctr_state_name(enum ctr_state s)
 }
 
 static int
-list(struct podman *p, const char *what, json_t **out, struct perr *e)
+list(struct podman *p, const char *what, json_t **out, struct berr *e)
 {
 	char	 path[512], *esc;
 	int	 r;
@@ -580,7 +581,7 @@ list(struct podman *p, const char *what, json_t **out, struct perr *e)
 	esc = curl_easy_escape(NULL, "{\"label\":[\"io.vivarium.managed=true\"]}",
 	    0);
 	if (esc == NULL) {
-		perr_set(e, 0, "out of memory");
+		berr_set(e, 0, "out of memory");
 		return -1;
 	}
 	snprintf(path, sizeof(path), PODMAN_API "/%s?%sfilters=%s", what,
@@ -590,33 +591,33 @@ list(struct podman *p, const char *what, json_t **out, struct perr *e)
 	if (r == 0 && !json_is_array(*out)) {
 		json_decref(*out);
 		*out = NULL;
-		perr_set(e, 200, "Podman's %s reply is not a list", what);
+		berr_set(e, 200, "Podman's %s reply is not a list", what);
 		return -1;
 	}
 	return r;
 }
 
 int
-podman_container_list(struct podman *p, json_t **out, struct perr *e)
+podman_container_list(struct podman *p, json_t **out, struct berr *e)
 {
 	return list(p, "containers/json", out, e);
 }
 
 int
-podman_network_list(struct podman *p, json_t **out, struct perr *e)
+podman_network_list(struct podman *p, json_t **out, struct berr *e)
 {
 	return list(p, "networks/json", out, e);
 }
 
 int
-podman_volume_list(struct podman *p, json_t **out, struct perr *e)
+podman_volume_list(struct podman *p, json_t **out, struct berr *e)
 {
 	return list(p, "volumes/json", out, e);
 }
 
 int
 podman_container_memory(struct podman *p, const char *name,
-    unsigned long long *bytes, struct perr *e)
+    unsigned long long *bytes, struct berr *e)
 {
 	char	 path[512];
 	json_t	*r = NULL, *st;
@@ -632,7 +633,7 @@ podman_container_memory(struct podman *p, const char *name,
 	v = json_integer_value(json_object_get(st, "MemUsage"));
 	json_decref(r);
 	if (st == NULL) {
-		perr_set(e, 200, "no statistics for %s", name);
+		berr_set(e, 200, "no statistics for %s", name);
 		return -1;
 	}
 	*bytes = v < 0 ? 0 : (unsigned long long)v;
@@ -644,7 +645,7 @@ podman_container_memory(struct podman *p, const char *name,
 /*
  * Tar streams do not fit podman_call: they may be gigabytes, so they go
  * straight between the socket and a file descriptor, and only an error
- * answer is collected (to build the perr from Podman's JSON).
+ * answer is collected (to build the error from Podman's JSON).
  */
 struct archive_io {
 	CURL		*c;
@@ -694,7 +695,7 @@ archive_source(char *ptr, size_t size, size_t n, void *arg)
 
 static int
 archive_call(struct podman *p, int put, const char *name, const char *cpath,
-    podman_source source, void *arg, int fd, struct perr *e)
+    podman_source source, void *arg, int fd, struct berr *e)
 {
 	struct archive_io	 a = { .fd = -1, .err = BUF_INIT(1u << 16) };
 	struct curl_slist	*hdrs = NULL;
@@ -747,11 +748,11 @@ archive_call(struct podman *p, int put, const char *name, const char *cpath,
 		goto fail;
 	}
 	if (rc != CURLE_OK && status == 0) {
-		perr_unreachable(e, p, rc, errbuf);
+		berr_unreachable(e, p, rc, errbuf);
 		goto fail;
 	}
 	if (status < 200 || status >= 300) {
-		perr_from_reply(e, method, path, status, &a.err);
+		berr_from_reply(e, method, path, status, &a.err);
 		goto fail;
 	}
 	if (rc != CURLE_OK) {
@@ -779,7 +780,7 @@ fail:
  */
 int
 podman_container_logs(struct podman *p, const char *name, int tail,
-    struct buf *out, struct perr *e)
+    struct buf *out, struct berr *e)
 {
 	struct buf	 in = BUF_INIT(PODMAN_REPLY_MAX);
 	const unsigned char *d;
@@ -811,14 +812,14 @@ podman_container_logs(struct podman *p, const char *name, int tail,
 
 int
 podman_archive_get(struct podman *p, const char *name, const char *path,
-    int out, struct perr *e)
+    int out, struct berr *e)
 {
 	return archive_call(p, 0, name, path, NULL, NULL, out, e);
 }
 
 int
 podman_archive_put(struct podman *p, const char *name, const char *path,
-    podman_source source, void *arg, struct perr *e)
+    podman_source source, void *arg, struct berr *e)
 {
 	return archive_call(p, 1, name, path, source, arg, -1, e);
 }
@@ -865,7 +866,7 @@ info_rootless(struct podman *p, const json_t *info)
 
 int
 podman_limits_enforced(struct podman *p, char *why, size_t whylen,
-    struct perr *e)
+    struct berr *e)
 {
 	static const char *const need[] = { "memory", "cpu", "pids" };
 	json_t		*r = NULL, *host, *ctl;
@@ -910,21 +911,9 @@ done:
 	return ret;
 }
 
-void
-perr_set(struct perr *e, long status, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	memset(e, 0, sizeof(*e));
-	e->status = status;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-}
-
 int
 podman_runtime_runsc(struct podman *p, char *name, size_t namelen,
-    struct perr *e)
+    struct berr *e)
 {
 	json_t		*r = NULL, *rt;
 	const char	*path, *ver, *base;
@@ -946,7 +935,7 @@ podman_runtime_runsc(struct podman *p, char *name, size_t namelen,
 }
 
 int
-podman_rootless(struct podman *p, struct perr *e)
+podman_rootless(struct podman *p, struct berr *e)
 {
 	json_t	*r = NULL;
 
@@ -960,7 +949,7 @@ podman_rootless(struct podman *p, struct perr *e)
 }
 
 int
-perr_exists(const struct perr *e)
+podman_err_exists(const struct berr *e)
 {
 	/*
 	 * 4.3.1 says so in different ways: 409 for networks, 500 with

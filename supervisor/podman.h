@@ -3,9 +3,10 @@
  * socket (libcurl), shared by vivarium-supervisor and vivariumctl.
  *
  * Every call returns 0 on success and -1 on failure; a failure fills the
- * caller's struct perr with the HTTP status (0 when Podman could not be
- * reached at all) and a sentence a person can act on, built from Podman's
- * error body ({"cause", "message", "response"}) or from curl's error text.
+ * caller's struct berr (backend.h) with the HTTP status (0 when Podman
+ * could not be reached at all) and a sentence a person can act on, built
+ * from Podman's error body ({"cause", "message", "response"}) or from
+ * curl's error text.
  * Calls are safe from several threads at once: each uses its own handle.
  */
 #ifndef VIVARIUM_PODMAN_H
@@ -16,9 +17,8 @@
 #include <jansson.h>
 
 #define PODMAN_API	"/v4.0.0/libpod"
-#define PODMAN_ERRLEN	512
 
-struct perr;
+struct berr;
 
 struct podman {
 	char	*socket;	/* owned */
@@ -34,13 +34,7 @@ struct podman {
 	 */
 	unsigned long	 sub_uid, sub_gid, sub_size;
 	/* Called after every failed call (may be NULL): metrics. */
-	void	(*on_error)(const struct perr *);
-};
-
-struct perr {
-	long	 status;	/* HTTP status; 0: Podman unreachable */
-	char	 cause[128];	/* Podman's "cause" when it sent one */
-	char	 msg[PODMAN_ERRLEN];
+	void	(*on_error)(const struct berr *);
 };
 
 /* What a container's State.Status says, folded to what we act on. */
@@ -62,67 +56,67 @@ void		 podman_free(struct podman *);
  * One request: body (borrowed, may be NULL) is sent as JSON; *reply gets a
  * new reference to the decoded JSON answer when the caller wants it and the
  * answer is JSON.  *status gets the HTTP status.  2xx and 304 are success;
- * anything else is returned as -1 with perr filled.
+ * anything else is returned as -1 with err filled.
  */
 int	podman_call(struct podman *, const char *method, const char *path,
-	    json_t *body, json_t **reply, long *status, struct perr *);
+	    json_t *body, json_t **reply, long *status, struct berr *);
 
 /* Reads the version if not known yet; 0 or -1. */
-int	podman_version(struct podman *, struct perr *);
+int	podman_version(struct podman *, struct berr *);
 /* Nonzero when the service is at least major.minor (version must be known). */
 int	podman_at_least(const struct podman *, int major, int minor);
 /* The value for the bridge "isolate" option that this Podman accepts. */
 const char *podman_isolate_value(const struct podman *);
 
-/* Objects.  *_exists returns 1, 0, or -1 with perr. */
-int	podman_network_exists(struct podman *, const char *name, struct perr *);
-int	podman_network_create(struct podman *, json_t *spec, struct perr *);
-int	podman_network_remove(struct podman *, const char *name, struct perr *);
+/* Objects.  *_exists returns 1, 0, or -1 with err. */
+int	podman_network_exists(struct podman *, const char *name, struct berr *);
+int	podman_network_create(struct podman *, json_t *spec, struct berr *);
+int	podman_network_remove(struct podman *, const char *name, struct berr *);
 /* ip: a static address on the network, or NULL for Podman's choice. */
 int	podman_network_connect(struct podman *, const char *network,
 	    const char *container, const char *alias, const char *ip,
-	    struct perr *);
+	    struct berr *);
 int	podman_network_disconnect(struct podman *, const char *network,
-	    const char *container, struct perr *);
+	    const char *container, struct berr *);
 /* *out gets a new reference to the inspect JSON, or NULL when missing. */
 int	podman_network_inspect(struct podman *, const char *name, json_t **out,
-	    struct perr *);
-int	podman_volume_exists(struct podman *, const char *name, struct perr *);
+	    struct berr *);
+int	podman_volume_exists(struct podman *, const char *name, struct berr *);
 /* *out gets a new reference to the inspect JSON, or NULL when missing. */
 int	podman_volume_inspect(struct podman *, const char *name, json_t **out,
-	    struct perr *);
-int	podman_volume_create(struct podman *, json_t *spec, struct perr *);
-int	podman_volume_remove(struct podman *, const char *name, struct perr *);
-int	podman_container_create(struct podman *, json_t *spec, struct perr *);
-int	podman_container_start(struct podman *, const char *name, struct perr *);
+	    struct berr *);
+int	podman_volume_create(struct podman *, json_t *spec, struct berr *);
+int	podman_volume_remove(struct podman *, const char *name, struct berr *);
+int	podman_container_create(struct podman *, json_t *spec, struct berr *);
+int	podman_container_start(struct podman *, const char *name, struct berr *);
 int	podman_container_stop(struct podman *, const char *name, int timeout,
-	    struct perr *);
-int	podman_container_remove(struct podman *, const char *name, struct perr *);
+	    struct berr *);
+int	podman_container_remove(struct podman *, const char *name, struct berr *);
 /* *out gets a new reference to the inspect JSON, or NULL when missing. */
 int	podman_container_inspect(struct podman *, const char *name, json_t **out,
-	    struct perr *);
+	    struct berr *);
 /*
  * The image a reference names: its full id into id (64 hex digits).
  * 0, or -1 with e (404 when no image carries that name).
  */
 int	podman_image_id(struct podman *, const char *ref, char *id, size_t len,
-	    struct perr *);
+	    struct berr *);
 /* Removes an image no container uses (409 while one does: kept). */
-int	podman_image_remove(struct podman *, const char *id, struct perr *);
+int	podman_image_remove(struct podman *, const char *id, struct berr *);
 /* State of a container from its inspect JSON (borrowed; NULL: missing). */
 enum ctr_state	 podman_ctr_state(const json_t *inspect);
 const char	*podman_ctr_state_name(enum ctr_state);
 /* *out: new reference to an array, objects labelled io.vivarium.managed=true. */
-int	podman_container_list(struct podman *, json_t **out, struct perr *);
-int	podman_network_list(struct podman *, json_t **out, struct perr *);
-int	podman_volume_list(struct podman *, json_t **out, struct perr *);
+int	podman_container_list(struct podman *, json_t **out, struct berr *);
+int	podman_network_list(struct podman *, json_t **out, struct berr *);
+int	podman_volume_list(struct podman *, json_t **out, struct berr *);
 /* The last tail lines of a container's output, appended to out as text. */
 struct buf;
 int	podman_container_logs(struct podman *, const char *name, int tail,
-	    struct buf *out, struct perr *);
-/* Memory in use by a running container, in bytes; -1 with perr. */
+	    struct buf *out, struct berr *);
+/* Memory in use by a running container, in bytes; -1 with err. */
 int	podman_container_memory(struct podman *, const char *name,
-	    unsigned long long *bytes, struct perr *);
+	    unsigned long long *bytes, struct berr *);
 
 /*
  * A path in a container as a tar stream (GET .../archive), written to fd
@@ -136,36 +130,33 @@ int	podman_container_memory(struct podman *, const char *name,
  */
 typedef ssize_t	(*podman_source)(void *arg, char *dst, size_t len);
 int	podman_archive_get(struct podman *, const char *name, const char *path,
-	    int out, struct perr *);
+	    int out, struct berr *);
 int	podman_archive_put(struct podman *, const char *name, const char *path,
-	    podman_source source, void *arg, struct perr *);
+	    podman_source source, void *arg, struct berr *);
 
 /*
  * Whether this Podman enforces memory, CPU and PID limits: 1 yes, 0 no
  * (why says so, for a loud warning: rootless on cgroup v1, where Podman
  * ignores them, or rootless on v2 without the controllers delegated),
- * -1 when /info could not be read (perr).
+ * -1 when /info could not be read (err).
  */
 int	podman_limits_enforced(struct podman *, char *why, size_t whylen,
-	    struct perr *);
+	    struct berr *);
 
 /*
  * 1 when the service runs rootless (its containers are already in the
  * user's namespace: no per-sandbox id ranges, no loop mounts), 0 rootful,
- * -1 when /info could not be read (perr).  Asked once per client.
+ * -1 when /info could not be read (err).  Asked once per client.
  */
-int	podman_rootless(struct podman *, struct perr *);
+int	podman_rootless(struct podman *, struct berr *);
 /*
  * 1 when the service's OCI runtime is gVisor's runsc (its /info names a
  * runsc binary or reports a runsc version), 0 when it is another, whose
- * path goes to name; -1 when /info could not be read (perr).
+ * path goes to name; -1 when /info could not be read (err).
  */
 int	podman_runtime_runsc(struct podman *, char *name, size_t namelen,
-	    struct perr *);
+	    struct berr *);
 /* True when the error says the object already exists / the name is taken. */
-int	perr_exists(const struct perr *);
-/* Fills e with status, no cause, and the message from fmt. */
-void	perr_set(struct perr *e, long status, const char *fmt, ...)
-	    __attribute__((format(printf, 3, 4)));
+int	podman_err_exists(const struct berr *);
 
 #endif

@@ -93,7 +93,7 @@ int
 pool_adopt(void)
 {
 	struct backend_sandbox *list;
-	struct perr	 e;
+	struct berr	 e;
 	struct sandbox	*sb;
 	size_t		 i, n;
 	int		 adopted = 0;
@@ -137,7 +137,7 @@ pool_adopt(void)
 static int
 may_create(const char *user, struct pool_err *err)
 {
-	struct perr	 e;
+	struct berr	 e;
 	int		 r;
 
 	switch (conf->provisioning) {
@@ -172,7 +172,7 @@ struct sandbox *
 pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 {
 	struct sandbox	*sb;
-	struct perr	 e;
+	struct berr	 e;
 	double		 t0;
 	struct agent_addr addr;
 	int		 created = 0, allow, r;
@@ -321,7 +321,7 @@ void
 pool_reap(void)
 {
 	struct sandbox	*sb;
-	struct perr	 e;
+	struct berr	 e;
 	time_t		 now;
 	int		 r;
 

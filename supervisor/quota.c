@@ -25,7 +25,7 @@
 
 #include "log.h"
 #include "spawn.h"
-#include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 #define WORKSPACES_DIR	"workspaces"
@@ -41,7 +41,7 @@ quota_image_path(const struct conf *c, const char *user, char *dst,
 
 /* Runs argv, 0 when it exited 0; else -1 with its stderr's tail in e. */
 static int
-run(const char *const argv[], struct perr *e)
+run(const char *const argv[], struct berr *e)
 {
 	struct spawn		 sp = SPAWN_INIT;
 	const unsigned char	*out;
@@ -57,14 +57,14 @@ run(const char *const argv[], struct perr *e)
 	sp.timeout = 60;
 	sp.err.cap = 400;
 	if (spawn_run(&sp, err, sizeof(err)) == -1) {
-		perr_set(e, 500, "cannot run %s: %s", argv[0], err);
+		berr_set(e, 500, "cannot run %s: %s", argv[0], err);
 		goto done;
 	}
 	if (!sp.exited || sp.exit_code != 0) {
 		out = spawn_stream_take(&sp.err, &len);
 		while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
 			len--;
-		perr_set(e, 500, "%s failed (%s %d): %.*s", argv[0],
+		berr_set(e, 500, "%s failed (%s %d): %.*s", argv[0],
 		    sp.exited ? "exit" : "signal",
 		    sp.exited ? sp.exit_code : sp.signal, (int)len,
 		    out != NULL ? (const char *)out : "");
@@ -80,7 +80,7 @@ int
 quota_tools(char *why, size_t len)
 {
 	const char *const argv[] = { MKFS, "-V", NULL };
-	struct perr	 e;
+	struct berr	 e;
 
 	if (run(argv, &e) == 0)
 		return 1;
@@ -92,7 +92,7 @@ quota_tools(char *why, size_t len)
 int
 quota_image_ensure(const struct conf *c, const char *user,
     unsigned long long size, unsigned long uid, unsigned long gid,
-    char *path, size_t pathlen, struct perr *e)
+    char *path, size_t pathlen, struct berr *e)
 {
 	struct stat	 st;
 	char		 owner[64], name[USER_ID_MAX + 8];
@@ -107,7 +107,7 @@ quota_image_ensure(const struct conf *c, const char *user,
 	snprintf(owner, sizeof(owner), "root_owner=%lu:%lu,nodiscard", uid,
 	    gid);
 	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST) {
-		perr_set(e, 500, "cannot create %s: %s", c->state_dir,
+		berr_set(e, 500, "cannot create %s: %s", c->state_dir,
 		    strerror(errno));
 		goto fail;
 	}
@@ -115,13 +115,13 @@ quota_image_ensure(const struct conf *c, const char *user,
 	    == -1 || (mkdirat(sfd, WORKSPACES_DIR, 0700) == -1
 	    && errno != EEXIST) || (dfd = openat(sfd, WORKSPACES_DIR,
 	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		perr_set(e, 500, "cannot make %s/" WORKSPACES_DIR ": %s",
+		berr_set(e, 500, "cannot make %s/" WORKSPACES_DIR ": %s",
 		    c->state_dir, strerror(errno));
 		goto fail;
 	}
 	if (fstat(dfd, &st) == -1 || st.st_uid != geteuid()
 	    || (st.st_mode & 022) != 0) {
-		perr_set(e, 500, "%s/" WORKSPACES_DIR " is not the supervisor's "
+		berr_set(e, 500, "%s/" WORKSPACES_DIR " is not the supervisor's "
 		    "own directory: refusing to use it", c->state_dir);
 		goto fail;
 	}
@@ -131,7 +131,7 @@ quota_image_ensure(const struct conf *c, const char *user,
 		/* Made before; a link or a device planted here is refused. */
 		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1
 		    || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-			perr_set(e, 500, "%s is not a workspace image: refusing to "
+			berr_set(e, 500, "%s is not a workspace image: refusing to "
 			    "use it", path);
 			goto fail;
 		}
@@ -139,7 +139,7 @@ quota_image_ensure(const struct conf *c, const char *user,
 		goto fail;
 	}
 	if (fd == -1 || ftruncate(fd, (off_t)size) == -1) {
-		perr_set(e, 500, "cannot make %s: %s", path, strerror(errno));
+		berr_set(e, 500, "cannot make %s: %s", path, strerror(errno));
 		goto undo;
 	}
 	close(fd);

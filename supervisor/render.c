@@ -16,7 +16,8 @@
 
 #include "buf.h"
 #include "kube.h"
-#include "supervisor.h"
+#include "backend.h"
+#include "podman.h"
 #include "banned.h"
 
 #define TEMPLATE_MAX	(1 << 20)
@@ -209,7 +210,7 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 	struct buf		 env = BUF_INIT(1 << 16);
 	struct buf		 nlabels = BUF_INIT(1024);
 	struct buf		 clabels = BUF_INIT(1024);
-	struct perr		 e;
+	struct berr		 e;
 	json_t			*net = NULL;
 	char			 mem[32], cpus[32], pids[32], ip[64], tmp[32];
 	char			 stop[32], cname[128], nname[128];

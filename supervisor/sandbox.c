@@ -22,7 +22,8 @@
 
 #include "clock.h"
 #include "log.h"
-#include "supervisor.h"
+#include "backend.h"
+#include "podman.h"
 #include "banned.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -30,10 +31,10 @@
 /* sandbox_names, or a 400 saying what a user id may be. */
 static int
 user_names(const struct conf *c, const char *user, struct names *n,
-    struct perr *e)
+    struct berr *e)
 {
 	if (sandbox_names(c, user, n) == -1) {
-		perr_set(e, 400, "\"%s\": %s", user, user_id_rule);
+		berr_set(e, 400, "\"%s\": %s", user, user_id_rule);
 		return -1;
 	}
 	return 0;
@@ -129,19 +130,19 @@ acl_set(int fd, const char *xattr, unsigned long uid, unsigned int perm)
  * business.  A descriptor, or -1 with e.
  */
 static int
-state_dir_open(const struct conf *c, struct perr *e)
+state_dir_open(const struct conf *c, struct berr *e)
 {
 	struct stat	 st;
 	int		 sfd;
 
 	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST) {
-		perr_set(e, 500, "cannot create the state directory %s: %s",
+		berr_set(e, 500, "cannot create the state directory %s: %s",
 		    c->state_dir, strerror(errno));
 		return -1;
 	}
 	if ((sfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
 	    == -1) {
-		perr_set(e, 500, "cannot open the state directory %s: %s",
+		berr_set(e, 500, "cannot open the state directory %s: %s",
 		    c->state_dir, strerror(errno));
 		return -1;
 	}
@@ -165,14 +166,14 @@ state_dir_open(const struct conf *c, struct perr *e)
  */
 static int
 rundir_key(const struct conf *c, const char *user, const struct names *n,
-    int rfd, long gid, struct perr *e)
+    int rfd, long gid, struct berr *e)
 {
 	char	 hex[LINK_KEY_HEX + 2];
 	ssize_t	 w;
 	int	 fd, root = geteuid() == 0 && gid != -1;
 
 	if (unlinkat(rfd, SANDBOX_LINK_KEY, 0) == -1 && errno != ENOENT) {
-		perr_set(e, 500, "cannot remove %s/" SANDBOX_LINK_KEY ": %s",
+		berr_set(e, 500, "cannot remove %s/" SANDBOX_LINK_KEY ": %s",
 		    n->rundir, strerror(errno));
 		return -1;
 	}
@@ -182,7 +183,7 @@ rundir_key(const struct conf *c, const char *user, const struct names *n,
 	if ((fd = openat(rfd, SANDBOX_LINK_KEY, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
 		explicit_bzero(hex, sizeof(hex));
-		perr_set(e, 500, "cannot create %s/" SANDBOX_LINK_KEY ": %s",
+		berr_set(e, 500, "cannot create %s/" SANDBOX_LINK_KEY ": %s",
 		    n->rundir, strerror(errno));
 		return -1;
 	}
@@ -191,7 +192,7 @@ rundir_key(const struct conf *c, const char *user, const struct names *n,
 	if (w != LINK_KEY_HEX + 1
 	    || (root && fchown(fd, 0, (gid_t)gid) == -1)
 	    || fchmod(fd, root ? 0640 : 0644) == -1) {
-		perr_set(e, 500, "cannot write %s/" SANDBOX_LINK_KEY ": %s",
+		berr_set(e, 500, "cannot write %s/" SANDBOX_LINK_KEY ": %s",
 		    n->rundir, w == -1 || w == LINK_KEY_HEX + 1 ?
 		    strerror(errno) : "short write");
 		close(fd);
@@ -221,7 +222,7 @@ rundir_key(const struct conf *c, const char *user, const struct names *n,
  */
 static int
 rundir_make(const struct conf *c, const struct names *n,
-    const struct sandbox_host *h, struct perr *e)
+    const struct sandbox_host *h, struct berr *e)
 {
 	const char	*user = strrchr(n->rundir, '/') + 1;
 	unsigned long	 uid = 0, gid = 0;
@@ -232,49 +233,49 @@ rundir_make(const struct conf *c, const struct names *n,
 	if ((sfd = state_dir_open(c, e)) == -1)
 		goto fail;
 	if (mkdirat(sfd, SANDBOX_USERS_DIR, 0755) == -1 && errno != EEXIST) {
-		perr_set(e, 500, "cannot create %s/" SANDBOX_USERS_DIR ": %s",
+		berr_set(e, 500, "cannot create %s/" SANDBOX_USERS_DIR ": %s",
 		    c->state_dir, strerror(errno));
 		goto fail;
 	}
 	if ((ufd = openat(sfd, SANDBOX_USERS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1 || fstat(ufd, &st) == -1) {
-		perr_set(e, 500, "%s/" SANDBOX_USERS_DIR " is not a directory (%s): "
+		berr_set(e, 500, "%s/" SANDBOX_USERS_DIR " is not a directory (%s): "
 		    "refusing to use it", c->state_dir, entry_kind(sfd,
 		    SANDBOX_USERS_DIR));
 		goto fail;
 	}
 	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		perr_set(e, 500, "%s/" SANDBOX_USERS_DIR " belongs to uid %u or is "
+		berr_set(e, 500, "%s/" SANDBOX_USERS_DIR " belongs to uid %u or is "
 		    "writable by others: refusing to use it", c->state_dir,
 		    (unsigned)st.st_uid);
 		goto fail;
 	}
 	if (mkdirat(ufd, user, 0700) == -1 && errno != EEXIST) {
-		perr_set(e, 500, "cannot create %s: %s", n->rundir,
+		berr_set(e, 500, "cannot create %s: %s", n->rundir,
 		    strerror(errno));
 		goto fail;
 	}
 	if ((rfd = openat(ufd, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1 || fstat(rfd, &st) == -1) {
-		perr_set(e, 500, "%s is not a directory (%s): refusing to use "
+		berr_set(e, 500, "%s is not a directory (%s): refusing to use "
 		    "it", n->rundir, entry_kind(ufd, user));
 		goto fail;
 	}
 	/* Ours (new), or already the sandbox user's (made before). */
 	if (st.st_uid != geteuid() && !(numeric && st.st_uid == uid)) {
-		perr_set(e, 500, "%s belongs to uid %u, neither the supervisor "
+		berr_set(e, 500, "%s belongs to uid %u, neither the supervisor "
 		    "nor the sandbox user: refusing to use it", n->rundir,
 		    (unsigned)st.st_uid);
 		goto fail;
 	}
 	if (numeric && geteuid() == 0) {
 		if (fchown(rfd, 0, (gid_t)gid) == -1) {
-			perr_set(e, 500, "cannot give %s to the sandbox's group: "
+			berr_set(e, 500, "cannot give %s to the sandbox's group: "
 			    "%s", n->rundir, strerror(errno));
 			goto fail;
 		}
 		if (fchmod(rfd, 0730) == -1) {
-			perr_set(e, 500, "cannot set the mode of %s: %s",
+			berr_set(e, 500, "cannot set the mode of %s: %s",
 			    n->rundir, strerror(errno));
 			goto fail;
 		}
@@ -288,7 +289,7 @@ rundir_make(const struct conf *c, const struct names *n,
 		    || acl_set(rfd, "system.posix_acl_access", uid, 7) == -1
 		    || acl_set(rfd, "system.posix_acl_default", geteuid(), 7)
 		    == -1) {
-			perr_set(e, 500, "cannot give %s to the sandbox user "
+			berr_set(e, 500, "cannot give %s to the sandbox user "
 			    "(host uid %lu) with an ACL: %s (the file system "
 			    "needs POSIX ACLs)", n->rundir, uid,
 			    strerror(errno));
@@ -296,12 +297,12 @@ rundir_make(const struct conf *c, const struct names *n,
 		}
 	} else if (numeric) {
 		if (fchmod(rfd, 0700) == -1) {
-			perr_set(e, 500, "cannot set the mode of %s: %s",
+			berr_set(e, 500, "cannot set the mode of %s: %s",
 			    n->rundir, strerror(errno));
 			goto fail;
 		}
 	} else if (fchmod(rfd, 0777) == -1) {
-		perr_set(e, 500, "cannot open up %s: %s", n->rundir,
+		berr_set(e, 500, "cannot open up %s: %s", n->rundir,
 		    strerror(errno));
 		goto fail;
 	}
@@ -376,7 +377,7 @@ sandbox_rootless_ids(const struct conf *c, const struct podman *p,
 static int
 host_find(const struct conf *c, struct podman *p, const char *user,
     int create, struct sandbox_host *h, char *img, size_t imglen,
-    struct perr *e)
+    struct berr *e)
 {
 	int	 rootless;
 
@@ -405,7 +406,7 @@ sandbox_quota_usable(const struct conf *c, struct podman *p, char *why,
 {
 	static int	 tools = -1;	/* mkfs.ext4 found; asked once */
 	static char	 tools_why[256];
-	struct perr	 e;
+	struct berr	 e;
 	int		 rootless;
 
 	if (why != NULL)
@@ -439,9 +440,9 @@ sandbox_quota_usable(const struct conf *c, struct podman *p, char *why,
  */
 static int
 object_ensure(struct podman *p, const char *name,
-    int (*exists_fn)(struct podman *, const char *, struct perr *),
-    int (*create_fn)(struct podman *, json_t *, struct perr *), json_t *spec,
-    int *made, struct perr *e)
+    int (*exists_fn)(struct podman *, const char *, struct berr *),
+    int (*create_fn)(struct podman *, json_t *, struct berr *), json_t *spec,
+    int *made, struct berr *e)
 {
 	int	 r;
 
@@ -452,7 +453,7 @@ object_ensure(struct podman *p, const char *name,
 	}
 	r = create_fn(p, spec, e);
 	json_decref(spec);
-	if (r == -1 && !perr_exists(e))
+	if (r == -1 && !podman_err_exists(e))
 		return -1;
 	*made = r == 0;
 	return 0;
@@ -461,7 +462,7 @@ object_ensure(struct podman *p, const char *name,
 /* The proxy's address on the user's network into dst, or "" without one. */
 static int
 proxy_ip(const struct conf *c, struct podman *p, const struct names *n,
-    char *dst, size_t len, struct perr *e)
+    char *dst, size_t len, struct berr *e)
 {
 	json_t	*net;
 	int	 r;
@@ -472,13 +473,13 @@ proxy_ip(const struct conf *c, struct podman *p, const struct names *n,
 	if (podman_network_inspect(p, n->network, &net, e) == -1)
 		return -1;
 	if (net == NULL) {
-		perr_set(e, 404, "the network %s is gone", n->network);
+		berr_set(e, 404, "the network %s is gone", n->network);
 		return -1;
 	}
 	r = sandbox_proxy_ip_of(net, dst, len);
 	json_decref(net);
 	if (r == -1) {
-		perr_set(e, 500, "the network %s has no IPv4 subnet with room "
+		berr_set(e, 500, "the network %s has no IPv4 subnet with room "
 		    "for the egress proxy", n->network);
 		return -1;
 	}
@@ -493,7 +494,7 @@ proxy_ip(const struct conf *c, struct podman *p, const struct names *n,
  */
 static int
 volume_ensure(const struct conf *c, struct podman *p, const char *user,
-    const struct names *n, const struct sandbox_host *h, struct perr *e)
+    const struct names *n, const struct sandbox_host *h, struct berr *e)
 {
 	json_t		*spec, *vol;
 	unsigned long	 uid = 0, gid = 0;
@@ -521,7 +522,7 @@ volume_ensure(const struct conf *c, struct podman *p, const char *user,
 	spec = sandbox_volume_spec(user, h);
 	r = podman_volume_create(p, spec, e);
 	json_decref(spec);
-	if (r == -1 && !perr_exists(e))
+	if (r == -1 && !podman_err_exists(e))
 		return -1;
 	return 0;
 }
@@ -533,7 +534,7 @@ volume_ensure(const struct conf *c, struct podman *p, const char *user,
  */
 static int
 egress_connect(const struct conf *c, struct podman *p, const struct names *n,
-    const char *ip, struct perr *e)
+    const char *ip, struct berr *e)
 {
 	json_t		*ins;
 	const char	*cur;
@@ -579,7 +580,7 @@ egress_connect(const struct conf *c, struct podman *p, const struct names *n,
  */
 static int
 network_up(const struct conf *c, struct podman *p, const char *user,
-    const struct names *n, char *ip, size_t iplen, struct perr *e)
+    const struct names *n, char *ip, size_t iplen, struct berr *e)
 {
 	int	 made;
 
@@ -647,7 +648,7 @@ static const char *
 image_stale(const struct conf *c, struct podman *p, const json_t *ins,
     char *old, size_t oldlen)
 {
-	struct perr	 e;
+	struct berr	 e;
 	const char	*have;
 	char		 want[80];
 
@@ -670,7 +671,7 @@ void
 image_drop_unnamed(struct podman *p, const char *id)
 {
 	json_t		*ins;
-	struct perr	 e;
+	struct berr	 e;
 	char		 path[128];
 
 	snprintf(path, sizeof(path), PODMAN_API "/images/%s/json", id);
@@ -692,7 +693,7 @@ image_drop_unnamed(struct podman *p, const char *id)
 static int
 ctr_current(const struct conf *c, struct podman *p, const char *user,
     const struct names *n, const struct sandbox_host *h, const char *ip,
-    struct perr *e)
+    struct berr *e)
 {
 	json_t		*ins, *want;
 	const char	*stale, *image;
@@ -751,7 +752,7 @@ running_stale(const struct conf *c, const char *user,
 
 int
 sandbox_create(const struct conf *c, struct podman *p, const char *user,
-    struct perr *e)
+    struct berr *e)
 {
 	struct names		 n;
 	struct sandbox_host	 h;
@@ -775,7 +776,7 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 	spec = sandbox_container_spec(c, user, ip[0] != '\0' ? ip : NULL, &h);
 	r = podman_container_create(p, spec, e);
 	json_decref(spec);
-	if (r == -1 && perr_exists(e))
+	if (r == -1 && podman_err_exists(e))
 		return 0;	/* someone else made it: fine, it is ours */
 	if (r == -1 && e->status == 500 && (strstr(e->msg, "image not known")
 	    || strstr(e->msg, "no such image"))) {
@@ -789,7 +790,7 @@ sandbox_create(const struct conf *c, struct podman *p, const char *user,
 /* Polls the agent until it answers, watching the container meanwhile. */
 static int
 wait_ready(const struct conf *c, struct podman *p, const struct names *n,
-    const struct sandbox_host *h, struct perr *e)
+    const struct sandbox_host *h, struct berr *e)
 {
 	double	 deadline = clock_mono() + (double)c->ready_timeout;
 	double	 next_look = clock_mono() + 1.0;
@@ -804,7 +805,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 			return 0;
 		}
 		if (clock_mono() > deadline) {
-			perr_set(e, 504, "the sandbox %s did not answer on %s in "
+			berr_set(e, 504, "the sandbox %s did not answer on %s in "
 			    "time; see `podman logs` for it", n->container,
 			    n->sock);
 			return -1;
@@ -821,7 +822,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 				    (long long)json_integer_value(json_object_get(
 				    json_object_get(ins, "State"), "ExitCode")));
 				json_decref(ins);
-				perr_set(e, 500, "the sandbox %s stopped while "
+				berr_set(e, 500, "the sandbox %s stopped while "
 				    "starting (exit code %s); see `podman logs` "
 				    "for it", n->container, code);
 				return -1;
@@ -834,7 +835,7 @@ wait_ready(const struct conf *c, struct podman *p, const struct names *n,
 
 int
 sandbox_ensure(const struct conf *c, struct podman *p, const char *user,
-    int *created, struct perr *e)
+    int *created, struct berr *e)
 {
 	struct names		 n;
 	struct sandbox_host	 h;
@@ -875,7 +876,7 @@ again:
 		return wait_ready(c, p, &n, &h, e);
 	case CTR_TRANSIENT:
 		if (++tries > 50) {
-			perr_set(e, 503, "the sandbox %s is stuck %s; try again "
+			berr_set(e, 503, "the sandbox %s is stuck %s; try again "
 			    "later", n.container, "stopping or being removed");
 			return -1;
 		}
@@ -965,7 +966,7 @@ rfc3339(const char *s)
 
 int
 sandbox_image_info(const struct conf *c, struct podman *p, const char *id,
-    const char *want, int *current, long long *built, struct perr *e)
+    const char *want, int *current, long long *built, struct berr *e)
 {
 	json_t	*ins;
 	char	 have[80], path[128];
@@ -973,7 +974,7 @@ sandbox_image_info(const struct conf *c, struct podman *p, const char *id,
 	*current = 0;
 	*built = -1;
 	if (id == NULL || strlen(id) > 64) {
-		perr_set(e, 400, "not an image id");
+		berr_set(e, 400, "not an image id");
 		return -1;
 	}
 	if (want == NULL && podman_image_id(p, c->image, have, sizeof(have),
@@ -1002,10 +1003,10 @@ sandbox_disk_used(const struct conf *c, const char *user)
 
 int
 sandbox_egress_reconnect(const struct conf *c, struct podman *p,
-    struct perr *e)
+    struct berr *e)
 {
 	struct names	 n;
-	struct perr	 one;
+	struct berr	 one;
 	json_t		*nets, *net, *ins;
 	const char	*user;
 	char		 ip[INET_ADDRSTRLEN];
@@ -1044,7 +1045,7 @@ sandbox_egress_reconnect(const struct conf *c, struct podman *p,
 
 int
 sandbox_stop(const struct conf *c, struct podman *p, const char *user,
-    struct perr *e)
+    struct berr *e)
 {
 	struct names	 n;
 
@@ -1058,7 +1059,7 @@ sandbox_stop(const struct conf *c, struct podman *p, const char *user,
 
 int
 sandbox_remove(const struct conf *c, struct podman *p, const char *user,
-    int purge, struct perr *e)
+    int purge, struct berr *e)
 {
 	struct names	 n;
 

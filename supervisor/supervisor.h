@@ -14,8 +14,16 @@
 #include "config.h"
 #include "http1.h"
 #include "link.h"
-#include "podman.h"
 #include "proof.h"
+
+/*
+ * The error every layer fills: struct berr (backend.h), its message at most
+ * BERR_MSGLEN bytes.  The Podman client is podman.h, for the files that
+ * drive it.
+ */
+#define BERR_MSGLEN	512
+struct berr;
+struct podman;
 
 #define USER_ID_MAX	63
 /* Sockets are reached through /proc/self/fd (forward.c), so sun_path's
@@ -493,7 +501,6 @@ json_t	*sandbox_network_spec(const struct conf *, const char *user,
 /* The user's link key, for the agent to read and remove at start. */
 #define SANDBOX_LINK_KEY	"link.key"
 #define SANDBOX_LINK_KEY_IN	"/run/vivarium/" SANDBOX_LINK_KEY
-struct podman;
 int	sandbox_rootless_ids(const struct conf *, const struct podman *,
 	    unsigned long *uid, unsigned long *gid, unsigned long *size);
 json_t	*sandbox_volume_spec(const char *user, const struct sandbox_host *);
@@ -539,15 +546,15 @@ const char *sandbox_label_user(const json_t *obj);
 int	sandbox_quota_usable(const struct conf *, struct podman *, char *why,
 	    size_t len);
 int	sandbox_ensure(const struct conf *, struct podman *, const char *user,
-	    int *created, struct perr *err);
+	    int *created, struct berr *err);
 /* Creates network, volume and container without starting; 0 or -1. */
 int	sandbox_create(const struct conf *, struct podman *, const char *user,
-	    struct perr *err);
+	    struct berr *err);
 int	sandbox_stop(const struct conf *, struct podman *, const char *user,
-	    struct perr *err);
+	    struct berr *err);
 /* Removes container and network; the volume too when purge. */
 int	sandbox_remove(const struct conf *, struct podman *, const char *user,
-	    int purge, struct perr *err);
+	    int purge, struct berr *err);
 
 /*
  * About the image a sandbox runs (id: its full id): whether it is want
@@ -556,7 +563,7 @@ int	sandbox_remove(const struct conf *, struct podman *, const char *user,
  * 0, or -1 with err.
  */
 int	sandbox_image_info(const struct conf *, struct podman *, const char *id,
-	    const char *want, int *current, long long *built, struct perr *);
+	    const char *want, int *current, long long *built, struct berr *);
 /* Removes the image id when nothing names it any more (a rebuild took its
  * tag) and no container uses it; else leaves it. */
 void	image_drop_unnamed(struct podman *, const char *id);
@@ -567,7 +574,7 @@ long long sandbox_disk_used(const struct conf *, const char *user);
  * new proxy container is on none; a stopped sandbox gets it when it
  * starts); 0, or -1 with err (the first failure). */
 int	sandbox_egress_reconnect(const struct conf *, struct podman *,
-	    struct perr *err);
+	    struct berr *err);
 
 /* ---------------------------------------------------------------- egress.c */
 
@@ -579,10 +586,10 @@ struct buf;
  * network yet).  Nothing without manage.  0, or -1 with err.
  */
 int	egress_keep(const struct conf *, struct podman *, int *replaced,
-	    struct perr *err);
+	    struct berr *err);
 /* This host's addresses as the proxy reads them, appended to out. */
-int	egress_host_list(const struct conf *, struct buf *out, struct perr *err);
-int	egress_write_hosts(const struct conf *, struct perr *err);
+int	egress_host_list(const struct conf *, struct buf *out, struct berr *err);
+int	egress_write_hosts(const struct conf *, struct berr *err);
 /* The proxy's container spec (new reference); rootful: its own ids. */
 json_t	*egress_container_spec(const struct conf *, int rootful);
 /*
@@ -595,7 +602,7 @@ json_t	*egress_container_spec(const struct conf *, int rootful);
 #define LABEL_NAME_MAX	64	/* bytes of the name in a label: with "/" and
 				   USER_ID_MAX, the 128 the proxy takes */
 int	egress_labels_note(const struct conf *, const char *user,
-	    const char *addr, struct perr *err);
+	    const char *addr, struct berr *err);
 /* name made safe for a log line, then "/" and user (the id alone without
  * a name, or when nothing of it is left), into dst. */
 void	egress_label(const char *name, const char *user, char *dst,
@@ -633,7 +640,7 @@ int	doctor_run(const struct conf *, struct podman *, const char *fetch,
  * first use when create, else 0 when it has none; 0, or -1 with err.
  */
 int	idmap_slot(const struct conf *, const char *user, int create,
-	    long *slot, struct perr *err);
+	    long *slot, struct berr *err);
 /* Gives the user's slot back (remove-user --purge); 0 or -1. */
 int	idmap_release(const struct conf *, const char *user);
 /* The host id that id inside a sandbox of that slot is. */
@@ -651,7 +658,7 @@ int	quota_tools(char *why, size_t len);
  */
 int	quota_image_ensure(const struct conf *, const char *user,
 	    unsigned long long size, unsigned long uid, unsigned long gid,
-	    char *path, size_t pathlen, struct perr *err);
+	    char *path, size_t pathlen, struct berr *err);
 void	quota_image_path(const struct conf *, const char *user, char *dst,
 	    size_t len);
 void	quota_image_remove(const struct conf *, const char *user);
@@ -698,7 +705,7 @@ struct backend;
 
 struct pool_err {
 	int	 http;		/* status to answer with */
-	char	 msg[PODMAN_ERRLEN + 64];
+	char	 msg[BERR_MSGLEN + 64];
 };
 
 /* The backend (backend.h) is borrowed and outlives the pool. */
@@ -730,7 +737,10 @@ void	pool_shutdown(void);
 
 void	metrics_request(int status);
 void	metrics_spawn(double seconds);
-void	metrics_podman_error(void);
+/* The backend's name (backend.h), the errors' label; "podman" until set. */
+void	metrics_backend(const char *name);
+/* A call to the backend's engine failed (unreachable, or a 5xx). */
+void	metrics_backend_error(void);
 /*
  * Appends the Prometheus text: a few kilobytes (at most 500 status codes,
  * the states, the histogram), so a buffer of 1 MiB always holds it.

@@ -380,7 +380,8 @@ test('Podman stopped gives a clear 503; back again, the supervisor recovers', as
   r = await sv.post(ping, { userId: u });
   assert.equal(r.status, 200, r.text);
   r = await sv.get('/metrics');
-  assert.match(r.text, /vivarium_podman_errors_total [1-9]/);
+  assert.match(r.text, /vivarium_backend_errors_total\{backend="podman"\} [1-9]/);
+  assert.match(r.text, /vivarium_podman_errors_total [1-9]/);  // the old name, one release
 });
 
 test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', async () => {

@@ -118,7 +118,7 @@ static void
 test_host_list(void **state)
 {
 	struct buf	 b = BUF_INIT(1u << 20);
-	struct perr	 e;
+	struct berr	 e;
 
 	(void)state;
 	cf.egress_host_extra = S("203.0.113.7, 2001:db8::/64,198.51.100.0/24");
@@ -190,7 +190,7 @@ labels_text(const char *d)
 static void
 test_labels_file(void **state)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct stat	 st;
 	char		 d[] = "/tmp/vlabels.XXXXXX", path[256];
 	const char	*t;

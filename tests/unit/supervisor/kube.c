@@ -91,7 +91,7 @@ static void
 test_kubeconfig(void **state)
 {
 	struct kube	*k;
-	struct perr	 e;
+	struct berr	 e;
 	char		 want[600];
 
 	k = kube_new(kubeconfig("https://10.0.0.1:6443/", "    token: "
@@ -144,7 +144,7 @@ static void
 test_in_cluster(void **state)
 {
 	struct kube	*k;
-	struct perr	 e;
+	struct berr	 e;
 	char		 want[600];
 
 	write_file("token", "sa-token\n");
@@ -169,7 +169,7 @@ static struct kube *
 fake_kube(int port)
 {
 	struct kube	*k;
-	struct perr	 e;
+	struct berr	 e;
 	char		 server[64];
 
 	snprintf(server, sizeof(server), "http://127.0.0.1:%d", port);
@@ -205,7 +205,7 @@ test_calls(void **state)
 		{ NULL, NULL, 0, NULL, 0, 0 },
 	};
 	struct kube	*k;
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*v = NULL, *body;
 	long		 status;
 	int		 port;
@@ -265,7 +265,7 @@ test_calls(void **state)
 static void
 test_status_words(void **state)
 {
-	struct perr	 e;
+	struct berr	 e;
 	const char	*body;
 
 	kube_status_err(&e, "DELETE", "/api/v1/namespaces/sb/"
@@ -289,7 +289,7 @@ struct seen {
 };
 
 static int
-count_event(void *arg, const char *type, const json_t *obj, struct perr *e)
+count_event(void *arg, const char *type, const json_t *obj, struct berr *e)
 {
 	struct seen	*s = arg;
 
@@ -320,7 +320,7 @@ test_watch(void **state)
 		{ NULL, NULL, 0, NULL, 0, 0 },
 	};
 	struct kube	*k;
-	struct perr	 e;
+	struct berr	 e;
 	struct seen	 s;
 
 	k = fake_kube(kfake_start(r));
@@ -450,7 +450,7 @@ test_ensure_new(void **state)
 	};
 	struct backend		*b;
 	struct agent_addr	 a;
-	struct perr		 e;
+	struct berr		 e;
 	char			 secret[KSPEC_SECRET_HEX + 1];
 	char			 got[KSPEC_SECRET_MAX + 1];
 	json_t			*pvc, *pod;
@@ -518,7 +518,7 @@ test_ensure_userns(void **state)
 	};
 	struct backend		*b;
 	struct agent_addr	 a;
-	struct perr		 e;
+	struct berr		 e;
 	int			 created, i, versions = 0, ipod;
 
 	conf_for(kfake_start(r));
@@ -563,7 +563,7 @@ test_ensure_stuck(void **state)
 	};
 	struct backend		*b;
 	struct agent_addr	 a;
-	struct perr		 e;
+	struct berr		 e;
 	json_t			*np;
 	char			*text;
 	int			 created;
@@ -611,7 +611,7 @@ test_ensure_netpol_drift(void **state)
 	};
 	struct backend		*b;
 	struct agent_addr	 a;
-	struct perr		 e;
+	struct berr		 e;
 	json_t			*put, *want;
 	int			 created, i, puts = 0, last = -1;
 
@@ -673,7 +673,7 @@ test_list_and_inspect(void **state)
 	struct backend		*b;
 	struct backend_sandbox	*v;
 	struct backend_info	 info;
-	struct perr		 e;
+	struct berr		 e;
 	json_t			*d;
 	size_t			 n;
 
@@ -696,7 +696,7 @@ test_list_and_inspect(void **state)
 	assert_int_equal(b->inspect(b, "dave", &info, &e), 0);
 	assert_int_equal(info.state, BK_MISSING);
 	/* vivariumctl status: what there is, and where its agent is. */
-	d = b->describe(b, "alice", &e);
+	d = b->describe(b, "alice", NULL, &e);
 	assert_non_null(d);
 	assert_string_equal(json_string_value(json_object_get(d, "state")),
 	    "running");
@@ -705,7 +705,7 @@ test_list_and_inspect(void **state)
 	assert_true(json_is_true(json_object_get(d, "network_policy_exists")));
 	assert_true(json_is_false(json_object_get(d, "claim_exists")));
 	json_decref(d);
-	d = b->describe(b, "dave", &e);
+	d = b->describe(b, "dave", NULL, &e);
 	assert_string_equal(json_string_value(json_object_get(d, "state")),
 	    "missing");
 	json_decref(d);
@@ -742,7 +742,7 @@ test_check(void **state)
 		{ NULL, NULL, 0, NULL, 0, 0 },
 	};
 	struct backend	*b;
-	struct perr	 e;
+	struct berr	 e;
 
 	conf_for(kfake_start(r));
 	b = kube_backend(&cf, NULL);
@@ -774,7 +774,7 @@ static void
 test_check_refuses(void **state)
 {
 	struct backend	*b;
-	struct perr	 e;
+	struct berr	 e;
 
 	conf_for(1);
 	cf.kube.kubeconfig = S(write_file("kubeconfig", "apiVersion: v1\n"));

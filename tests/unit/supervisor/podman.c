@@ -45,7 +45,7 @@ test_version_4_3(void **state)
 	static const struct fake_route r[] = {
 		{ "GET", API "/version", "version.http" }, { NULL, NULL, NULL } };
 	struct podman	*p = client(r);
-	struct perr	 e;
+	struct berr	 e;
 
 	assert_int_equal(podman_version(p, &e), 0);
 	assert_string_equal(p->version, "4.3.1");
@@ -62,7 +62,7 @@ test_version_4_6_strict(void **state)
 		{ "GET", API "/version", "version-4.6.http" },
 		{ NULL, NULL, NULL } };
 	struct podman	*p = client(r);
-	struct perr	 e;
+	struct berr	 e;
 	struct conf	 c;
 	json_t		*spec;
 
@@ -100,13 +100,13 @@ test_name_in_use(void **state)
 		    "container-create-name-in-use.http" },
 		{ NULL, NULL, NULL } };
 	struct podman		*p = client(r);
-	struct perr		 e;
+	struct berr		 e;
 	struct fake_request	 q;
 	json_t			*spec = json_pack("{s:s}", "name", "x");
 
 	assert_int_equal(podman_container_create(p, spec, &e), -1);
 	assert_int_equal(e.status, 500);
-	assert_true(perr_exists(&e));
+	assert_true(podman_err_exists(&e));
 	assert_non_null(strstr(e.msg, "is already in use"));
 	assert_non_null(strstr(e.msg, "POST"));
 	/* The body went out as JSON with the header Podman needs. */
@@ -131,15 +131,15 @@ test_errors_readable(void **state)
 		{ "POST", API "/containers/create", "container-create-form-body.http" },
 		{ NULL, NULL, NULL } };
 	struct podman	*p = client(r);
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*spec = json_object();
 
 	assert_int_equal(podman_network_create(p, spec, &e), -1);
 	assert_int_equal(e.status, 500);
-	assert_false(perr_exists(&e));
+	assert_false(podman_err_exists(&e));
 	assert_non_null(strstr(e.msg, "parsing \"strict\""));
 	assert_int_equal(podman_volume_create(p, spec, &e), -1);
-	assert_true(perr_exists(&e));
+	assert_true(podman_err_exists(&e));
 	/* 304: already running is success. */
 	assert_int_equal(podman_container_start(p, "vivarium-alice", &e), 0);
 	assert_int_equal(podman_network_exists(p, "vivarium-nobody", &e), 0);
@@ -161,7 +161,7 @@ test_inspect_and_list(void **state)
 		{ "GET", API "/containers/json", "containers-list.http" },
 		{ NULL, NULL, NULL } };
 	struct podman		*p = client(r);
-	struct perr		 e;
+	struct berr		 e;
 	struct fake_request	 q;
 	json_t			*j;
 
@@ -186,7 +186,7 @@ static void
 test_unreachable(void **state)
 {
 	struct podman	*p = podman_new("/nonexistent/podman.sock", 2000);
-	struct perr	 e;
+	struct berr	 e;
 	json_t		*j;
 
 	assert_int_equal(podman_version(p, &e), -1);
@@ -204,7 +204,7 @@ test_connection_closed(void **state)
 	static const struct fake_route r[] = {
 		{ "GET", API "/version", "CLOSE" }, { NULL, NULL, NULL } };
 	struct podman	*p = client(r);
-	struct perr	 e;
+	struct berr	 e;
 
 	assert_int_equal(podman_version(p, &e), -1);
 	assert_int_equal(e.status, 0);
@@ -230,7 +230,7 @@ create_missing_image(const char *info, int rootless)
 		{ "POST", API "/containers/create", "container-create-no-image.http" },
 		{ NULL, NULL, NULL } };
 	struct podman	*p = client(r);
-	struct perr	 e;
+	struct berr	 e;
 	struct conf	 c;
 	struct confdiag	 d;
 	char		 dir[] = "/tmp/svtestXXXXXX";
@@ -382,7 +382,7 @@ test_egress_already_connected(void **state)
 		    "container-inspect-missing.http" },
 		{ NULL, NULL, NULL } };
 	struct podman		*p = client(r);
-	struct perr		 e;
+	struct berr		 e;
 	struct conf		 c;
 	struct names		 n;
 	struct fake_request	 q;
@@ -431,7 +431,7 @@ test_proxy_ip(void **state)
 		{ "{}", NULL },
 	};
 	struct podman	*p;
-	struct perr	 e;
+	struct berr	 e;
 	struct conf	 c;
 	struct names	 n;
 	json_t		*j;

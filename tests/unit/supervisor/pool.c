@@ -38,7 +38,7 @@ count(int *n)
 
 static int
 fk_ensure(struct backend *b, const char *user, int *created,
-    struct agent_addr *addr, struct perr *e)
+    struct agent_addr *addr, struct berr *e)
 {
 	struct timespec	 ts = { 0, 100 * 1000000L };
 
@@ -46,7 +46,7 @@ fk_ensure(struct backend *b, const char *user, int *created,
 	/* Slow, as a real start is: the other first requests pile up. */
 	nanosleep(&ts, NULL);
 	if (fake.fail_status != -1) {
-		perr_set(e, fake.fail_status, "the fake is down");
+		berr_set(e, fake.fail_status, "the fake is down");
 		return -1;
 	}
 	*created = 1;
@@ -57,14 +57,14 @@ fk_ensure(struct backend *b, const char *user, int *created,
 }
 
 static int
-fk_stop(struct backend *b, const char *user, struct perr *e)
+fk_stop(struct backend *b, const char *user, struct berr *e)
 {
 	count(&fake.stops);
 	return 0;
 }
 
 static int
-fk_registered(struct backend *b, const char *user, struct perr *e)
+fk_registered(struct backend *b, const char *user, struct berr *e)
 {
 	count(&fake.registered_asks);
 	return fake.registered != NULL && strcmp(user, fake.registered) == 0;
@@ -72,7 +72,7 @@ fk_registered(struct backend *b, const char *user, struct perr *e)
 
 static int
 fk_inspect(struct backend *b, const char *user, struct backend_info *out,
-    struct perr *e)
+    struct berr *e)
 {
 	memset(out, 0, sizeof(*out));
 	out->state = BK_MISSING;
@@ -81,7 +81,7 @@ fk_inspect(struct backend *b, const char *user, struct backend_info *out,
 
 static int
 fk_list(struct backend *b, struct backend_sandbox **out, size_t *n,
-    struct perr *e)
+    struct berr *e)
 {
 	static const struct backend_sandbox have[] = {
 		{ "alice", BK_RUNNING },
@@ -118,19 +118,6 @@ static struct backend	 fk = {
 	.label = fk_label,
 	.used = fk_used,
 };
-
-/* pool.c logs; perr_set is podman.c's, which this test does without. */
-void
-perr_set(struct perr *e, long status, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	e->status = status;
-	e->cause[0] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-}
 
 static int
 setup(void **state)

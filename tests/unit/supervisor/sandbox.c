@@ -54,7 +54,7 @@ static int
 make(const char *user, char *why, size_t whylen)
 {
 	struct names	 n;
-	struct perr	 e;
+	struct berr	 e;
 
 	memset(&e, 0, sizeof(e));
 	assert_int_equal(sandbox_names(&cf, user, &n), 0);
@@ -163,7 +163,7 @@ test_state_dir_0700(void **state)
 static void
 test_idmap_slots(void **state)
 {
-	struct perr	 e;
+	struct berr	 e;
 	long		 a, b, a2, none;
 	char		 p[256], target[64];
 	ssize_t		 len;
@@ -208,7 +208,7 @@ test_idmap_slots(void **state)
 static void
 test_quota_image(void **state)
 {
-	struct perr	 e;
+	struct berr	 e;
 	struct stat	 st;
 	char		 path[256], why[256], cmd[1024];
 
