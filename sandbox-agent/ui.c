@@ -19,6 +19,7 @@
 #include "base64.h"
 #include "link.h"
 #include "log.h"
+#include "origin.h"
 #include "sha256.h"
 #include "banned.h"
 
@@ -40,31 +41,6 @@ ui_resources_list(void)
 	    "title", "Workspace files and charts",
 	    "mimeType", UI_MIME_TYPE,
 	    "_meta", "ui", "prefersBorder", 1);
-}
-
-/*
- * The origin (scheme://host[:port]) of url into out; 0, or -1 when url is
- * not an http(s) URL.  The CSP takes origins, not paths.
- */
-static int
-url_origin(const char *url, char *out, size_t outlen)
-{
-	const char	*p;
-	size_t		 n;
-
-	if (strncmp(url, "http://", 7) == 0)
-		p = url + 7;
-	else if (strncmp(url, "https://", 8) == 0)
-		p = url + 8;
-	else
-		return -1;
-	n = strcspn(p, "/?#");
-	if (n == 0 || (size_t)(p - url) + n >= outlen ||
-	    strcspn(p, " \t\r\n;,'\"") < n)
-		return -1;
-	memcpy(out, url, (size_t)(p - url) + n);
-	out[(size_t)(p - url) + n] = '\0';
-	return 0;
 }
 
 /*
@@ -172,7 +148,7 @@ ui_resource_read(const char *uri, const char *link_base,
 		return NULL;
 	}
 	/* Without links the view still lists files; it cannot fetch. */
-	if (link_base != NULL && url_origin(link_base, origin,
+	if (link_base != NULL && origin_of_url(link_base, origin,
 	    sizeof(origin)) == 0)
 		csp = json_pack("{s:[s], s:[s]}", "connectDomains", origin,
 		    "resourceDomains", origin);
