@@ -12,6 +12,18 @@
 
 /* ------------------------------------------------------------ Origin */
 
+/* The length of "http://" or "https://" (any case) at s, of n bytes; 0
+ * when s starts with neither. */
+static size_t
+scheme_len(const char *s, size_t n)
+{
+	if (n >= 7 && strncasecmp(s, "http://", 7) == 0)
+		return 7;
+	if (n >= 8 && strncasecmp(s, "https://", 8) == 0)
+		return 8;
+	return 0;
+}
+
 /* Is origin "scheme://host[:port]" with a loopback host? */
 static int
 origin_is_loopback(const char *origin)
@@ -19,12 +31,9 @@ origin_is_loopback(const char *origin)
 	const char	*h, *end;
 	size_t		 n;
 
-	if (strncasecmp(origin, "http://", 7) == 0)
-		h = origin + 7;
-	else if (strncasecmp(origin, "https://", 8) == 0)
-		h = origin + 8;
-	else
+	if ((n = scheme_len(origin, strlen(origin))) == 0)
 		return 0;
+	h = origin + n;
 	if (*h == '[') {
 		end = strchr(h, ']');
 		if (end == NULL)
@@ -84,17 +93,15 @@ int
 origins_check(const char *list, char *err, size_t errlen)
 {
 	const char	*p, *rest;
-	size_t		 n;
+	size_t		 n, k;
 
 	if (list == NULL)
 		return 0;
 	while (config_list_next(&list, &p, &n)) {
 		if (n == 0 || (n == 1 && *p == '*'))
 			continue;
-		if (n > 7 && strncasecmp(p, "http://", 7) == 0)
-			rest = p + 7;
-		else if (n > 8 && strncasecmp(p, "https://", 8) == 0)
-			rest = p + 8;
+		if ((k = scheme_len(p, n)) > 0 && n > k)
+			rest = p + k;
 		else {
 			snprintf(err, errlen, "'%.*s' is not an origin "
 			    "(expected scheme://host[:port], e.g. "
@@ -108,5 +115,21 @@ origins_check(const char *list, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+int
+origin_of_url(const char *url, char *out, size_t outlen)
+{
+	size_t	 k, n;
+
+	if ((k = scheme_len(url, strlen(url))) == 0)
+		return -1;
+	n = strcspn(url + k, "/?#");
+	/* It goes into headers and CSP source lists as it is. */
+	if (n == 0 || k + n >= outlen || strcspn(url + k, " \t\r\n;,'\"") < n)
+		return -1;
+	memcpy(out, url, k + n);
+	out[k + n] = '\0';
 	return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * origin.h: the Origin check (DNS-rebinding protection) that the agent and
- * the supervisor make before they answer a browser.  Plain strings, no
- * HTTP library.
+ * the supervisor make before they answer a browser, and a URL's origin.
+ * Plain strings, no HTTP library.
  */
 #ifndef VIVARIUM_ORIGIN_H
 #define VIVARIUM_ORIGIN_H
@@ -22,5 +22,12 @@
 int	origin_allowed(const char *list, const char *origin);
 /* Checks a list's syntax; 0, or -1 with the reason in err. */
 int	origins_check(const char *list, char *err, size_t errlen);
+/*
+ * The origin of an http(s) URL: "scheme://host[:port]" as the URL spells
+ * it, without path, query or fragment, into out.  0, or -1 when url is not
+ * http(s), has no host, holds a space, quote, comma or semicolon before
+ * its path, or does not fit.
+ */
+int	origin_of_url(const char *url, char *out, size_t outlen);
 
 #endif

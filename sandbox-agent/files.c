@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,13 +27,12 @@
 #include "fileweb.h"
 #include "mhd.h"
 #include "log.h"
+#include "wsdiff.h"
 #include "banned.h"
 
-#define STATE_DIR	".vivarium"
-#define TMP_DIR		".vivarium/uploading"
-#define UPLOADS_NOTE	".vivarium/uploaded"	/* the runner's footer reads it */
-#define LIST_MAX	5000
-#define LIST_DEPTH	32
+#define TMP_DIR		WS_STATE_DIR "/uploading"
+#define UPLOADS_NOTE	WS_STATE_DIR "/uploaded" /* the runner's footer reads it */
+#define LIST_MAX	5000		/* files on the workspace page */
 #define RENAME_TRIES	1000
 #define LOCAL_USER	"local"		/* links of a single-workspace agent */
 
@@ -62,7 +60,7 @@ ws_open(const char *ws, const char *path, struct fw_reader *r,
 
 /* ------------------------------------------------------------ listing */
 
-struct walk {
+struct listing {
 	json_t	*files;
 	size_t	 bytes;		/* the JSON of files so far, at most */
 	int	 truncated;
@@ -88,67 +86,32 @@ entry_bytes(const char *path)
 	return n;
 }
 
-static void
-walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
+/* The regular files, until LIST_MAX of them or LIST_BYTES of JSON. */
+static int
+list_entry(void *arg, const struct ws_entry *e)
 {
-	DIR		*d;
-	struct dirent	*de;
-	struct stat	 st;
-	char		 path[PATH_MAX];
-	int		 sub;
+	struct listing	*L = arg;
+	json_t		*p;
 
-	if ((d = fdopendir(dfd)) == NULL) {
-		close(dfd);
-		return;
+	if (json_array_size(L->files) >= LIST_MAX || L->bytes >= LIST_BYTES) {
+		L->truncated = 1;
+		return 1;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0 ||
-		    (depth == 0 && strcmp(de->d_name, STATE_DIR) == 0))
-			continue;
-		if (json_array_size(w->files) >= LIST_MAX ||
-		    w->bytes >= LIST_BYTES) {
-			w->truncated = 1;
-			break;
-		}
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1
-		    || snprintf(path, sizeof(path), "%s%s", prefix, de->d_name)
-		    >= (int)sizeof(path))
-			continue;
-		if (S_ISREG(st.st_mode)) {
-			/* A name that is not UTF-8 cannot be a JSON string. */
-			json_t *p = json_string(path);
-
-			if (p == NULL)
-				continue;
-			if (w->bytes + entry_bytes(path) > LIST_BYTES) {
-				json_decref(p);
-				w->bytes = LIST_BYTES;	/* full: stop */
-				w->truncated = 1;
-				break;
-			}
-			w->bytes += entry_bytes(path);
-			json_array_append_new(w->files, json_pack("{s:o, s:I, "
-			    "s:I}", "path", p, "size", (json_int_t)st.st_size,
-			    "mtime", (json_int_t)st.st_mtime));
-		} else if (S_ISDIR(st.st_mode)) {
-			if (depth + 1 >= LIST_DEPTH) {
-				w->truncated = 1;
-				continue;
-			}
-			sub = openat(dirfd(d), de->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub != -1 && strlen(path) + 2 < sizeof(path)) {
-				size_t n = strlen(path);
-
-				path[n] = '/';
-				path[n + 1] = '\0';
-				walk_dir(w, sub, path, depth + 1);
-			} else if (sub != -1)
-				close(sub);
-		}
+	if (!S_ISREG(e->st->st_mode))
+		return 0;
+	/* A name that is not UTF-8 cannot be a JSON string. */
+	if ((p = json_string(e->path)) == NULL)
+		return 0;
+	if (L->bytes + entry_bytes(e->path) > LIST_BYTES) {
+		json_decref(p);
+		L->truncated = 1;
+		return 1;
 	}
-	closedir(d);
+	L->bytes += entry_bytes(e->path);
+	json_array_append_new(L->files, json_pack("{s:o, s:I, s:I}", "path", p,
+	    "size", (json_int_t)e->st->st_size, "mtime",
+	    (json_int_t)e->st->st_mtime));
+	return 0;
 }
 
 static int
@@ -162,41 +125,40 @@ path_cmp(const void *a, const void *b)
 static json_t *
 ws_list(const char *ws, struct fw_error *e)
 {
-	struct walk	 w = { NULL, 0, 0 };
+	struct listing	 L = { NULL, 0, 0 };
 	json_t		**v, *sorted, *out;
 	size_t		 i, n;
-	int		 fd;
+	int		 cut;
 
-	if ((w.files = json_array()) == NULL)
+	if ((L.files = json_array()) == NULL)
 		goto oom;
-	if ((fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1)
-		walk_dir(&w, fd, "", 0);
-	else if (errno != ENOENT) {
+	if (ws_walk(ws, list_entry, &L, &cut) == -1 && errno != ENOENT) {
 		e->status = 500;
-		snprintf(e->msg, sizeof(e->msg), "cannot open the workspace: %s",
+		snprintf(e->msg, sizeof(e->msg), "cannot list the workspace: %s",
 		    strerror(errno));
-		json_decref(w.files);
+		json_decref(L.files);
 		return NULL;
 	}
-	n = json_array_size(w.files);
+	L.truncated |= cut;
+	n = json_array_size(L.files);
 	if ((v = calloc(n + 1, sizeof(*v))) == NULL ||
 	    (sorted = json_array()) == NULL) {
 		free(v);
 		goto oom;
 	}
 	for (i = 0; i < n; i++)
-		v[i] = json_array_get(w.files, i);
+		v[i] = json_array_get(L.files, i);
 	qsort(v, n, sizeof(*v), path_cmp);
 	for (i = 0; i < n; i++)
 		json_array_append(sorted, v[i]);
 	free(v);
-	json_decref(w.files);
-	out = json_pack("{s:o, s:b}", "files", sorted, "truncated", w.truncated);
+	json_decref(L.files);
+	out = json_pack("{s:o, s:b}", "files", sorted, "truncated", L.truncated);
 	if (out == NULL)
 		goto oom;
 	return out;
 oom:
-	json_decref(w.files);
+	json_decref(L.files);
 	e->status = 500;
 	snprintf(e->msg, sizeof(e->msg), "out of memory");
 	return NULL;
@@ -237,7 +199,7 @@ ws_put_begin(const char *ws, const char *name, struct fw_error *e)
 	snprintf(p->ws, sizeof(p->ws), "%s", ws);
 	fw_clean_name(name, p->name, sizeof(p->name));
 	if ((p->wsfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    mkdir_at(p->wsfd, STATE_DIR) == -1 || mkdir_at(p->wsfd, TMP_DIR) == -1)
+	    mkdir_at(p->wsfd, WS_STATE_DIR) == -1 || mkdir_at(p->wsfd, TMP_DIR) == -1)
 		goto sys;
 	for (i = 0; i < 100 && p->fd == -1; i++) {
 		if (getentropy(&r, sizeof(r)) == -1)

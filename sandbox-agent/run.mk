@@ -6,8 +6,8 @@ $(eval $(call unit_test,common_spawn,tests/unit/common/spawn.c,,))
 $(eval $(call unit_test,agent_quant,tests/unit/sandbox-agent/quant.c,,))
 $(eval $(call unit_test,agent_png,tests/unit/sandbox-agent/png.c,$(O)/sandbox-agent/quant.o,libpng))
 $(eval $(call unit_test,agent_wsdiff,tests/unit/sandbox-agent/wsdiff.c,,))
-$(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
-$(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
+$(eval $(call unit_test,agent_run_output,tests/unit/sandbox-agent/run_output.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
+$(eval $(call unit_test,agent_run,tests/unit/sandbox-agent/run.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/quant.o $(O)/sandbox-agent/warm.o,jansson libpng))
 
 # The tests of spawning, tails, images and run_python under valgrind (a build
 # without sanitizers: the two do not mix).  The child side of a fork is not

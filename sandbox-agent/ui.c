@@ -10,6 +10,7 @@
  * link pages serve anyway: previews, downloads and uploads under a signed
  * /ws/ link, which is why that origin, and no other, is in its CSP.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "base64.h"
 #include "link.h"
 #include "log.h"
+#include "origin.h"
 #include "sha256.h"
 #include "banned.h"
 
@@ -42,42 +44,18 @@ ui_resources_list(void)
 }
 
 /*
- * The origin (scheme://host[:port]) of url into out; 0, or -1 when url is
- * not an http(s) URL.  The CSP takes origins, not paths.
- */
-static int
-url_origin(const char *url, char *out, size_t outlen)
-{
-	const char	*p;
-	size_t		 n;
-
-	if (strncmp(url, "http://", 7) == 0)
-		p = url + 7;
-	else if (strncmp(url, "https://", 8) == 0)
-		p = url + 8;
-	else
-		return -1;
-	n = strcspn(p, "/?#");
-	if (n == 0 || (size_t)(p - url) + n >= outlen ||
-	    strcspn(p, " \t\r\n;,'\"") < n)
-		return -1;
-	memcpy(out, url, (size_t)(p - url) + n);
-	out[(size_t)(p - url) + n] = '\0';
-	return 0;
-}
-
-/*
  * 'sha256-<base64>' of the text between the first open and the next close
- * (the CSP's hash source), appended to out; -1 when there is no such
- * element or out is full.
+ * (the CSP's hash source), into out; -1 when there is no such element.
  */
 static int
 element_hash(const char *html, const char *open, const char *close,
-    struct buf *out)
+    char *out, size_t outlen)
 {
 	struct sha256	 c;
 	unsigned char	 h[SHA256_LEN];
+	struct buf	 b = BUF_INIT(outlen - 1);
 	const char	*s, *e;
+	int		 rc = -1;
 
 	if ((s = strstr(html, open)) == NULL ||
 	    (e = strstr(s += strlen(open), close)) == NULL)
@@ -85,16 +63,38 @@ element_hash(const char *html, const char *open, const char *close,
 	sha256_init(&c);
 	sha256_update(&c, s, (size_t)(e - s));
 	sha256_final(&c, h);
-	if (buf_appends(out, "sha256-") == -1 ||
-	    base64_encode(BASE64_STD, h, sizeof(h), out) == -1)
-		return -1;
-	return 0;
+	if (buf_appends(&b, "sha256-") == 0 &&
+	    base64_encode(BASE64_STD, h, sizeof(h), &b) == 0) {
+		memcpy(out, buf_str(&b), b.len + 1);
+		rc = 0;
+	}
+	buf_release(&b);
+	return rc;
+}
+
+/* The hashes of the view's one script and one style: the view is compiled
+ * in, so they are worked out once. */
+static pthread_once_t	 hashes_once = PTHREAD_ONCE_INIT;
+static char		 script_hash[64], style_hash[64];	/* "": none */
+
+static void
+hashes_init(void)
+{
+	const char *html = (const char *)ui_workspace_html;
+
+	if (element_hash(html, "<script>", "</script>", script_hash,
+	    sizeof(script_hash)) == -1)
+		script_hash[0] = '\0';
+	if (element_hash(html, "<style>", "</style>", style_hash,
+	    sizeof(style_hash)) == -1)
+		style_hash[0] = '\0';
 }
 
 /*
  * The view's HTML with its CSP filled in: the hashes of its one style and
  * one script (so nothing else inline runs) and the links' origin, or
- * 'none'.  NULL when out of memory.
+ * 'none'.  NULL when out of memory (or the view lacks its script or
+ * style, which the build would have caught).
  */
 static char *
 view_html(const char *origin, size_t *lenp)
@@ -103,15 +103,16 @@ view_html(const char *origin, size_t *lenp)
 	struct buf	 out = BUF_INIT(ui_workspace_html_len + 4096);
 	int		 rc = 0;
 
+	pthread_once(&hashes_once, hashes_init);
+	if (script_hash[0] == '\0' || style_hash[0] == '\0')
+		return NULL;
 	for (p = html; rc == 0 && (at = strchr(p, '@')) != NULL; p = at) {
 		rc = buf_append(&out, p, (size_t)(at - p));
 		if (strncmp(at, "@SCRIPT_HASH@", 13) == 0) {
-			rc = rc ? rc : element_hash(html, "<script>",
-			    "</script>", &out);
+			rc = rc ? rc : buf_appends(&out, script_hash);
 			at += 13;
 		} else if (strncmp(at, "@STYLE_HASH@", 12) == 0) {
-			rc = rc ? rc : element_hash(html, "<style>",
-			    "</style>", &out);
+			rc = rc ? rc : buf_appends(&out, style_hash);
 			at += 12;
 		} else if (strncmp(at, "@LINK_ORIGIN@", 13) == 0) {
 			rc = rc ? rc : buf_appends(&out, origin);
@@ -147,7 +148,7 @@ ui_resource_read(const char *uri, const char *link_base,
 		return NULL;
 	}
 	/* Without links the view still lists files; it cannot fetch. */
-	if (link_base != NULL && url_origin(link_base, origin,
+	if (link_base != NULL && origin_of_url(link_base, origin,
 	    sizeof(origin)) == 0)
 		csp = json_pack("{s:[s], s:[s]}", "connectDomains", origin,
 		    "resourceDomains", origin);

@@ -2,7 +2,7 @@
 # python/vivarium/_zygote.py): their unit tests, the end-to-end test and the
 # cold-vs-warm benchmark.  Included by sandbox-agent/run.mk.
 
-$(eval $(call unit_test,agent_warm,tests/unit/sandbox-agent/warm.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/quant.o,jansson libpng))
+$(eval $(call unit_test,agent_warm,tests/unit/sandbox-agent/warm.c,$(O)/sandbox-agent/result.o $(O)/sandbox-agent/images.o $(O)/sandbox-agent/wsdiff.o $(O)/sandbox-agent/workspace.o $(O)/sandbox-agent/quant.o,jansson libpng))
 
 # Per-user workspaces, parallel users and a killed zygote through the real
 # agent and the MCP SDK client.

@@ -24,13 +24,9 @@
 #include "agent.h"
 #include "log.h"
 #include "text.h"
+#include "wsdiff.h"
 #include "banned.h"
 
-#define STATE_DIR		".vivarium"	/* the runner's; never shown */
-#define LIST_MAX_LINES		1000		/* entries shown by list_files */
-#define LIST_MAX_WALK		200000		/* entries counted at most */
-#define LIST_MAX_DEPTH		32
-#define LIST_MAX_PER_DIR	50000
 #define READ_MAX_PATH		4096
 
 /* ------------------------------------------------------------ user ids */
@@ -96,14 +92,14 @@ fail:
 	return r;
 }
 
-/* ------------------------------------------------------------ list_files */
+/* ------------------------------------------------------------ the walk */
 
-struct listing {
-	struct buf	 lines;
-	size_t		 shown, files, dirs, others, walked;
-	unsigned long long bytes;
-	int		 cut;		/* some entries not shown */
-	int		 walk_cut;	/* the walk stopped early */
+struct walk {
+	ws_walk_fn	 fn;
+	void		*arg;
+	size_t		 seen;		/* entries read, against the bound */
+	int		 cut;
+	char		 path[PATH_MAX];
 };
 
 static int
@@ -111,6 +107,123 @@ name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
+
+/*
+ * Walks the directory open at fd (consumed), whose path w->path holds
+ * (base bytes): reads its names, sorts them, then calls fn on each and
+ * walks the directories among them.  At most WS_WALK_MAX_DEPTH
+ * directories are open at once, and WS_WALK_MAX_ENTRIES names held.
+ */
+static int
+walk_dir(struct walk *w, int fd, size_t base, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct ws_entry	 e;
+	struct stat	 st;
+	char		**names = NULL, **tmp;
+	size_t		 n = 0, cap = 0, i, len;
+	int		 sub, rc = 0, saved;
+
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;	/* unreadable: nothing to see there */
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    (depth == 0 && strcmp(de->d_name, WS_STATE_DIR) == 0))
+			continue;
+		if (w->seen >= WS_WALK_MAX_ENTRIES) {
+			w->cut = 1;
+			break;
+		}
+		w->seen++;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			if ((tmp = reallocarray(names, cap,
+			    sizeof(*names))) == NULL) {
+				rc = -1;
+				goto done;
+			}
+			names = tmp;
+		}
+		if ((names[n] = strdup(de->d_name)) == NULL) {
+			rc = -1;
+			goto done;
+		}
+		n++;
+	}
+	if (n > 1)
+		qsort(names, n, sizeof(*names), name_cmp);
+	for (i = 0; i < n && rc == 0; i++) {
+		len = strlen(names[i]);
+		if (base + (base > 0) + len >= sizeof(w->path)) {
+			w->cut = 1;
+			continue;
+		}
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if (base > 0)
+			w->path[base] = '/';
+		memcpy(w->path + base + (base > 0), names[i], len + 1);
+		e.path = w->path;
+		e.st = &st;
+		e.depth = depth;
+		if ((rc = w->fn(w->arg, &e)) != 0)
+			break;
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		if (depth + 1 >= WS_WALK_MAX_DEPTH) {
+			w->cut = 1;
+			continue;
+		}
+		sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		if (sub != -1)
+			rc = walk_dir(w, sub, base + (base > 0) + len, depth + 1);
+	}
+done:
+	saved = errno;
+	w->path[base] = '\0';
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	errno = saved;
+	return rc;
+}
+
+int
+ws_walk(const char *workspace, ws_walk_fn fn, void *arg, int *cut)
+{
+	struct walk	 w;
+	int		 fd, rc;
+
+	*cut = 0;
+	if ((fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	w.fn = fn;
+	w.arg = arg;
+	w.seen = 0;
+	w.cut = 0;
+	w.path[0] = '\0';
+	rc = walk_dir(&w, fd, 0, 0);
+	*cut = w.cut;
+	return rc;
+}
+
+/* ------------------------------------------------------------ list_files */
+
+#define LIST_MAX_LINES		1000		/* entries shown by list_files */
+
+struct listing {
+	struct buf	 lines;
+	struct buf	 path;		/* the path being shown */
+	size_t		 shown, files, dirs, others;
+	unsigned long long bytes;
+	int		 cut;		/* some entries not shown */
+};
 
 static void
 listing_line(struct listing *L, const char *fmt, ...)
@@ -134,100 +247,62 @@ listing_line(struct listing *L, const char *fmt, ...)
 }
 
 /*
- * prefix: the shown path of the directory, "" or ending in '/'; escaped
- * says it holds escapes, so every name under it is shown escaped too.
+ * The path as the model can read it: a name that is not UTF-8 would make
+ * the whole listing invalid JSON text.  Each name is escaped on its own,
+ * and every name under an escaped one is escaped too.  1 when escaped.
  */
-static void
-list_dir(struct listing *L, int dfd, const char *prefix, int escaped,
-    int depth)
+static int
+shown_path(struct buf *out, const char *path)
 {
-	DIR		*d;
-	struct dirent	*de;
-	char		**names = NULL, **tmp;
-	struct buf	 shown = BUF_INIT(PATH_MAX * 4);
-	const char	*path, *mark;
-	size_t		 n = 0, cap = 0, i;
-	struct stat	 st;
-	char		 size[32];
-	int		 sub, esc;
+	const char	*p = path, *slash;
+	size_t		 n;
+	int		 esc = 0, r;
 
-	if ((d = fdopendir(dfd)) == NULL) {
-		close(dfd);
-		return;
+	buf_reset(out);
+	for (;;) {
+		slash = strchr(p, '/');
+		n = slash ? (size_t)(slash - p) : strlen(p);
+		if ((r = text_escape(out, p, n, ESCAPE_CONTROL |
+		    (esc ? ESCAPE_ALWAYS : 0))) == -1)
+			return -1;
+		esc |= r;
+		if (slash == NULL)
+			return esc;
+		if (buf_append(out, "/", 1) == -1)
+			return -1;
+		p = slash + 1;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (depth == 0 && strcmp(de->d_name, STATE_DIR) == 0)
-			continue;
-		if (n >= LIST_MAX_PER_DIR) {
-			L->walk_cut = 1;
-			break;
-		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			if ((tmp = realloc(names, cap * sizeof(*names))) == NULL)
-				break;
-			names = tmp;
-		}
-		if ((names[n] = strdup(de->d_name)) == NULL)
-			break;
-		n++;
+}
+
+static int
+list_entry(void *arg, const struct ws_entry *e)
+{
+	struct listing	*L = arg;
+	const struct stat *st = e->st;
+	const char	*path, *mark;
+	char		 size[32];
+	int		 esc;
+
+	if ((esc = shown_path(&L->path, e->path)) == -1)
+		return 0;
+	path = buf_str(&L->path);
+	mark = esc ? "  " NAME_ESCAPED_MARK : "";
+	if (S_ISDIR(st->st_mode)) {
+		L->dirs++;
+		listing_line(L, "%s/%s\n", path, mark);
+	} else if (S_ISREG(st->st_mode)) {
+		L->files++;
+		L->bytes += (unsigned long long)st->st_size;
+		human_size((unsigned long long)st->st_size, size, sizeof(size));
+		listing_line(L, "%s  %s%s\n", path, size, mark);
+	} else if (S_ISLNK(st->st_mode)) {
+		L->others++;
+		listing_line(L, "%s  (symbolic link)%s\n", path, mark);
+	} else {
+		L->others++;
+		listing_line(L, "%s  (not a regular file)%s\n", path, mark);
 	}
-	if (n > 0)
-		qsort(names, n, sizeof(*names), name_cmp);
-	for (i = 0; i < n; i++) {
-		if (L->walked >= LIST_MAX_WALK) {
-			L->walk_cut = 1;
-			break;
-		}
-		L->walked++;
-		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
-			continue;
-		/* The name as the model can read it: a name that is not
-		 * UTF-8 would make the whole listing invalid JSON text. */
-		buf_reset(&shown);
-		if (buf_appends(&shown, prefix) == -1 ||
-		    (esc = text_escape(&shown, names[i], strlen(names[i]),
-		    ESCAPE_CONTROL | (escaped ? ESCAPE_ALWAYS : 0))) == -1)
-			continue;
-		path = buf_str(&shown);
-		mark = esc ? "  " NAME_ESCAPED_MARK : "";
-		if (S_ISDIR(st.st_mode)) {
-			L->dirs++;
-			listing_line(L, "%s/%s\n", path, mark);
-			if (depth + 1 >= LIST_MAX_DEPTH) {
-				L->walk_cut = 1;
-				continue;
-			}
-			sub = openat(dirfd(d), names[i], O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (sub != -1) {
-				if (buf_append(&shown, "/", 1) == 0)
-					list_dir(L, sub, buf_str(&shown), esc,
-					    depth + 1);
-				else
-					close(sub);
-			}
-		} else if (S_ISREG(st.st_mode)) {
-			L->files++;
-			L->bytes += (unsigned long long)st.st_size;
-			human_size((unsigned long long)st.st_size, size, sizeof(size));
-			listing_line(L, "%s  %s%s\n", path, size, mark);
-		} else if (S_ISLNK(st.st_mode)) {
-			L->others++;
-			listing_line(L, "%s  (symbolic link)%s\n", path, mark);
-		} else {
-			L->others++;
-			listing_line(L, "%s  (not a regular file)%s\n", path,
-			    mark);
-		}
-	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	buf_release(&shown);
-	closedir(d);
+	return 0;
 }
 
 int
@@ -235,38 +310,37 @@ workspace_list(const char *root, struct buf *out, char *err, size_t errlen)
 {
 	struct listing	 L;
 	char		 total[32];
-	int		 fd;
+	int		 walk_cut, ret = -1;
 
 	memset(&L, 0, sizeof(L));
 	buf_init(&L.lines, 256 * 1024);
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1) {
+	buf_init(&L.path, PATH_MAX * 4 + 16);	/* \xNN a byte */
+	if (ws_walk(root, list_entry, &L, &walk_cut) == -1) {
 		if (errno == ENOENT) {
 			buf_appends(out, "The workspace is empty.\n");
-			buf_release(&L.lines);
-			return 0;
-		}
-		snprintf(err, errlen, "cannot open the workspace: %s",
-		    strerror(errno));
-		buf_release(&L.lines);
-		return -1;
+			ret = 0;
+		} else
+			snprintf(err, errlen, "cannot list the workspace: %s",
+			    strerror(errno));
+		goto done;
 	}
-	list_dir(&L, fd, "", 0, 0);
+	ret = 0;
 	if (L.files + L.dirs + L.others == 0) {
 		buf_appends(out, "The workspace is empty.\n");
-		buf_release(&L.lines);
-		return 0;
+		goto done;
 	}
 	human_size(L.bytes, total, sizeof(total));
 	buf_appendf(out, "%s%zu file(s), %zu folder(s), %s in files%s:\n",
-	    L.walk_cut ? "at least " : "", L.files, L.dirs, total,
-	    L.walk_cut ? " (the walk stopped early)" : "");
+	    walk_cut ? "at least " : "", L.files, L.dirs, total,
+	    walk_cut ? " (the walk stopped early)" : "");
 	buf_append(out, L.lines.data ? L.lines.data : "", L.lines.len);
 	if (L.cut)
 		buf_appendf(out, "[listing cut after %zu entries; use "
 		    "run_python (os.walk / glob) to look further]\n", L.shown);
+done:
 	buf_release(&L.lines);
-	return 0;
+	buf_release(&L.path);
+	return ret;
 }
 
 /* ------------------------------------------------------------ read_text_file */
@@ -364,7 +438,7 @@ open_beneath(int rootfd, const char *path, char *err, size_t errlen)
 			close(fd);
 			return -1;
 		}
-		if (first && strcmp(comp, STATE_DIR) == 0) {
+		if (first && strcmp(comp, WS_STATE_DIR) == 0) {
 			snprintf(err, errlen, "'%s' is the runner's private "
 			    "state, not a workspace file", path);
 			close(fd);

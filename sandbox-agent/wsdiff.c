@@ -2,7 +2,6 @@
  * wsdiff.c: the workspace before and after a run, what changed, and the
  * footer lines that say so (see wsdiff.h).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,12 +17,6 @@
 #include "banned.h"
 
 /* ---------------------------------------------------------------- snapshot */
-
-struct walk {
-	struct ws_snap	*snap;
-	size_t		 seen;
-	char		 path[4096];	/* relative path being built */
-};
 
 int
 ws_is_png(const char *name)
@@ -58,63 +51,19 @@ snap_add(struct ws_snap *s, const char *path, const struct stat *st)
 	return 0;
 }
 
-/*
- * Walks the directory open at fd (consumed); w->path holds its name.
- * Returns 0, 1 when a bound ended the whole walk, -1 when out of memory.
- */
+/* The regular files, until WS_WALK_MAX_FILES of them. */
 static int
-walk_dir(struct walk *w, int fd, int depth)
+snap_entry(void *arg, const struct ws_entry *e)
 {
-	DIR		*d;
-	struct dirent	*de;
-	struct stat	 st;
-	size_t		 base = strlen(w->path);
-	int		 sub, rc = 0;
+	struct ws_snap	*s = arg;
 
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return 0;	/* unreadable: nothing to see there */
+	if (!S_ISREG(e->st->st_mode))
+		return 0;
+	if (s->n >= WS_WALK_MAX_FILES) {
+		s->truncated = 1;
+		return 1;
 	}
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (++w->seen > WS_WALK_MAX_ENTRIES) {
-			w->snap->truncated = 1;
-			rc = 1;
-			break;
-		}
-		/* The runner's store is not the user's output. */
-		if (depth == 0 && strcmp(de->d_name, WS_STATE_DIR) == 0)
-			continue;
-		/* d_type spares a stat for links, sockets and the like. */
-		if (de->d_type != DT_DIR && de->d_type != DT_REG &&
-		    de->d_type != DT_UNKNOWN)
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-			continue;
-		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-			continue;
-		if (base + 1 + strlen(de->d_name) + 1 > sizeof(w->path)) {
-			w->snap->truncated = 1;
-			continue;
-		}
-		snprintf(w->path + base, sizeof(w->path) - base, "%s%s",
-		    base > 0 ? "/" : "", de->d_name);
-		if (S_ISREG(st.st_mode)) {
-			if (w->snap->n >= WS_WALK_MAX_FILES) {
-				w->snap->truncated = 1;
-				rc = 1;
-			} else
-				rc = snap_add(w->snap, w->path, &st);
-		} else if (depth + 1 >= WS_WALK_MAX_DEPTH)
-			w->snap->truncated = 1;
-		else if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
-		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
-			rc = walk_dir(w, sub, depth + 1);
-		w->path[base] = '\0';
-	}
-	closedir(d);
-	return rc;
+	return snap_add(s, e->path, e->st);
 }
 
 static int
@@ -129,29 +78,16 @@ int
 ws_snap_take(struct ws_snap *s, const char *workspace, char *errbuf,
     size_t errlen)
 {
-	struct walk	*w;
-	int		 fd, rc;
+	int		 cut;
 
 	ws_snap_release(s);
 	clock_gettime(CLOCK_REALTIME, &s->started);
-	fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1) {
+	if (ws_walk(workspace, snap_entry, s, &cut) == -1) {
 		snprintf(errbuf, errlen, "%s: %s", workspace, strerror(errno));
-		return -1;
-	}
-	if ((w = calloc(1, sizeof(*w))) == NULL) {
-		close(fd);
-		snprintf(errbuf, errlen, "out of memory");
-		return -1;
-	}
-	w->snap = s;
-	rc = walk_dir(w, fd, 0);
-	free(w);
-	if (rc == -1) {
 		ws_snap_release(s);
-		snprintf(errbuf, errlen, "out of memory");
 		return -1;
 	}
+	s->truncated |= cut;
 	if (s->n > 1)
 		qsort(s->files, s->n, sizeof(*s->files), file_cmp_path);
 	return 0;

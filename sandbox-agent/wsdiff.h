@@ -13,20 +13,49 @@
 #define VIVARIUM_WSDIFF_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include "buf.h"
 
-/* Bounds on the walk: a workspace may hold anything. */
-#define WS_WALK_MAX_DEPTH	16
-#ifndef WS_WALK_MAX_ENTRIES	/* a test may set a small one */
-#define WS_WALK_MAX_ENTRIES	200000	/* directory entries looked at */
-#endif
-#define WS_WALK_MAX_FILES	50000	/* files remembered */
+/* ---------------------------------------------------------------- the walk */
 
-/* The runner's directory, at the top of the workspace only. */
+/*
+ * The one walk of a workspace, in workspace.c: list_files, the workspace
+ * page (files.c) and a run's diff (below) all see the tree through it, so
+ * what one skips the others skip too.  It never follows a symbolic link,
+ * never enters <workspace>/.vivarium (the runner's; a .vivarium deeper down
+ * is the user's) and stops at these bounds, for a workspace may hold
+ * anything.
+ */
+#define WS_WALK_MAX_DEPTH	16	/* levels of entries seen */
+#ifndef WS_WALK_MAX_ENTRIES	/* a test may set a small one */
+#define WS_WALK_MAX_ENTRIES	200000	/* directory entries read, in all */
+#endif
 #define WS_STATE_DIR		".vivarium"
+
+struct ws_entry {
+	const char		*path;	/* relative to the workspace */
+	const struct stat	*st;	/* of the entry itself (lstat) */
+	int			 depth;	/* 0 for the workspace's own entries */
+};
+
+/* Returns 0 to go on; anything else ends the walk and is its result. */
+typedef int	(*ws_walk_fn)(void *arg, const struct ws_entry *);
+
+/*
+ * Calls fn for each entry under the workspace, each directory's entries in
+ * name order, a directory before what it holds.  *cut says a bound left
+ * entries out (a path too long counts as one).  Returns 0, what fn
+ * returned to end it, or -1 with errno (the workspace cannot be opened,
+ * or memory ran out).
+ */
+int	ws_walk(const char *workspace, ws_walk_fn fn, void *arg, int *cut);
+
+/* ---------------------------------------------------------------- the diff */
+
+#define WS_WALK_MAX_FILES	50000	/* files a snapshot remembers */
 
 struct ws_file {
 	char		*path;		/* owned; relative to the workspace */

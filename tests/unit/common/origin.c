@@ -1,4 +1,4 @@
-/* Unit tests for common/origin.c: the Origin allow list. */
+/* Unit tests for common/origin.c: the Origin allow list, a URL's origin. */
 #include <string.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,6 +61,41 @@ test_list_syntax(void **state)
 	assert_non_null(strstr(err, "path"));
 }
 
+static void
+test_origin_of_url(void **state)
+{
+	char	 o[64], small[16];
+
+	assert_int_equal(origin_of_url("https://chat.example.org/ws/abc?x#y",
+	    o, sizeof(o)), 0);
+	assert_string_equal(o, "https://chat.example.org");
+	assert_int_equal(origin_of_url("http://box.lan:3080", o, sizeof(o)), 0);
+	assert_string_equal(o, "http://box.lan:3080");
+	assert_int_equal(origin_of_url("http://[::1]:8080?q", o, sizeof(o)), 0);
+	assert_string_equal(o, "http://[::1]:8080");
+	assert_int_equal(origin_of_url("HTTPS://A.example#f", o, sizeof(o)), 0);
+	assert_string_equal(o, "HTTPS://A.example");
+	/* Not http(s), no host, or something a CSP list would split on. */
+	assert_int_equal(origin_of_url("ftp://a.example/", o, sizeof(o)), -1);
+	assert_int_equal(origin_of_url("https:///x", o, sizeof(o)), -1);
+	assert_int_equal(origin_of_url("https://", o, sizeof(o)), -1);
+	assert_int_equal(origin_of_url("a.example", o, sizeof(o)), -1);
+	assert_int_equal(origin_of_url("https://a.example;b/", o, sizeof(o)),
+	    -1);
+	assert_int_equal(origin_of_url("https://a 'unsafe-inline'/", o,
+	    sizeof(o)), -1);
+	/* Those are fine after the origin. */
+	assert_int_equal(origin_of_url("https://a.example/x;y", o, sizeof(o)),
+	    0);
+	assert_string_equal(o, "https://a.example");
+	/* It fits or it fails. */
+	assert_int_equal(origin_of_url("https://a.exampl/", small,
+	    sizeof(small)), -1);
+	assert_int_equal(origin_of_url("https://a.examp/", small,
+	    sizeof(small)), 0);
+	assert_string_equal(small, "https://a.examp");
+}
+
 int
 main(void)
 {
@@ -69,6 +104,7 @@ main(void)
 		cmocka_unit_test(test_loopback_origins_are_allowed),
 		cmocka_unit_test(test_list_matches_exactly),
 		cmocka_unit_test(test_list_syntax),
+		cmocka_unit_test(test_origin_of_url),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,6 +2,7 @@
  * Unit tests for sandbox-agent/files.c (receiving, listing, the link
  * tools) and for the name cleaning of common/fileweb.c.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -248,6 +249,39 @@ test_list_bounded(void **state)
 	json_decref(l);
 }
 
+/*
+ * The page lists what list_files lists: past WS_WALK_MAX_DEPTH levels
+ * (the same walk) it stops, and says so.
+ */
+static void
+test_list_depth_bound(void **state)
+{
+	struct fw_error	 e;
+	char		 dir[300], path[600];
+	json_t		*l;
+	size_t		 len;
+	int		 i;
+
+	snprintf(dir, sizeof(dir), "%s/deep", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	len = (size_t)snprintf(path, sizeof(path), "%s", dir);
+	for (i = 0; i < WS_WALK_MAX_DEPTH + 1; i++) {
+		len += (size_t)snprintf(path + len, sizeof(path) - len, "/d");
+		assert_int_equal(mkdir(path, 0700), 0);
+		if (i == WS_WALK_MAX_DEPTH - 2 || i == WS_WALK_MAX_DEPTH - 1) {
+			snprintf(path + len, sizeof(path) - len, "/f");
+			close(open(path, O_WRONLY | O_CREAT, 0600));
+			path[len] = '\0';
+		}
+	}
+	memset(&e, 0, sizeof(e));
+	assert_non_null(l = ws_list(dir, &e));
+	assert_true(json_is_true(json_object_get(l, "truncated")));
+	/* The f at level WS_WALK_MAX_DEPTH is listed, the one below not. */
+	assert_int_equal(json_array_size(json_object_get(l, "files")), 1);
+	json_decref(l);
+}
+
 static const char *
 text_of(json_t *r)
 {
@@ -461,6 +495,7 @@ main(void)
 		cmocka_unit_test(test_put_abort_and_cap_leave_nothing),
 		cmocka_unit_test(test_list_and_open),
 		cmocka_unit_test(test_list_bounded),
+		cmocka_unit_test(test_list_depth_bound),
 		cmocka_unit_test(test_share_tool),
 		cmocka_unit_test(test_upload_elicit),
 	};

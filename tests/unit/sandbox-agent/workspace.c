@@ -3,6 +3,7 @@
  * read_text_file (.., absolute paths, symlinks, symlinked parents, the
  * runner's state), text checks, truncation, the listing and the run lock.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -277,6 +278,73 @@ test_list_bounded(void **state)
 	buf_release(&b);
 }
 
+/* Each entry's path, with a '/' after a directory's; ends at "b.txt"
+ * when told to. */
+static int
+walk_collect(void *arg, const struct ws_entry *e)
+{
+	struct buf *b = arg;
+
+	buf_appendf(b, "%s%s\n", e->path, S_ISDIR(e->st->st_mode) ? "/" : "");
+	return strcmp(e->path, "b.txt") == 0 && b->max == 4096 ? 7 : 0;
+}
+
+/*
+ * The one walk: names in order, a directory before what it holds, links
+ * and the runner's state never entered; what the callback returns ends it.
+ */
+static void
+test_walk(void **state)
+{
+	struct buf	 b = BUF_INIT(1 << 20), small = BUF_INIT(4096);
+	char		 w[4300];
+	int		 cut;
+
+	snprintf(w, sizeof(w), "%s/walk", tmp);
+	sh("mkdir -p %s/.vivarium %s/a/.vivarium %s/c && touch %s/b.txt "
+	    "%s/a/z %s/a/.vivarium/s %s/.vivarium/s %s/c/y && ln -s a %s/link",
+	    w, w, w, w, w, w, w, w, w);
+	assert_int_equal(ws_walk(w, walk_collect, &b, &cut), 0);
+	assert_false(cut);
+	assert_string_equal(buf_str(&b), "a/\na/.vivarium/\na/.vivarium/s\n"
+	    "a/z\nb.txt\nc/\nc/y\nlink\n");
+	assert_int_equal(ws_walk(w, walk_collect, &small, &cut), 7);
+	assert_string_equal(buf_str(&small), "a/\na/.vivarium/\n"
+	    "a/.vivarium/s\na/z\nb.txt\n");
+	assert_int_equal(ws_walk("/nonexistent-ws", walk_collect, &b, &cut), -1);
+	assert_int_equal(errno, ENOENT);
+	sh("rm -rf %s", w);
+	buf_release(&b);
+	buf_release(&small);
+}
+
+/* Past WS_WALK_MAX_DEPTH levels list_files says the walk stopped. */
+static void
+test_list_depth_bound(void **state)
+{
+	struct buf	 b = BUF_INIT(1 << 20);
+	char		 rel[256], err[256];
+	size_t		 len;
+	int		 i;
+
+	len = (size_t)snprintf(rel, sizeof(rel), "%s/ws/deep", tmp);
+	for (i = 1; i < WS_WALK_MAX_DEPTH + 2; i++)
+		len += (size_t)snprintf(rel + len, sizeof(rel) - len, "/d");
+	sh("mkdir -p %s", rel);
+	assert_int_equal(workspace_list(root, &b, err, sizeof(err)), 0);
+	assert_non_null(strstr(buf_str(&b), "(the walk stopped early)"));
+	/* deep is level 1: levels 1..WS_WALK_MAX_DEPTH are shown */
+	len = (size_t)snprintf(rel, sizeof(rel), "\ndeep");
+	for (i = 1; i < WS_WALK_MAX_DEPTH; i++)
+		len += (size_t)snprintf(rel + len, sizeof(rel) - len, "/d");
+	snprintf(rel + len, sizeof(rel) - len, "/\n");
+	assert_non_null(strstr(buf_str(&b), rel));
+	snprintf(rel + len, sizeof(rel) - len, "/d/");
+	assert_null(strstr(buf_str(&b), rel));
+	sh("rm -rf %s/ws/deep", tmp);
+	buf_release(&b);
+}
+
 static void
 test_lock_reentry_after_release(void **state)
 {
@@ -307,6 +375,8 @@ main(void)
 		cmocka_unit_test(test_list_names_not_utf8),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_list_bounded),
+		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_list_depth_bound),
 		cmocka_unit_test(test_lock_reentry_after_release),
 	};
 

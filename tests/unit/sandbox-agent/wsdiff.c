@@ -22,6 +22,7 @@
 /* Small, so a test can reach it. */
 #define WS_WALK_MAX_ENTRIES	500
 #include "../../../sandbox-agent/wsdiff.c"
+#include "../../../sandbox-agent/workspace.c"	/* the walk */
 
 static char	 ws[64];
 
