@@ -335,3 +335,20 @@ render_kube(const struct conf *c, const char *user, long slot, int userns,
 		    "address\n", c->kube.egress_host);
 	return r;
 }
+
+int
+render_quadlets(const struct conf *c, const char *user, const char *tdir,
+    const char *outdir)
+{
+	struct podman	*p;
+	int		 r;
+
+	if ((p = podman_new(c->podman_socket, c->podman_timeout_ms)) == NULL) {
+		fprintf(stderr, "vivariumctl: no Podman client: %s\n",
+		    strerror(errno));
+		return -1;
+	}
+	r = render_user(c, p, user, tdir, outdir);
+	podman_free(p);
+	return r;
+}

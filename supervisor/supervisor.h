@@ -184,6 +184,8 @@ const struct limits *conf_limits(const struct conf *, const char *user);
 /* Listed under users: (the allowlist). */
 int	conf_user_listed(const struct conf *, const char *user);
 const char *conf_provisioning_name(enum provisioning);
+/* --check's line: "configuration OK", where from, and what it names. */
+void	conf_print_summary(const struct conf *, const char *path);
 /*
  * A label selector of equality terms, "k=v,k2=v2" (kubernetes.*_selector),
  * as a matchLabels object (new reference), or NULL when it is not one:
@@ -676,6 +678,9 @@ int	render_file(const char *tdir, const char *tname, const char *outdir,
 	    const char *outname, const char *const *vars);
 /* The user's .network and .container quadlets into outdir; the proxy's
  * address is asked of Podman.  0, or -1 said on stderr. */
+/* render_user with a Podman client of its own (the network's address). */
+int	render_quadlets(const struct conf *, const char *user,
+	    const char *tdir, const char *outdir);
 int	render_user(const struct conf *, struct podman *, const char *user,
 	    const char *tdir, const char *outdir);
 /*
