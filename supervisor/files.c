@@ -37,6 +37,7 @@
 #include "link.h"
 #include "log.h"
 #include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 #define ANSWER_MAX	(64u * 1024)
@@ -93,16 +94,16 @@ unreachable(struct fw_error *e, unsigned int status, const char *user,
 
 /* The pool could not give the user's sandbox (pe says why). */
 static void
-not_started(struct fw_error *e, const char *user, const struct pool_err *pe)
+not_started(struct fw_error *e, const char *user, const struct berr *pe)
 {
-	unreachable(e, pe->http == 503 ? 503 : 502, user, "the sandbox could "
+	unreachable(e, pe->status == 503 ? 503 : 502, user, "the sandbox could "
 	    "not be started", pe->msg);
 }
 
 static struct sandbox *
 acquire(const char *user, struct fw_error *e)
 {
-	struct pool_err	 pe;
+	struct berr	 pe;
 	struct sandbox	*sb;
 
 	if (user_id_valid(user, strlen(user)) == -1) {
@@ -134,7 +135,7 @@ static int
 svfile_open(struct svfile *f, const char *user, const struct agent_req *r,
     const char *what, struct fw_error *e)
 {
-	struct pool_err	 pe;
+	struct berr	 pe;
 
 	if (relay_open(&f->sb, user, &f->a, r, 0,
 	    (int)(conf->agent_timeout * 1000), &pe) == 0)

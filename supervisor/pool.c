@@ -135,7 +135,7 @@ pool_adopt(void)
 
 /* May this user get a new container?  1, 0 (refused, msg set), -1. */
 static int
-may_create(const char *user, struct pool_err *err)
+may_create(const char *user, struct berr *err)
 {
 	struct berr	 e;
 	int		 r;
@@ -156,7 +156,7 @@ may_create(const char *user, struct pool_err *err)
 			return 1;
 		if (r == -1) {
 			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
-			err->http = e.status == 0 ? 503 : 500;
+			err->status = e.status == 0 ? 503 : 500;
 			return -1;
 		}
 		snprintf(err->msg, sizeof(err->msg), "user \"%s\" has no "
@@ -169,7 +169,7 @@ may_create(const char *user, struct pool_err *err)
 }
 
 struct sandbox *
-pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
+pool_acquire(const char *user, unsigned stale_gen, struct berr *err)
 {
 	struct sandbox	*sb;
 	struct berr	 e;
@@ -182,7 +182,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	pthread_mutex_lock(&lock);
 	if ((sb = find(user, 1)) == NULL) {
 		pthread_mutex_unlock(&lock);
-		err->http = 500;
+		err->status = 500;
 		snprintf(err->msg, sizeof(err->msg), "out of memory");
 		return NULL;
 	}
@@ -220,17 +220,17 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 		r = backend->ensure(backend, user, &created, &addr, &e);
 		if (r == -1) {
 			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
-			err->http = e.status == 0 ? 503 : e.status == 504 ? 504
+			err->status = e.status == 0 ? 503 : e.status == 504 ? 504
 			    : e.status == 400 ? 400 : 500;
 			if (e.status == 0)
 				snprintf(err->msg, sizeof(err->msg), "the sandbox "
-				    "for \"%s\" cannot be started right now: %s",
-				    user, e.msg);
+				    "for \"%s\" cannot be started right now: "
+				    "%.380s", user, e.msg);
 		}
 	} else {
 		r = -1;
-		if (err->http == 0)
-			err->http = 400;
+		if (err->status == 0)
+			err->status = 400;
 	}
 
 	pthread_mutex_lock(&lock);

@@ -348,7 +348,7 @@ int	agent_probe(const struct agent_addr *, int timeout_ms);
 /* ---------------------------------------------------------------- relay.c */
 
 struct MHD_Response;
-struct pool_err;
+struct berr;
 struct sandbox;
 
 /*
@@ -362,7 +362,7 @@ struct sandbox;
  */
 int	relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
 	    const struct agent_req *r, int kept, int timeout_ms,
-	    struct pool_err *pe);
+	    struct berr *pe);
 /*
  * The request ar relayed to the user's agent (the sandbox taken from the
  * pool and held until the response is done): a response to queue, which
@@ -708,10 +708,7 @@ enum sb_state {
 struct sandbox;
 struct backend;
 
-struct pool_err {
-	int	 http;		/* status to answer with */
-	char	 msg[BERR_MSGLEN + 64];
-};
+struct berr;		/* backend.h: status, and a sentence for people */
 
 /* The backend (backend.h) is borrowed and outlives the pool. */
 int	pool_init(const struct conf *, struct backend *);
@@ -724,7 +721,7 @@ int	pool_adopt(void);
  * not reach: then it is looked at again unless someone already did.
  */
 struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
-	    struct pool_err *err);
+	    struct berr *err);
 void	pool_release(struct sandbox *);
 /* How to reach its agent: what the backend's last ensure said. */
 const struct agent_addr *pool_addr(const struct sandbox *);

@@ -30,14 +30,14 @@
 /* ---------------------------------------------------------------- pool */
 
 static struct agent_addr	 fake_addr;
-static struct pool_err		 acquire_err;
+static struct berr		 acquire_err;
 static int			 acquire_fails;
 /* Asked again about a sandbox whose agent was not there: it moved here. */
 static struct agent_addr	 moved_addr;
 static int			 moved, asked_again;
 
 struct sandbox *
-pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
+pool_acquire(const char *user, unsigned stale_gen, struct berr *err)
 {
 	if (stale_gen != 0) {
 		asked_again++;
@@ -361,7 +361,7 @@ test_podman_down_names_no_path(void **state)
 	const char	*log;
 
 	acquire_fails = 1;
-	acquire_err.http = 503;
+	acquire_err.status = 503;
 	snprintf(acquire_err.msg, sizeof(acquire_err.msg), "the sandbox for "
 	    "\"alice\" cannot be started right now: Podman is not reachable "
 	    "at %s (Couldn't connect to server): is `podman system service` "

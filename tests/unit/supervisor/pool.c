@@ -148,7 +148,7 @@ static struct sandbox	*got[NTHREADS];
 static void *
 first_request(void *arg)
 {
-	struct pool_err	 err;
+	struct berr	 err;
 
 	got[(intptr_t)arg] = pool_acquire("alice", 0, &err);
 	return NULL;
@@ -183,12 +183,12 @@ test_first_requests_ensure_once(void **state)
 	pool_count_states(counts);
 	assert_int_equal(counts[SB_READY], 1);
 	/* A later request reuses it; one whose agent was gone does not. */
-	got[0] = pool_acquire("alice", 0, &(struct pool_err){ 0 });
+	got[0] = pool_acquire("alice", 0, &(struct berr){ 0 });
 	assert_non_null(got[0]);
 	pool_release(got[0]);
 	assert_int_equal(fake.ensures, 1);
 	got[0] = pool_acquire("alice", pool_gen(got[0]),
-	    &(struct pool_err){ 0 });
+	    &(struct berr){ 0 });
 	assert_non_null(got[0]);
 	pool_release(got[0]);
 	assert_int_equal(fake.ensures, 2);
@@ -197,7 +197,7 @@ test_first_requests_ensure_once(void **state)
 static void
 test_idle_stop(void **state)
 {
-	struct pool_err	 err;
+	struct berr	 err;
 	struct sandbox	*sb;
 
 	assert_non_null(sb = pool_acquire("carol", 0, &err));
@@ -221,23 +221,23 @@ test_idle_stop(void **state)
 static void
 test_backend_down(void **state)
 {
-	struct pool_err	 err;
+	struct berr	 err;
 
 	fake.fail_status = 0;
 	assert_null(pool_acquire("dave", 0, &err));
-	assert_int_equal(err.http, 503);
+	assert_int_equal(err.status, 503);
 	assert_non_null(strstr(err.msg, "cannot be started right now"));
 	assert_non_null(strstr(err.msg, "the fake is down"));
 	fake.fail_status = 504;
 	assert_null(pool_acquire("dave", 0, &err));
-	assert_int_equal(err.http, 504);
+	assert_int_equal(err.status, 504);
 	assert_int_equal(fake.ensures, 2);	/* a failure is not kept */
 }
 
 static void
 test_adopt(void **state)
 {
-	struct pool_err	 err;
+	struct berr	 err;
 	struct sandbox	*sb;
 	long		 counts[SB_NSTATES];
 
@@ -259,13 +259,13 @@ test_adopt(void **state)
 static void
 test_manual_provisioning(void **state)
 {
-	struct pool_err	 err;
+	struct berr	 err;
 	struct sandbox	*sb;
 
 	cf.provisioning = PROV_MANUAL;
 	fake.registered = "erin";
 	assert_null(pool_acquire("frank", 0, &err));
-	assert_int_equal(err.http, 400);
+	assert_int_equal(err.status, 400);
 	assert_non_null(strstr(err.msg, "vivariumctl add-user frank"));
 	assert_int_equal(fake.ensures, 0);
 	assert_non_null(sb = pool_acquire("erin", 0, &err));
