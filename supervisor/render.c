@@ -2,8 +2,9 @@
  * render.c: vivariumctl render, one user's sandbox as quadlet files for
  * operators who let systemd own sandboxes.  The templates (templates/) hold
  * {{NAME}} placeholders; the values come from the same config and the same
- * builders (sbenv.c, spec.c) as the objects the supervisor makes through
- * the API: the names, labels and environment are never the templates' own.
+ * builders (sbenv.c, backend_podman_spec.c) as the objects the supervisor makes
+ * through the API: the names, labels and environment are never the templates'
+ * own.
  */
 #include <errno.h>
 #include <limits.h>
@@ -276,7 +277,7 @@ done:
 	return rc;
 }
 
-/* ---------------------------------------------------------------- kubernetes */
+/* -------------------------------------------------------------- kubernetes */
 
 static int
 print_doc(FILE *out, json_t *doc)

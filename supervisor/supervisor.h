@@ -455,7 +455,7 @@ int	sbenv_links(struct sbenv *e, const struct conf *, const char *user,
 const char *sbenv_get(const struct sbenv *e, const char *name);
 void	sbenv_release(struct sbenv *e);
 
-/* ---------------------------------------------------------------- spec.c */
+/* --------------------------------------------------- backend_podman_spec.c */
 
 /* Under <state_dir>: the run directories, one per user. */
 #define SANDBOX_USERS_DIR	"users"
@@ -464,14 +464,14 @@ void	sbenv_release(struct sbenv *e);
 #define SANDBOX_IDS_LABEL	"io.vivarium.ids"
 
 /*
- * What sandbox.c found out about the host for one user, so that the spec
- * builders stay pure: the user's id slot (idmap.c; 0: no user namespace
- * of its own, as under rootless Podman or with uid_base 0) and its
- * workspace image (quota.c; NULL: a plain volume, without a quota);
- * rootless when Podman is.  Rootless, sub_size ids of the user's
- * subordinate range (host ids from sub_uid and sub_gid, its namespace's
- * ids 1..sub_size) are the container's 0..sub_size-1; with none that
- * fit, the sandbox user is mapped onto ours (keep-id).
+ * What backend_podman_objects.c found out about the host for one user, so that
+ * the spec builders stay pure: the user's id slot (idmap.c; 0: no user
+ * namespace of its own, as under rootless Podman or with uid_base 0) and its
+ * workspace image (quota.c; NULL: a plain volume, without a quota); rootless
+ * when Podman is.  Rootless, sub_size ids of the user's subordinate range (host
+ * ids from sub_uid and sub_gid, its namespace's ids 1..sub_size) are the
+ * container's 0..sub_size-1; with none that fit, the sandbox user is mapped
+ * onto ours (keep-id).
  */
 struct sandbox_host {
 	long		 slot;
@@ -530,7 +530,7 @@ int	sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len);
 /* The user of a labelled Podman object (borrowed), or NULL. */
 const char *sandbox_label_user(const json_t *obj);
 
-/* ---------------------------------------------------------------- sandbox.c */
+/* ------------------------------------------------ backend_podman_objects.c */
 
 /*
  * Brings the user's sandbox to "running and answering": creates what is
