@@ -54,7 +54,7 @@ static struct fileweb		 web;
 
 struct svfile {
 	struct agent_conn	 a;
-	struct sandbox		*sb;
+	struct pool_entry		*sb;
 	/* An upload written through a descriptor the agent handed over
 	 * (1; -1 once the sandbox stopped taking its end). */
 	int			 by_fd;
@@ -100,11 +100,11 @@ not_started(struct fw_error *e, const char *user, const struct berr *pe)
 	    "not be started", pe->msg);
 }
 
-static struct sandbox *
+static struct pool_entry *
 acquire(const char *user, struct fw_error *e)
 {
 	struct berr	 pe;
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 
 	if (user_id_valid(user, strlen(user)) == -1) {
 		fail(e, 403, "This link names no user of this server.");

@@ -24,7 +24,7 @@
 
 struct relay {
 	struct agent_conn	 agent;
-	struct sandbox		*sb;
+	struct pool_entry		*sb;
 	size_t			 sent;
 	unsigned long long	 max;	/* conf max_response */
 };
@@ -74,7 +74,7 @@ relay_free(void *cls)
 }
 
 int
-relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
+relay_open(struct pool_entry **sb, const char *user, struct agent_conn *c,
     const struct agent_req *r, int kept, int timeout_ms, struct berr *pe)
 {
 	unsigned	 gen;
@@ -108,7 +108,7 @@ relay_mcp(const struct conf *conf, const char *user,
 	struct berr		 perr;
 	struct relay		*r;
 	struct MHD_Response	*resp;
-	struct sandbox		*sb;
+	struct pool_entry		*sb;
 	const struct agent_head	*h;
 	int			 timeout;
 

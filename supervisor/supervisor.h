@@ -349,7 +349,7 @@ int	agent_probe(const struct agent_addr *, int timeout_ms);
 
 struct MHD_Response;
 struct berr;
-struct sandbox;
+struct pool_entry;
 
 /*
  * Opens r on the agent of the user's sandbox *sb (from pool_acquire):
@@ -360,9 +360,9 @@ struct sandbox;
  * pe: the agent's failure (502; c->client_gone when the client went
  * away), or the pool's when *sb is NULL.
  */
-int	relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
-	    const struct agent_req *r, int kept, int timeout_ms,
-	    struct berr *pe);
+int	relay_open(struct pool_entry **sb, const char *user,
+	    struct agent_conn *c, const struct agent_req *r, int kept,
+	    int timeout_ms, struct berr *pe);
 /*
  * The request ar relayed to the user's agent (the sandbox taken from the
  * pool and held until the response is done): a response to queue, which
@@ -705,7 +705,7 @@ enum sb_state {
 	SB_NSTATES,
 };
 
-struct sandbox;
+struct pool_entry;
 struct backend;
 
 struct berr;		/* backend.h: status, and a sentence for people */
@@ -720,15 +720,15 @@ int	pool_adopt(void);
  * stale_gen: 0, or the pool_gen of a sandbox whose agent the caller could
  * not reach: then it is looked at again unless someone already did.
  */
-struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
+struct pool_entry *pool_acquire(const char *user, unsigned stale_gen,
 	    struct berr *err);
-void	pool_release(struct sandbox *);
+void	pool_release(struct pool_entry *);
 /* How to reach its agent: what the backend's last ensure said. */
-const struct agent_addr *pool_addr(const struct sandbox *);
+const struct agent_addr *pool_addr(const struct pool_entry *);
 /* A kept connection to the sandbox's agent, or -1; and giving one back. */
-int	pool_conn_take(struct sandbox *);
-void	pool_conn_put(struct sandbox *, int fd);
-unsigned pool_gen(const struct sandbox *);
+int	pool_conn_take(struct pool_entry *);
+void	pool_conn_put(struct pool_entry *, int fd);
+unsigned pool_gen(const struct pool_entry *);
 /* Stops sandboxes idle for idle_stop_after; called by the reaper thread. */
 void	pool_reap(void);
 void	pool_count_states(long counts[SB_NSTATES]);

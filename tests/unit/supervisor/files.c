@@ -36,7 +36,7 @@ static int			 acquire_fails;
 static struct agent_addr	 moved_addr;
 static int			 moved, asked_again;
 
-struct sandbox *
+struct pool_entry *
 pool_acquire(const char *user, unsigned stale_gen, struct berr *err)
 {
 	if (stale_gen != 0) {
@@ -48,35 +48,35 @@ pool_acquire(const char *user, unsigned stale_gen, struct berr *err)
 		*err = acquire_err;
 		return NULL;
 	}
-	return (struct sandbox *)&fake_addr;
+	return (struct pool_entry *)&fake_addr;
 }
 
 void
-pool_release(struct sandbox *sb)
+pool_release(struct pool_entry *sb)
 {
 }
 
 const struct agent_addr *
-pool_addr(const struct sandbox *sb)
+pool_addr(const struct pool_entry *sb)
 {
 	return &fake_addr;
 }
 
 unsigned
-pool_gen(const struct sandbox *sb)
+pool_gen(const struct pool_entry *sb)
 {
 	return 1;
 }
 
 /* relay_open takes none for file links: they are never kept. */
 int
-pool_conn_take(struct sandbox *sb)
+pool_conn_take(struct pool_entry *sb)
 {
 	return -1;
 }
 
 void
-pool_conn_put(struct sandbox *sb, int fd)
+pool_conn_put(struct pool_entry *sb, int fd)
 {
 	close(fd);
 }

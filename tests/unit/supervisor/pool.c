@@ -143,7 +143,7 @@ teardown(void **state)
 
 #define NTHREADS	8
 
-static struct sandbox	*got[NTHREADS];
+static struct pool_entry	*got[NTHREADS];
 
 static void *
 first_request(void *arg)
@@ -198,7 +198,7 @@ static void
 test_idle_stop(void **state)
 {
 	struct berr	 err;
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 
 	assert_non_null(sb = pool_acquire("carol", 0, &err));
 	/* In use: never stopped, however long ago it was first used. */
@@ -238,7 +238,7 @@ static void
 test_adopt(void **state)
 {
 	struct berr	 err;
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 	long		 counts[SB_NSTATES];
 
 	assert_int_equal(pool_adopt(), 0);
@@ -260,7 +260,7 @@ static void
 test_manual_provisioning(void **state)
 {
 	struct berr	 err;
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 
 	cf.provisioning = PROV_MANUAL;
 	fake.registered = "erin";
