@@ -39,7 +39,7 @@ is_fchar(unsigned char c)
 }
 
 static int
-span_eq(const char *buf, struct http_span s, const char *lit)
+span_eq(const char *buf, struct h1_span s, const char *lit)
 {
 	size_t	 n = strlen(lit);
 
@@ -47,11 +47,11 @@ span_eq(const char *buf, struct http_span s, const char *lit)
 }
 
 static int
-refuse(struct http_req *r, int status, const char *reason)
+refuse(struct h1_req *r, int status, const char *reason)
 {
 	r->status = status;
 	r->reason = reason;
-	return HTTP_ERROR;
+	return H1_ERROR;
 }
 
 /*
@@ -102,8 +102,8 @@ parse_port(const char *s, size_t n, uint16_t *port)
 }
 
 int
-http_parse_authority(const char *s, size_t len, uint16_t defport,
-    struct http_req *r, const char **reason)
+h1_parse_authority(const char *s, size_t len, uint16_t defport,
+    struct h1_req *r, const char **reason)
 {
 	const char	*p, *end = s + len, *hend, *colon;
 	size_t		 hlen, i;
@@ -163,7 +163,7 @@ http_parse_authority(const char *s, size_t len, uint16_t defport,
 			*reason = "empty host";
 			return -1;
 		}
-		if (hlen > HTTP_MAX_HOST) {
+		if (hlen > H1_MAX_HOST) {
 			*reason = "host name too long";
 			return -1;
 		}
@@ -196,7 +196,7 @@ http_parse_authority(const char *s, size_t len, uint16_t defport,
 /* ------------------------------------------------------------ request */
 
 static int
-parse_target(const char *buf, struct http_span t, struct http_req *r)
+parse_target(const char *buf, struct h1_span t, struct h1_req *r)
 {
 	const char	*s = buf + t.off, *a, *end = s + t.len, *rest;
 	const char	*reason;
@@ -206,7 +206,7 @@ parse_target(const char *buf, struct http_span t, struct http_req *r)
 		if (s[i] == '#')
 			return refuse(r, 400, "fragment in request target");
 	if (r->connect) {
-		if (http_parse_authority(s, t.len, 0, r, &reason) == -1)
+		if (h1_parse_authority(s, t.len, 0, r, &reason) == -1)
 			return refuse(r, 400, reason);
 		return 0;
 	}
@@ -221,7 +221,7 @@ parse_target(const char *buf, struct http_span t, struct http_req *r)
 	a = s + 7;
 	for (rest = a; rest < end && *rest != '/' && *rest != '?'; rest++)
 		;
-	if (http_parse_authority(a, (size_t)(rest - a), 80, r, &reason) == -1)
+	if (h1_parse_authority(a, (size_t)(rest - a), 80, r, &reason) == -1)
 		return refuse(r, 400, reason);
 	r->path.off = (uint32_t)(rest - buf);
 	r->path.len = (uint32_t)(end - rest);
@@ -269,7 +269,7 @@ list_has(const char *s, size_t n, const char *tok, size_t toklen)
 struct framing {
 	int		 nhost, ncl, nte, chunked, close, keep;
 	long long	 content_length;	/* -1 when absent */
-	int		 status;		/* on HTTP_ERROR */
+	int		 status;		/* on H1_ERROR */
 	const char	*reason;
 };
 
@@ -278,7 +278,7 @@ framing_refuse(struct framing *fr, int status, const char *reason)
 {
 	fr->status = status;
 	fr->reason = reason;
-	return HTTP_ERROR;
+	return H1_ERROR;
 }
 
 /*
@@ -286,14 +286,14 @@ framing_refuse(struct framing *fr, int status, const char *reason)
  * excluded) into fields[*nfields..].  Shared by requests and responses.
  */
 static int
-parse_fields(const char *buf, size_t p, size_t end, struct http_field *fields,
+parse_fields(const char *buf, size_t p, size_t end, struct h1_field *fields,
     int *nfields, struct framing *fr)
 {
 	memset(fr, 0, sizeof(*fr));
 	fr->content_length = -1;
 	while (p < end) {
 		size_t	 eol, n, v, ve;
-		struct http_field *f;
+		struct h1_field *f;
 
 		eol = p;
 		while (eol < end && buf[eol] != '\r')
@@ -322,7 +322,7 @@ parse_fields(const char *buf, size_t p, size_t end, struct http_field *fields,
 		ve = eol;
 		while (ve > v && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t'))
 			ve--;
-		if (*nfields == HTTP_MAX_HEADERS)
+		if (*nfields == H1_MAX_HEADERS)
 			return framing_refuse(fr, 431, "too many header fields");
 		f = &fields[(*nfields)++];
 		f->name.off = (uint32_t)p;
@@ -357,12 +357,12 @@ parse_fields(const char *buf, size_t p, size_t end, struct http_field *fields,
 }
 
 int
-http_parse_request(const char *buf, size_t len, size_t max,
-    struct http_req *r)
+h1_parse_request(const char *buf, size_t len, size_t max,
+    struct h1_req *r)
 {
 	long		 hl;
 	size_t		 sp1, sp2, eol;
-	struct http_span target;
+	struct h1_span target;
 	struct framing	 fr;
 
 	memset(r, 0, sizeof(*r));
@@ -372,7 +372,7 @@ http_parse_request(const char *buf, size_t len, size_t max,
 		return refuse(r, 400, "bare CR, bare LF or NUL in request head");
 	if (hl == 0)
 		return len >= max ?
-		    refuse(r, 431, "request head too large") : HTTP_NEED_MORE;
+		    refuse(r, 431, "request head too large") : H1_NEED_MORE;
 	r->head_len = (size_t)hl;
 
 	/* request-line = method SP request-target SP HTTP-version CRLF */
@@ -401,11 +401,11 @@ http_parse_request(const char *buf, size_t len, size_t max,
 		return refuse(r, 400, "unsupported HTTP version");
 	r->minor = buf[sp2 + 8] - '0';
 	r->connect = (sp1 == 7 && strncmp(buf, "CONNECT", 7) == 0);
-	if (parse_target(buf, target, r) == HTTP_ERROR)
-		return HTTP_ERROR;
+	if (parse_target(buf, target, r) == H1_ERROR)
+		return H1_ERROR;
 
 	if (parse_fields(buf, eol + 2, (size_t)hl - 2, r->fields, &r->nfields,
-	    &fr) == HTTP_ERROR)
+	    &fr) == H1_ERROR)
 		return refuse(r, fr.status, fr.reason);
 	r->content_length = fr.content_length;
 	if (fr.nhost > 1)
@@ -421,7 +421,7 @@ http_parse_request(const char *buf, size_t len, size_t max,
 		return refuse(r, 400, "CONNECT with a body");
 	r->chunked = fr.chunked;
 	r->close = r->minor == 0 ? !fr.keep : fr.close;
-	return HTTP_DONE;
+	return H1_DONE;
 }
 
 /* ------------------------------------------------------------ rewriting */
@@ -433,8 +433,8 @@ http_parse_request(const char *buf, size_t len, size_t max,
  * proxy go no further), and whatever a Connection field names.
  */
 static int
-hop_by_hop(const char *buf, const struct http_field *fields, int nfields,
-    struct http_span name)
+hop_by_hop(const char *buf, const struct h1_field *fields, int nfields,
+    struct h1_span name)
 {
 	static const char *const drop[] = {
 		"connection", "keep-alive", "te", "trailer", "upgrade",
@@ -454,7 +454,7 @@ hop_by_hop(const char *buf, const struct http_field *fields, int nfields,
 	    span_eq(buf, name, "transfer-encoding"))
 		return 0;
 	for (k = 0; k < nfields; k++) {
-		const struct http_field *f = &fields[k];
+		const struct h1_field *f = &fields[k];
 
 		if (span_eq(buf, f->name, "connection") &&
 		    list_has(buf + f->value.off, f->value.len,
@@ -465,7 +465,7 @@ hop_by_hop(const char *buf, const struct http_field *fields, int nfields,
 }
 
 int
-http_rewrite_request(const char *buf, const struct http_req *r,
+h1_rewrite_request(const char *buf, const struct h1_req *r,
     struct buf *out)
 {
 	int	 k, kept = 1;		/* Host */
@@ -485,7 +485,7 @@ http_rewrite_request(const char *buf, const struct http_req *r,
 	if (buf_appends(out, "\r\n") == -1)
 		return -1;
 	for (k = 0; k < r->nfields; k++) {
-		const struct http_field *f = &r->fields[k];
+		const struct h1_field *f = &r->fields[k];
 
 		/* Host is replaced by the target's authority, above. */
 		if (span_eq(buf, f->name, "host") ||
@@ -499,7 +499,7 @@ http_rewrite_request(const char *buf, const struct http_req *r,
 		kept++;
 	}
 	/* No more fields than we accept ourselves (see the response's). */
-	if (kept + (r->close != 0) > HTTP_MAX_HEADERS)
+	if (kept + (r->close != 0) > H1_MAX_HEADERS)
 		return -1;
 	if (r->close && buf_appends(out, "Connection: close\r\n") == -1)
 		return -1;
@@ -509,15 +509,15 @@ http_rewrite_request(const char *buf, const struct http_req *r,
 /* ------------------------------------------------------------ response */
 
 static int
-resp_refuse(struct http_resp *resp, const char *reason)
+resp_refuse(struct h1_resp *resp, const char *reason)
 {
 	resp->reason = reason;
-	return HTTP_ERROR;
+	return H1_ERROR;
 }
 
 int
-http_parse_response(const char *buf, size_t len, size_t max,
-    struct http_resp *resp)
+h1_parse_response(const char *buf, size_t len, size_t max,
+    struct h1_resp *resp)
 {
 	long		 hl;
 	size_t		 eol;
@@ -531,7 +531,7 @@ http_parse_response(const char *buf, size_t len, size_t max,
 		    "bare CR, bare LF or NUL in response head");
 	if (hl == 0)
 		return len >= max ? resp_refuse(resp, "response head too large")
-		    : HTTP_NEED_MORE;
+		    : H1_NEED_MORE;
 	resp->head_len = (size_t)hl;
 	for (eol = 0; buf[eol] != '\r'; eol++)
 		;
@@ -548,7 +548,7 @@ http_parse_response(const char *buf, size_t len, size_t max,
 	if (resp->status < 100)
 		return resp_refuse(resp, "malformed status line");
 	if (parse_fields(buf, eol + 2, (size_t)hl - 2, resp->fields,
-	    &resp->nfields, &fr) == HTTP_ERROR)
+	    &resp->nfields, &fr) == H1_ERROR)
 		return resp_refuse(resp, fr.reason);
 	resp->content_length = fr.content_length;
 	resp->chunked = fr.nte && fr.chunked;
@@ -562,12 +562,12 @@ http_parse_response(const char *buf, size_t len, size_t max,
 	    resp->ambiguous != NULL;
 	if (fr.nte)
 		resp->content_length = -1;
-	return HTTP_DONE;
+	return H1_DONE;
 }
 
 int
-http_field_find(const char *buf, const struct http_field *fields, int n,
-    const char *name, struct http_span *value)
+h1_field_find(const char *buf, const struct h1_field *fields, int n,
+    const char *name, struct h1_span *value)
 {
 	int	 k, found = 0;
 
@@ -579,7 +579,7 @@ http_field_find(const char *buf, const struct http_field *fields, int n,
 }
 
 int
-http_rewrite_response(const char *buf, const struct http_resp *resp,
+h1_rewrite_response(const char *buf, const struct h1_resp *resp,
     int close, struct buf *out)
 {
 	const char	*eol;
@@ -594,7 +594,7 @@ http_rewrite_response(const char *buf, const struct http_resp *resp,
 	if (buf_append(out, buf, (size_t)(eol - buf) + 2) == -1)
 		return -1;
 	for (k = 0; k < resp->nfields; k++) {
-		const struct http_field *f = &resp->fields[k];
+		const struct h1_field *f = &resp->fields[k];
 		size_t	 vend = f->value.off + f->value.len;
 
 		if (hop_by_hop(buf, resp->fields, resp->nfields, f->name))
@@ -607,7 +607,7 @@ http_rewrite_response(const char *buf, const struct http_resp *resp,
 	}
 	/* Never send on a head with more fields than we accept ourselves
 	 * (nor than clients do: Python's http.client stops at 100). */
-	if (close && kept == HTTP_MAX_HEADERS)
+	if (close && kept == H1_MAX_HEADERS)
 		return -1;
 	if (close && buf_appends(out, "Connection: close\r\n") == -1)
 		return -1;

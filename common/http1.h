@@ -5,7 +5,8 @@
  * (forward.c).  Both peers are untrusted, so both get the same reading.
  *
  * The parsers work on the bytes read so far and never copy them: a head is
- * a set of spans into the caller's buffer.
+ * a set of spans into the caller's buffer.  Its names start h1_ (H1_): the
+ * http_ ones are mhd.h's, the server side over libmicrohttpd.
  */
 #ifndef VIVARIUM_HTTP1_H
 #define VIVARIUM_HTTP1_H
@@ -16,55 +17,55 @@
 #include "buf.h"
 
 enum {
-	HTTP_NEED_MORE	= 0,
-	HTTP_DONE	= 1,
-	HTTP_ERROR	= -1,
+	H1_NEED_MORE	= 0,
+	H1_DONE	= 1,
+	H1_ERROR	= -1,
 };
 
-#define HTTP_MAX_HEADERS	100
-#define HTTP_MAX_HOST		253
+#define H1_MAX_HEADERS	100
+#define H1_MAX_HOST		253
 
-struct http_span {
+struct h1_span {
 	uint32_t	off;
 	uint32_t	len;
 };
 
-struct http_field {
-	struct http_span name;
-	struct http_span value;
+struct h1_field {
+	struct h1_span name;
+	struct h1_span value;
 };
 
-struct http_req {
+struct h1_req {
 	int		 connect;		/* CONNECT method */
-	struct http_span method;
-	struct http_span path;			/* origin-form part; absolute-form only */
-	char		 host[HTTP_MAX_HOST + 1];	/* lower case, no brackets */
+	struct h1_span method;
+	struct h1_span path;			/* origin-form part; absolute-form only */
+	char		 host[H1_MAX_HOST + 1];	/* lower case, no brackets */
 	int		 host_v6;		/* host was an [IPv6] literal */
 	uint16_t	 port;
 	int		 minor;			/* HTTP/1.<minor> */
 	int		 nfields;
-	struct http_field fields[HTTP_MAX_HEADERS];
+	struct h1_field fields[H1_MAX_HEADERS];
 	long long	 content_length;	/* -1 when absent */
 	int		 chunked;
 	int		 close;			/* the client wants no reuse */
 	size_t		 head_len;		/* bytes up to and with the empty line */
-	int		 status;		/* on HTTP_ERROR: 400, 431, ... */
-	const char	*reason;		/* on HTTP_ERROR: static text */
+	int		 status;		/* on H1_ERROR: 400, 431, ... */
+	const char	*reason;		/* on H1_ERROR: static text */
 };
 
 /* Parses a request head at the start of buf.  max bounds the head size. */
-int	http_parse_request(const char *buf, size_t len, size_t max,
-	    struct http_req *);
+int	h1_parse_request(const char *buf, size_t len, size_t max,
+	    struct h1_req *);
 /* Parses "host:port" (CONNECT's authority-form, or an absolute URI's
  * authority when defport is non-zero).  0, or -1 with *reason set. */
-int	http_parse_authority(const char *s, size_t len, uint16_t defport,
-	    struct http_req *, const char **reason);
+int	h1_parse_authority(const char *s, size_t len, uint16_t defport,
+	    struct h1_req *, const char **reason);
 /* Appends the head to send upstream: origin-form target, Host set to the
  * target, hop-by-hop and Proxy-* fields dropped.  0 or -1. */
-int	http_rewrite_request(const char *buf, const struct http_req *,
+int	h1_rewrite_request(const char *buf, const struct h1_req *,
 	    struct buf *out);
 
-struct http_resp {
+struct h1_resp {
 	int		 status;
 	int		 minor;			/* HTTP/1.<minor> */
 	long long	 content_length;	/* -1 when absent or overridden */
@@ -80,25 +81,25 @@ struct http_resp {
 	const char	*ambiguous;
 	size_t		 head_len;		/* bytes up to and with the empty line */
 	int		 nfields;
-	struct http_field fields[HTTP_MAX_HEADERS];	/* spans into the head */
-	const char	*reason;		/* on HTTP_ERROR: static text */
+	struct h1_field fields[H1_MAX_HEADERS];	/* spans into the head */
+	const char	*reason;		/* on H1_ERROR: static text */
 };
 
 /* Parses a response head at the start of buf.  max bounds the head size. */
-int	http_parse_response(const char *buf, size_t len, size_t max,
-	    struct http_resp *);
+int	h1_parse_response(const char *buf, size_t len, size_t max,
+	    struct h1_resp *);
 /* Appends the head to send the client: the status line and end-to-end
  * fields byte for byte and in order, hop-by-hop and Proxy-* fields dropped
  * (Transfer-Encoding and Content-Length kept: the body passes unchanged),
  * and "Connection: close" when close is set.  buf and resp are what
- * http_parse_response accepted.  0, or -1 with part of the head maybe
+ * h1_parse_response accepted.  0, or -1 with part of the head maybe
  * appended (out full, or resp not an accepted head). */
-int	http_rewrite_response(const char *buf, const struct http_resp *,
+int	h1_rewrite_response(const char *buf, const struct h1_resp *,
 	    int close, struct buf *out);
 /* How many of fields[0..n) are called name (any case); *value is the first
  * one's value when there is one. */
-int	http_field_find(const char *buf, const struct http_field *fields,
-	    int n, const char *name, struct http_span *value);
+int	h1_field_find(const char *buf, const struct h1_field *fields,
+	    int n, const char *name, struct h1_span *value);
 
 /* Message body framing, fed the bytes as they pass. */
 enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_EOF };

@@ -133,7 +133,7 @@ struct resolve_job {
 	struct rworker		*w;		/* the worker to hand it back to */
 	struct rclient		*client;	/* its client's queue; resolver's */
 	int			 queued;	/* still waiting for a thread */
-	char			 host[HTTP_MAX_HOST + 1];
+	char			 host[H1_MAX_HOST + 1];
 	int			 err;		/* getaddrinfo's */
 	struct addrinfo		*res;		/* owned */
 	struct resolve_job	*next;
@@ -230,9 +230,9 @@ struct conn {
 	char			 client[64];	/* "addr:port" */
 	char			 peer[INET6_ADDRSTRLEN];	/* "addr" */
 	char			 user[LABEL_MAX + 1];	/* its label; "": none */
-	char			 target[HTTP_MAX_HOST + 8];
+	char			 target[H1_MAX_HOST + 8];
 	char			 addr[64];	/* the dialled address */
-	char			 cur_host[HTTP_MAX_HOST + 1];
+	char			 cur_host[H1_MAX_HOST + 1];
 	uint16_t		 cur_port;
 	const char		*verdict;
 	char			 reason[320];

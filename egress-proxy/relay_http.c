@@ -20,7 +20,7 @@
 #include "egress.h"
 #include "banned.h"
 
-static _Thread_local struct http_req req;	/* the request being dispatched */
+static _Thread_local struct h1_req req;	/* the request being dispatched */
 
 static void	finish_exchange(struct conn *);
 
@@ -92,11 +92,11 @@ relay_http_parse(struct conn *c)
 
 	if (c->dir[DIR_DOWN].q.len > 0)
 		return;	/* conn_event parses once the last response is out */
-	rc = http_parse_request(c->in.data ? c->in.data : "", c->in.len,
+	rc = h1_parse_request(c->in.data ? c->in.data : "", c->in.len,
 	    (size_t)c->conf->max_header_bytes, &req);
-	if (rc == HTTP_NEED_MORE)
+	if (rc == H1_NEED_MORE)
 		return;
-	if (rc == HTTP_ERROR) {
+	if (rc == H1_ERROR) {
 		conn_fail(c, req.status, req.reason);
 		return;
 	}
@@ -130,7 +130,7 @@ relay_http_parse(struct conn *c)
 	    strcmp(c->cur_host, req.host) == 0;
 	if (!reuse)
 		relay_close_upstream(c);
-	if (http_rewrite_request(c->in.data, &req, &head) == -1) {
+	if (h1_rewrite_request(c->in.data, &req, &head) == -1) {
 		buf_release(&head);
 		/* Too large, or too many fields with our Host and
 		 * Connection lines. */
@@ -246,13 +246,13 @@ feed_response(struct conn *c, const char *p, size_t n)
  * when the connection was failed or freed.
  */
 static int
-send_head(struct conn *c, const struct http_resp *resp, int close)
+send_head(struct conn *c, const struct h1_resp *resp, int close)
 {
 	/* The head was at most RESP_HEAD_MAX and only loses fields, but for
 	 * the one Connection line the proxy may add. */
 	struct buf	 out = BUF_INIT(RESP_HEAD_MAX + 64);
 
-	if (http_rewrite_response(c->uin.data, resp, close, &out) == -1) {
+	if (h1_rewrite_response(c->uin.data, resp, close, &out) == -1) {
 		/* Too large, or already at the field limit without room for
 		 * our Connection line. */
 		buf_release(&out);
@@ -272,17 +272,17 @@ send_head(struct conn *c, const struct http_resp *resp, int close)
 static void
 response_head(struct conn *c)
 {
-	struct http_resp resp;
+	struct h1_resp resp;
 	struct body	 probe;
 	long		 k;
 	int		 rc;
 
 	for (;;) {
-		rc = http_parse_response(c->uin.data ? c->uin.data : "",
+		rc = h1_parse_response(c->uin.data ? c->uin.data : "",
 		    c->uin.len, RESP_HEAD_MAX, &resp);
-		if (rc == HTTP_NEED_MORE)
+		if (rc == H1_NEED_MORE)
 			return;
-		if (rc == HTTP_ERROR || resp.status == 101) {
+		if (rc == H1_ERROR || resp.status == 101) {
 			conn_fail(c, 502, "malformed response from upstream");
 			return;
 		}

@@ -1,11 +1,10 @@
 /*
- * backend.h: where the supervisor's sandboxes run, seen from pool.c and
- * main.c.  One struct of operations named for what the supervisor needs,
- * and an opaque state pointer: Podman (backend_podman.c, over sandbox.c
- * and podman.c) is one implementation, Kubernetes (backend_kube.c, over
- * kspec.c and kube.c) the other.  Every operation is safe from several
- * threads at once for different users; pool.c serialises the calls for
- * one user.
+ * backend.h: where the supervisor's sandboxes run, seen from pool.c and main.c.
+ * One struct of operations named for what the supervisor needs, and an opaque
+ * state pointer: Podman (backend_podman.c, over backend_podman_objects.c and
+ * podman.c) is one implementation, Kubernetes (backend_kube.c, over kspec.c and
+ * kube.c) the other.  Every operation is safe from several threads at once for
+ * different users; pool.c serialises the calls for one user.
  *
  * Errors use struct berr (podman.h): status 0 when the backend cannot be
  * reached at all (pool.c answers 503), else an HTTP-like status and a

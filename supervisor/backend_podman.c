@@ -1,8 +1,8 @@
 /*
  * backend_podman.c: the Podman backend (backend.h).  The work is in
- * sandbox.c (a user's network, volume and container) and podman.c (the
- * libpod client); this maps the supervisor's operations onto them and
- * holds the start-up checks that only make sense for Podman.
+ * backend_podman_objects.c (a user's network, volume and container) and
+ * podman.c (the libpod client); this maps the supervisor's operations onto them
+ * and holds the start-up checks that only make sense for Podman.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -98,6 +98,19 @@ conf_provisioning_name(enum provisioning p)
 	return "?";
 }
 
+void
+conf_print_summary(const struct conf *c, const char *path)
+{
+	printf("configuration OK%s%s: listen %s:%d, ", path ? " in " : "",
+	    path ? path : "", c->listen_host, c->listen_port);
+	if (c->backend == BACKEND_KUBERNETES)
+		printf("kubernetes namespace %s, image %s", c->kube.namespace,
+		    c->kube.image != NULL ? c->kube.image : c->image);
+	else
+		printf("podman %s, image %s", c->podman_socket, c->image);
+	printf(", provisioning %s\n", conf_provisioning_name(c->provisioning));
+}
+
 static void
 conf_defaults(struct conf *c)
 {

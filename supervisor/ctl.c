@@ -30,7 +30,6 @@
 #include "config.h"
 #include "log.h"
 #include "backend.h"
-#include "podman.h"
 #include "tarown.h"
 #include "banned.h"
 
@@ -48,7 +47,6 @@ static struct conf	 conf;
 /* The sandboxes through the backend; Podman itself for what only it has
  * (status and list of its objects, render's quadlets). */
 static struct backend	*backend;
-static struct podman	*podman;
 static int		 json_out;
 
 /*
@@ -288,24 +286,6 @@ cmd_remove(int argc, char **argv)
 			    argv[i], backend->storage);
 	}
 	return rc;
-}
-
-/*
- * The id of the image the config names now, looked up once (list and
- * upgrade ask for every user); NULL when Podman does not have it.
- */
-static const char *
-configured_image(void)
-{
-	static char	 id[80];
-	static int	 looked;
-	struct berr	 e;
-
-	if (!looked && podman_image_id(podman, conf.image, id, sizeof(id),
-	    &e) == -1)
-		id[0] = '\0';
-	looked = 1;
-	return id[0] != '\0' ? id : NULL;
 }
 
 static int
@@ -714,8 +694,7 @@ upgrade_one(json_t *u, char *why, size_t len, struct berr *e)
 {
 	struct agent_addr addr;
 	const char	*id, *state, *image;
-	long long	 built;
-	int		 current, created;
+	int		 created;
 
 	id = json_string_value(json_object_get(u, "user"));
 	state = json_string_value(json_object_get(u, "state"));
@@ -726,10 +705,13 @@ upgrade_one(json_t *u, char *why, size_t len, struct berr *e)
 		    "image at its next use");
 		return "missing";
 	}
-	if (sandbox_image_info(&conf, podman, image, configured_image(),
-	    &current, &built, e) == -1)
+	/* users() says whether it is the configured image, when it can. */
+	if (!json_is_boolean(json_object_get(u, "image_current"))) {
+		berr_set(e, 500, "the image %.64s of its container could not be "
+		    "compared with %s", image, conf.image);
 		return NULL;
-	if (current)
+	}
+	if (json_is_true(json_object_get(u, "image_current")))
 		return "current";
 	if (strcmp(state, "running") == 0) {
 		if (!sandbox_idle(id, why, len))
@@ -1120,7 +1102,7 @@ cmd_render(int argc, char **argv)
 	if (check_user(&argv[0]) == -1)
 		return EX_USAGE;
 	render_template_dir(template_dir, tdir, sizeof(tdir));
-	if (render_user(&conf, podman, argv[0], tdir, argc == 2 ? argv[1] : ".")
+	if (render_quadlets(&conf, argv[0], tdir, argc == 2 ? argv[1] : ".")
 	    == -1)
 		return EX_FAIL;
 	return EX_OK;
@@ -1332,13 +1314,10 @@ main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (c->flags & CMD_NO_BACKEND)
 		rc = c->fn(argc, argv);
-	else if ((backend = backend_new(&conf, NULL)) == NULL
-	    || (podman = podman_new(conf.podman_socket, conf.podman_timeout_ms))
-	    == NULL)
+	else if ((backend = backend_new(&conf, NULL)) == NULL)
 		return EX_FAIL;
 	else {
 		rc = c->fn(argc, argv);
-		podman_free(podman);
 		backend->free(backend);
 	}
 	conf_release(&conf);

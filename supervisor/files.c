@@ -37,6 +37,7 @@
 #include "link.h"
 #include "log.h"
 #include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 #define ANSWER_MAX	(64u * 1024)
@@ -53,7 +54,7 @@ static struct fileweb		 web;
 
 struct svfile {
 	struct agent_conn	 a;
-	struct sandbox		*sb;
+	struct pool_entry		*sb;
 	/* An upload written through a descriptor the agent handed over
 	 * (1; -1 once the sandbox stopped taking its end). */
 	int			 by_fd;
@@ -93,17 +94,17 @@ unreachable(struct fw_error *e, unsigned int status, const char *user,
 
 /* The pool could not give the user's sandbox (pe says why). */
 static void
-not_started(struct fw_error *e, const char *user, const struct pool_err *pe)
+not_started(struct fw_error *e, const char *user, const struct berr *pe)
 {
-	unreachable(e, pe->http == 503 ? 503 : 502, user, "the sandbox could "
+	unreachable(e, pe->status == 503 ? 503 : 502, user, "the sandbox could "
 	    "not be started", pe->msg);
 }
 
-static struct sandbox *
+static struct pool_entry *
 acquire(const char *user, struct fw_error *e)
 {
-	struct pool_err	 pe;
-	struct sandbox	*sb;
+	struct berr	 pe;
+	struct pool_entry	*sb;
 
 	if (user_id_valid(user, strlen(user)) == -1) {
 		fail(e, 403, "This link names no user of this server.");
@@ -134,7 +135,7 @@ static int
 svfile_open(struct svfile *f, const char *user, const struct agent_req *r,
     const char *what, struct fw_error *e)
 {
-	struct pool_err	 pe;
+	struct berr	 pe;
 
 	if (relay_open(&f->sb, user, &f->a, r, 0,
 	    (int)(conf->agent_timeout * 1000), &pe) == 0)

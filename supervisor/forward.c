@@ -194,7 +194,7 @@ take_fd(struct agent_conn *c, char *err, size_t errlen)
 
 /* Copies a field's value (truncated to len) into dst. */
 static void
-copy_value(char *dst, size_t len, const char *buf, struct http_span v)
+copy_value(char *dst, size_t len, const char *buf, struct h1_span v)
 {
 	snprintf(dst, len, "%.*s", (int)v.len, buf + v.off);
 }
@@ -219,9 +219,9 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 		F(PROOF_ANSWER, proof),
 #undef F
 	};
-	static _Thread_local struct http_resp resp;	/* 2 KB of spans */
+	static _Thread_local struct h1_resp resp;	/* 2 KB of spans */
 	struct agent_head	*h = &c->head;
-	struct http_span	 v;
+	struct h1_span	 v;
 	ssize_t			 got;
 	size_t			 i;
 	int			 rc;
@@ -232,8 +232,8 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 		c->rlen -= c->rpos;
 		c->rpos = 0;
 	}
-	while ((rc = http_parse_response(c->rbuf, c->rlen, sizeof(c->rbuf),
-	    &resp)) == HTTP_NEED_MORE) {
+	while ((rc = h1_parse_response(c->rbuf, c->rlen, sizeof(c->rbuf),
+	    &resp)) == H1_NEED_MORE) {
 		if ((got = fill(c)) > 0)
 			continue;
 		if (c->rlen == 0)
@@ -246,9 +246,9 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 			    strerror(errno));
 		return -1;
 	}
-	if (rc == HTTP_ERROR || resp.status > 599 || resp.ambiguous != NULL) {
+	if (rc == H1_ERROR || resp.status > 599 || resp.ambiguous != NULL) {
 		snprintf(err, errlen, "the sandbox sent a malformed reply: %s",
-		    rc == HTTP_ERROR ? resp.reason : resp.status > 599 ?
+		    rc == H1_ERROR ? resp.reason : resp.status > 599 ?
 		    "malformed status line" : resp.ambiguous);
 		return -1;
 	}
@@ -268,7 +268,7 @@ parse_head(struct agent_conn *c, char *err, size_t errlen)
 	h->chunked = resp.chunked;
 	h->content_length = resp.content_length;
 	for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++) {
-		rc = http_field_find(c->rbuf, resp.fields, resp.nfields,
+		rc = h1_field_find(c->rbuf, resp.fields, resp.nfields,
 		    copied[i].name, &v);
 		if (rc > 1) {
 			snprintf(err, errlen, "the sandbox sent a malformed "

@@ -1,10 +1,10 @@
 /*
- * kube.h: the Kubernetes backend's pieces.  kspec.c builds the objects
- * one user's sandbox is made of (a PersistentVolumeClaim, a NetworkPolicy
- * and a Pod) as the JSON bodies POSTed to the API server, pure like
- * spec.c; kube.c is the API client (libcurl); backend_kube.c maps the
- * supervisor's operations (backend.h) onto them.  The names, labels and
- * shapes are the contract in docs/supervisor.md (Kubernetes backend).
+ * kube.h: the Kubernetes backend's pieces.  kspec.c builds the objects one
+ * user's sandbox is made of (a PersistentVolumeClaim, a NetworkPolicy and a
+ * Pod) as the JSON bodies POSTed to the API server, pure like
+ * backend_podman_spec.c; kube.c is the API client (libcurl); backend_kube.c
+ * maps the supervisor's operations (backend.h) onto them.  The names, labels
+ * and shapes are the contract in docs/supervisor.md (Kubernetes backend).
  */
 #ifndef VIVARIUM_KUBE_H
 #define VIVARIUM_KUBE_H

@@ -186,20 +186,7 @@ main(int argc, char **argv)
 	}
 	confdiag_release(&diag);
 	if (check) {
-		if (conf.backend == BACKEND_KUBERNETES)
-			printf("configuration OK%s%s: listen %s:%d, kubernetes "
-			    "namespace %s, image %s, provisioning %s\n",
-			    path ? " in " : "", path ? path : "",
-			    conf.listen_host, conf.listen_port,
-			    conf.kube.namespace, conf.kube.image != NULL
-			    ? conf.kube.image : conf.image,
-			    conf_provisioning_name(conf.provisioning));
-		else
-			printf("configuration OK%s%s: listen %s:%d, podman %s, "
-			    "image %s, provisioning %s\n", path ? " in " : "",
-			    path ? path : "", conf.listen_host,
-			    conf.listen_port, conf.podman_socket, conf.image,
-			    conf_provisioning_name(conf.provisioning));
+		conf_print_summary(&conf, path);
 		conf_release(&conf);
 		return 0;
 	}

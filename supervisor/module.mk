@@ -6,8 +6,8 @@ PKGS_supervisor := libmicrohttpd jansson libcurl yaml-0.1
 PKGS_ctl	:= jansson libcurl yaml-0.1
 
 SV_LIB_SRCS	:= supervisor/conf.c supervisor/endpoint.c supervisor/forward.c \
-		   supervisor/podman.c supervisor/sbenv.c supervisor/spec.c \
-		   supervisor/sandbox.c \
+		   supervisor/podman.c supervisor/sbenv.c supervisor/backend_podman_spec.c \
+		   supervisor/backend_podman_objects.c \
 		   supervisor/pool.c supervisor/metrics.c supervisor/files.c \
 		   supervisor/relay.c \
 		   supervisor/idmap.c supervisor/quota.c supervisor/egress.c \
@@ -41,16 +41,16 @@ $(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,$(O)/su
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 $(eval $(call unit_test,supervisor_files,tests/unit/supervisor/files.c,$(O)/supervisor/relay.o $(O)/supervisor/forward.o $(O)/supervisor/endpoint.o,))
-$(eval $(call unit_test,supervisor_sandbox,tests/unit/supervisor/sandbox.c,$(O)/supervisor/berr.o $(O)/supervisor/podman.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
-$(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/berr.o $(O)/supervisor/names.o $(O)/supervisor/podman.o $(O)/supervisor/sandbox.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/quota.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_podman_objects,tests/unit/supervisor/backend_podman_objects.c,$(O)/supervisor/berr.o $(O)/supervisor/podman.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
+$(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/berr.o $(O)/supervisor/names.o $(O)/supervisor/podman.o $(O)/supervisor/backend_podman_objects.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/quota.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
 $(eval $(call unit_test,supervisor_names,tests/unit/supervisor/names.c,$(O)/supervisor/endpoint.o,))
 $(eval $(call unit_test,supervisor_sbenv,tests/unit/supervisor/sbenv.c,$(O)/supervisor/endpoint.o,))
-$(eval $(call unit_test,supervisor_spec,tests/unit/supervisor/spec.c,$(O)/supervisor/sbenv.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
+$(eval $(call unit_test,supervisor_podman_spec,tests/unit/supervisor/backend_podman_spec.c,$(O)/supervisor/sbenv.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
 $(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/berr.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
 $(eval $(call unit_test,supervisor_kspec,tests/unit/supervisor/kspec.c,$(O)/supervisor/sbenv.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
-$(eval $(call unit_test,supervisor_kube,tests/unit/supervisor/kube.c,$(O)/supervisor/berr.o $(O)/supervisor/backend.o $(O)/supervisor/backend_podman.o $(O)/supervisor/doctor.o $(O)/supervisor/egress.o $(O)/supervisor/names.o $(O)/supervisor/sandbox.o $(O)/supervisor/quota.o $(O)/supervisor/kube.o $(O)/supervisor/forward.o $(O)/supervisor/podman.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_kube,tests/unit/supervisor/kube.c,$(O)/supervisor/berr.o $(O)/supervisor/backend.o $(O)/supervisor/backend_podman.o $(O)/supervisor/doctor.o $(O)/supervisor/egress.o $(O)/supervisor/names.o $(O)/supervisor/backend_podman_objects.o $(O)/supervisor/quota.o $(O)/supervisor/kube.o $(O)/supervisor/forward.o $(O)/supervisor/podman.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,libcurl))
 $(eval $(call unit_test,supervisor_tarown,tests/unit/supervisor/tarown.c,$(O)/supervisor/tarown.o,))
-$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/berr.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/berr.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run

@@ -1,7 +1,8 @@
 /*
  * pool.c: the supervisor's table of per-user sandboxes.
  *
- * One entry per user seen.  At most one thread works on a user's sandbox at
+ * One entry (struct pool_entry: what the supervisor knows of a user's
+ * sandbox, whichever backend runs it) per user seen.  At most one thread works on a user's sandbox at
  * a time (the busy flag); the others wait on the condition variable, so 20
  * concurrent first requests create one container and all use it.  Requests
  * in flight are counted so that the idle reaper never stops a sandbox that
@@ -22,7 +23,7 @@
 
 #define POOL_IDLE_MAX	16
 
-struct sandbox {
+struct pool_entry {
 	char		 user[USER_ID_MAX + 1];
 	char		 label[USER_ID_MAX + 32];	/* for logs */
 	struct agent_addr addr;		/* from the last ensure */
@@ -34,14 +35,14 @@ struct sandbox {
 	time_t		 last_used;	/* CLOCK_MONOTONIC seconds */
 	int		 idle_fds[POOL_IDLE_MAX];	/* kept agent connections */
 	int		 nidle;
-	struct sandbox	*next;
+	struct pool_entry	*next;
 };
 
-static void	 conns_drop(struct sandbox *);
+static void	 conns_drop(struct pool_entry *);
 
 static pthread_mutex_t	 lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 cond = PTHREAD_COND_INITIALIZER;
-static struct sandbox	*sandboxes;
+static struct pool_entry	*sandboxes;
 static const struct conf *conf;
 static struct backend	*backend;
 
@@ -70,10 +71,10 @@ pool_init(const struct conf *c, struct backend *b)
 }
 
 /* Called with lock held. */
-static struct sandbox *
+static struct pool_entry *
 find(const char *user, int add)
 {
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 
 	for (sb = sandboxes; sb != NULL; sb = sb->next)
 		if (strcmp(sb->user, user) == 0)
@@ -94,7 +95,7 @@ pool_adopt(void)
 {
 	struct backend_sandbox *list;
 	struct berr	 e;
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 	size_t		 i, n;
 	int		 adopted = 0;
 
@@ -135,7 +136,7 @@ pool_adopt(void)
 
 /* May this user get a new container?  1, 0 (refused, msg set), -1. */
 static int
-may_create(const char *user, struct pool_err *err)
+may_create(const char *user, struct berr *err)
 {
 	struct berr	 e;
 	int		 r;
@@ -156,7 +157,7 @@ may_create(const char *user, struct pool_err *err)
 			return 1;
 		if (r == -1) {
 			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
-			err->http = e.status == 0 ? 503 : 500;
+			err->status = e.status == 0 ? 503 : 500;
 			return -1;
 		}
 		snprintf(err->msg, sizeof(err->msg), "user \"%s\" has no "
@@ -168,10 +169,10 @@ may_create(const char *user, struct pool_err *err)
 	return 0;
 }
 
-struct sandbox *
-pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
+struct pool_entry *
+pool_acquire(const char *user, unsigned stale_gen, struct berr *err)
 {
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 	struct berr	 e;
 	double		 t0;
 	struct agent_addr addr;
@@ -182,7 +183,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 	pthread_mutex_lock(&lock);
 	if ((sb = find(user, 1)) == NULL) {
 		pthread_mutex_unlock(&lock);
-		err->http = 500;
+		err->status = 500;
 		snprintf(err->msg, sizeof(err->msg), "out of memory");
 		return NULL;
 	}
@@ -220,17 +221,17 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 		r = backend->ensure(backend, user, &created, &addr, &e);
 		if (r == -1) {
 			snprintf(err->msg, sizeof(err->msg), "%s", e.msg);
-			err->http = e.status == 0 ? 503 : e.status == 504 ? 504
+			err->status = e.status == 0 ? 503 : e.status == 504 ? 504
 			    : e.status == 400 ? 400 : 500;
 			if (e.status == 0)
 				snprintf(err->msg, sizeof(err->msg), "the sandbox "
-				    "for \"%s\" cannot be started right now: %s",
-				    user, e.msg);
+				    "for \"%s\" cannot be started right now: "
+				    "%.380s", user, e.msg);
 		}
 	} else {
 		r = -1;
-		if (err->http == 0)
-			err->http = 400;
+		if (err->status == 0)
+			err->status = 400;
 	}
 
 	pthread_mutex_lock(&lock);
@@ -263,7 +264,7 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 }
 
 void
-pool_release(struct sandbox *sb)
+pool_release(struct pool_entry *sb)
 {
 	pthread_mutex_lock(&lock);
 	sb->inflight--;
@@ -273,7 +274,7 @@ pool_release(struct sandbox *sb)
 }
 
 int
-pool_conn_take(struct sandbox *sb)
+pool_conn_take(struct pool_entry *sb)
 {
 	int	 fd = -1;
 
@@ -285,7 +286,7 @@ pool_conn_take(struct sandbox *sb)
 }
 
 void
-pool_conn_put(struct sandbox *sb, int fd)
+pool_conn_put(struct pool_entry *sb, int fd)
 {
 	pthread_mutex_lock(&lock);
 	if (sb->state == SB_READY && sb->nidle < POOL_IDLE_MAX) {
@@ -299,20 +300,20 @@ pool_conn_put(struct sandbox *sb, int fd)
 
 /* Called with lock held: the sandbox stopped or went away. */
 static void
-conns_drop(struct sandbox *sb)
+conns_drop(struct pool_entry *sb)
 {
 	while (sb->nidle > 0)
 		close(sb->idle_fds[--sb->nidle]);
 }
 
 const struct agent_addr *
-pool_addr(const struct sandbox *sb)
+pool_addr(const struct pool_entry *sb)
 {
 	return &sb->addr;
 }
 
 unsigned
-pool_gen(const struct sandbox *sb)
+pool_gen(const struct pool_entry *sb)
 {
 	return sb->gen;
 }
@@ -320,7 +321,7 @@ pool_gen(const struct sandbox *sb)
 void
 pool_reap(void)
 {
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 	struct berr	 e;
 	time_t		 now;
 	int		 r;
@@ -358,7 +359,7 @@ pool_reap(void)
 void
 pool_count_states(long counts[SB_NSTATES])
 {
-	struct sandbox	*sb;
+	struct pool_entry	*sb;
 
 	memset(counts, 0, sizeof(long) * SB_NSTATES);
 	pthread_mutex_lock(&lock);
@@ -370,7 +371,7 @@ pool_count_states(long counts[SB_NSTATES])
 void
 pool_shutdown(void)
 {
-	struct sandbox	*sb, *next;
+	struct pool_entry	*sb, *next;
 
 	pthread_mutex_lock(&lock);
 	for (sb = sandboxes; sb != NULL; sb = next) {

@@ -19,11 +19,12 @@
 
 #include "log.h"
 #include "supervisor.h"
+#include "backend.h"
 #include "banned.h"
 
 struct relay {
 	struct agent_conn	 agent;
-	struct sandbox		*sb;
+	struct pool_entry		*sb;
 	size_t			 sent;
 	unsigned long long	 max;	/* conf max_response */
 };
@@ -73,8 +74,8 @@ relay_free(void *cls)
 }
 
 int
-relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
-    const struct agent_req *r, int kept, int timeout_ms, struct pool_err *pe)
+relay_open(struct pool_entry **sb, const char *user, struct agent_conn *c,
+    const struct agent_req *r, int kept, int timeout_ms, struct berr *pe)
 {
 	unsigned	 gen;
 	int		 cf, attempt, rc;
@@ -89,7 +90,7 @@ relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
 			    sizeof(pe->msg));
 		if (rc == 0)
 			return 0;
-		pe->http = 502;
+		pe->status = 502;
 		if (c->client_gone || !cf || attempt > 0)
 			return -1;
 		/* Nobody listens: it died, was removed or stopped.  Look. */
@@ -104,10 +105,10 @@ struct MHD_Response *
 relay_mcp(const struct conf *conf, const char *user,
     const struct agent_req *ar, int *status, char *why, size_t whylen)
 {
-	struct pool_err		 perr;
+	struct berr		 perr;
 	struct relay		*r;
 	struct MHD_Response	*resp;
-	struct sandbox		*sb;
+	struct pool_entry		*sb;
 	const struct agent_head	*h;
 	int			 timeout;
 
@@ -121,7 +122,7 @@ relay_mcp(const struct conf *conf, const char *user,
 	r->max = conf->max_response;
 	if ((sb = pool_acquire(user, 0, &perr)) == NULL) {
 		free(r);
-		*status = perr.http;
+		*status = perr.status;
 		snprintf(why, whylen, "%s", perr.msg);
 		return NULL;
 	}
@@ -135,7 +136,7 @@ relay_mcp(const struct conf *conf, const char *user,
 			snprintf(why, whylen, "the sandbox for \"%s\" did not "
 			    "answer: %s", user, perr.msg);
 		} else {
-			*status = perr.http;
+			*status = perr.status;
 			snprintf(why, whylen, "%s", perr.msg);
 		}
 		if (sb != NULL)

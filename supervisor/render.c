@@ -2,8 +2,9 @@
  * render.c: vivariumctl render, one user's sandbox as quadlet files for
  * operators who let systemd own sandboxes.  The templates (templates/) hold
  * {{NAME}} placeholders; the values come from the same config and the same
- * builders (sbenv.c, spec.c) as the objects the supervisor makes through
- * the API: the names, labels and environment are never the templates' own.
+ * builders (sbenv.c, backend_podman_spec.c) as the objects the supervisor makes
+ * through the API: the names, labels and environment are never the templates'
+ * own.
  */
 #include <errno.h>
 #include <limits.h>
@@ -276,7 +277,7 @@ done:
 	return rc;
 }
 
-/* ---------------------------------------------------------------- kubernetes */
+/* -------------------------------------------------------------- kubernetes */
 
 static int
 print_doc(FILE *out, json_t *doc)
@@ -333,5 +334,22 @@ render_kube(const struct conf *c, const char *user, long slot, int userns,
 		fprintf(stderr, "vivariumctl: %s does not resolve here: the Pod "
 		    "names the proxy by it, where the supervisor would give its "
 		    "address\n", c->kube.egress_host);
+	return r;
+}
+
+int
+render_quadlets(const struct conf *c, const char *user, const char *tdir,
+    const char *outdir)
+{
+	struct podman	*p;
+	int		 r;
+
+	if ((p = podman_new(c->podman_socket, c->podman_timeout_ms)) == NULL) {
+		fprintf(stderr, "vivariumctl: no Podman client: %s\n",
+		    strerror(errno));
+		return -1;
+	}
+	r = render_user(c, p, user, tdir, outdir);
+	podman_free(p);
 	return r;
 }

@@ -1,10 +1,10 @@
 /*
- * sbenv.c: what one user's sandbox is on every backend: its names, its
- * labels and the environment its agent gets, as plain strings.  spec.c
- * (Podman), kspec.c (Kubernetes) and render.c (quadlets) each put these
- * into their own shape, so that none of them spells a variable, a label
- * or a name of its own and the three cannot drift apart.  Pure: no
- * Podman, no API server, no files, no clock.
+ * sbenv.c: what one user's sandbox is on every backend: its names, its labels
+ * and the environment its agent gets, as plain strings.  backend_podman_spec.c
+ * (Podman), kspec.c (Kubernetes) and render.c (quadlets) each put these into
+ * their own shape, so that none of them spells a variable, a label or a name of
+ * its own and the three cannot drift apart.  Pure: no Podman, no API server, no
+ * files, no clock.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +161,7 @@ sbenv_release(struct sbenv *e)
 	e->n = e->cap = 0;
 }
 
-/* ---------------------------------------------------------------- the pieces */
+/* ------------------------------------------------------------------ pieces */
 
 /*
  * With no DNS the proxy can only be named by its address (on Kubernetes
@@ -192,9 +192,9 @@ sbenv_proxy(struct sbenv *e, const char *addr, long port)
  * (vivariumctl before the supervisor ever started) links stay off.
  *
  * SBENV_KEY_FILE: the key itself goes in a file of the run directory
- * (sandbox.c writes it at every start; the agent reads and removes it):
- * in the environment, PID 1 and every process of the sandbox would show
- * it in /proc/<pid>/environ.  A digest of it stays, so that a changed key
+ * (backend_podman_objects.c writes it at every start; the agent reads and
+ * removes it): in the environment, PID 1 and every process of the sandbox would
+ * show it in /proc/<pid>/environ.  A digest of it stays, so that a changed key
  * still tells an old container from a new one.  SBENV_KEY_ENV: in the
  * environment, where the agent is PID 1 and wipes it (Kubernetes).
  */

@@ -184,6 +184,8 @@ const struct limits *conf_limits(const struct conf *, const char *user);
 /* Listed under users: (the allowlist). */
 int	conf_user_listed(const struct conf *, const char *user);
 const char *conf_provisioning_name(enum provisioning);
+/* --check's line: "configuration OK", where from, and what it names. */
+void	conf_print_summary(const struct conf *, const char *path);
 /*
  * A label selector of equality terms, "k=v,k2=v2" (kubernetes.*_selector),
  * as a matchLabels object (new reference), or NULL when it is not one:
@@ -346,8 +348,8 @@ int	agent_probe(const struct agent_addr *, int timeout_ms);
 /* ---------------------------------------------------------------- relay.c */
 
 struct MHD_Response;
-struct pool_err;
-struct sandbox;
+struct berr;
+struct pool_entry;
 
 /*
  * Opens r on the agent of the user's sandbox *sb (from pool_acquire):
@@ -358,9 +360,9 @@ struct sandbox;
  * pe: the agent's failure (502; c->client_gone when the client went
  * away), or the pool's when *sb is NULL.
  */
-int	relay_open(struct sandbox **sb, const char *user, struct agent_conn *c,
-	    const struct agent_req *r, int kept, int timeout_ms,
-	    struct pool_err *pe);
+int	relay_open(struct pool_entry **sb, const char *user,
+	    struct agent_conn *c, const struct agent_req *r, int kept,
+	    int timeout_ms, struct berr *pe);
 /*
  * The request ar relayed to the user's agent (the sandbox taken from the
  * pool and held until the response is done): a response to queue, which
@@ -453,7 +455,7 @@ int	sbenv_links(struct sbenv *e, const struct conf *, const char *user,
 const char *sbenv_get(const struct sbenv *e, const char *name);
 void	sbenv_release(struct sbenv *e);
 
-/* ---------------------------------------------------------------- spec.c */
+/* --------------------------------------------------- backend_podman_spec.c */
 
 /* Under <state_dir>: the run directories, one per user. */
 #define SANDBOX_USERS_DIR	"users"
@@ -462,14 +464,14 @@ void	sbenv_release(struct sbenv *e);
 #define SANDBOX_IDS_LABEL	"io.vivarium.ids"
 
 /*
- * What sandbox.c found out about the host for one user, so that the spec
- * builders stay pure: the user's id slot (idmap.c; 0: no user namespace
- * of its own, as under rootless Podman or with uid_base 0) and its
- * workspace image (quota.c; NULL: a plain volume, without a quota);
- * rootless when Podman is.  Rootless, sub_size ids of the user's
- * subordinate range (host ids from sub_uid and sub_gid, its namespace's
- * ids 1..sub_size) are the container's 0..sub_size-1; with none that
- * fit, the sandbox user is mapped onto ours (keep-id).
+ * What backend_podman_objects.c found out about the host for one user, so that
+ * the spec builders stay pure: the user's id slot (idmap.c; 0: no user
+ * namespace of its own, as under rootless Podman or with uid_base 0) and its
+ * workspace image (quota.c; NULL: a plain volume, without a quota); rootless
+ * when Podman is.  Rootless, sub_size ids of the user's subordinate range (host
+ * ids from sub_uid and sub_gid, its namespace's ids 1..sub_size) are the
+ * container's 0..sub_size-1; with none that fit, the sandbox user is mapped
+ * onto ours (keep-id).
  */
 struct sandbox_host {
 	long		 slot;
@@ -528,7 +530,7 @@ int	sandbox_proxy_ip_of(const json_t *net, char *dst, size_t len);
 /* The user of a labelled Podman object (borrowed), or NULL. */
 const char *sandbox_label_user(const json_t *obj);
 
-/* ---------------------------------------------------------------- sandbox.c */
+/* ------------------------------------------------ backend_podman_objects.c */
 
 /*
  * Brings the user's sandbox to "running and answering": creates what is
@@ -676,6 +678,9 @@ int	render_file(const char *tdir, const char *tname, const char *outdir,
 	    const char *outname, const char *const *vars);
 /* The user's .network and .container quadlets into outdir; the proxy's
  * address is asked of Podman.  0, or -1 said on stderr. */
+/* render_user with a Podman client of its own (the network's address). */
+int	render_quadlets(const struct conf *, const char *user,
+	    const char *tdir, const char *outdir);
 int	render_user(const struct conf *, struct podman *, const char *user,
 	    const char *tdir, const char *outdir);
 /*
@@ -700,13 +705,10 @@ enum sb_state {
 	SB_NSTATES,
 };
 
-struct sandbox;
+struct pool_entry;
 struct backend;
 
-struct pool_err {
-	int	 http;		/* status to answer with */
-	char	 msg[BERR_MSGLEN + 64];
-};
+struct berr;		/* backend.h: status, and a sentence for people */
 
 /* The backend (backend.h) is borrowed and outlives the pool. */
 int	pool_init(const struct conf *, struct backend *);
@@ -718,15 +720,15 @@ int	pool_adopt(void);
  * stale_gen: 0, or the pool_gen of a sandbox whose agent the caller could
  * not reach: then it is looked at again unless someone already did.
  */
-struct sandbox *pool_acquire(const char *user, unsigned stale_gen,
-	    struct pool_err *err);
-void	pool_release(struct sandbox *);
+struct pool_entry *pool_acquire(const char *user, unsigned stale_gen,
+	    struct berr *err);
+void	pool_release(struct pool_entry *);
 /* How to reach its agent: what the backend's last ensure said. */
-const struct agent_addr *pool_addr(const struct sandbox *);
+const struct agent_addr *pool_addr(const struct pool_entry *);
 /* A kept connection to the sandbox's agent, or -1; and giving one back. */
-int	pool_conn_take(struct sandbox *);
-void	pool_conn_put(struct sandbox *, int fd);
-unsigned pool_gen(const struct sandbox *);
+int	pool_conn_take(struct pool_entry *);
+void	pool_conn_put(struct pool_entry *, int fd);
+unsigned pool_gen(const struct pool_entry *);
 /* Stops sandboxes idle for idle_stop_after; called by the reaper thread. */
 void	pool_reap(void);
 void	pool_count_states(long counts[SB_NSTATES]);

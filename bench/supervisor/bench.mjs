@@ -151,7 +151,7 @@ async function main() {
   const pod = new Agent({ connect: { socketPath: podmanSock } });
   const auth = { authorization: `Bearer ${TOKEN}` };
   const client = (u) => mcp(url, { dispatcher: tcp, headers: { ...auth, 'x-user-id': u } });
-  const rundir = (u) => `${state}/users/${u}`;	// sandbox_names() in supervisor/spec.c
+  const rundir = (u) => `${state}/users/${u}`;	// sandbox_names() in supervisor/backend_podman_spec.c
   const agents = [];
 
   // The bench's own Podman calls, straight to the service.

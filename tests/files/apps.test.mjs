@@ -278,10 +278,15 @@ test("a run's chart is shown larger than the model's copy", async () => {
   const modelWidth = pngWidth(Buffer.from(item.data, 'base64'));
   assert.equal(result.structuredContent.images[0].name, 'chart.png');
   await page.evaluate((r) => window.bridge.sendToolResult(r), result);
-  await frame.waitForFunction(() => {
+  const first = await frame.waitForFunction(() => {
     const i = document.querySelector('#chartlist img');
-    return i && i.complete && i.naturalWidth > 0;
+    return i && i.complete && i.naturalWidth > 0 && i;
   }, null, { timeout: 10000 });
+  // The list refreshes after a result; the chart is not drawn (and loaded) again.
+  await frame.waitForFunction(() => [...document.querySelectorAll('#files tr')].some((r) => r.textContent.includes('chart.png')),
+    null, { timeout: 10000 });
+  await new Promise((r) => setTimeout(r, 300));
+  assert.ok(await first.evaluate((i) => i.isConnected), 'the chart was drawn again');
   const [w, caption, hidden] = await frame.evaluate(() => [document.querySelector('#chartlist img').naturalWidth,
     document.querySelector('#chartlist figcaption').textContent, document.querySelector('#charts').hidden]);
   assert.equal(hidden, false);

@@ -63,7 +63,7 @@ test('the namespace carries over between calls', async () => {
 });
 
 // With the bare pids limit (128) the Sentry could not make a thread
-// during this import and the whole sandbox died (spec.c, pids_limit).
+// during this import and the whole sandbox died (backend_podman_spec.c, pids_limit).
 test('a chart comes back', async () => {
   const u = user('chart');
   const c = await sv.client(u);

@@ -1,5 +1,5 @@
 /*
- * libFuzzer driver for http_parse_request and http_rewrite_request
+ * libFuzzer driver for h1_parse_request and h1_rewrite_request
  * (common/http1.c), the entry point for what a sandbox sends the egress
  * proxy.  Built and run by `make test-fuzz-egress` with clang
  * -fsanitize=fuzzer; the corpus is tests/fuzz/http1/request.
@@ -18,7 +18,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-static struct http_req req;
+static struct h1_req req;
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
@@ -28,9 +28,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	int		 rc, i;
 	size_t		 k;
 
-	rc = http_parse_request(p, n, 16384, &req);
-	if (rc != HTTP_DONE) {
-		if (rc == HTTP_ERROR && (req.reason == NULL ||
+	rc = h1_parse_request(p, n, 16384, &req);
+	if (rc != H1_DONE) {
+		if (rc == H1_ERROR && (req.reason == NULL ||
 		    (req.status != 400 && req.status != 431)))
 			abort();
 		return 0;
@@ -39,7 +39,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	    memcmp(p + req.head_len - 4, "\r\n\r\n", 4) != 0)
 		abort();
 	for (i = 0; i < req.nfields; i++) {
-		const struct http_field *f = &req.fields[i];
+		const struct h1_field *f = &req.fields[i];
 
 		if (f->name.len == 0 || f->name.off + f->name.len > req.head_len ||
 		    f->value.off + f->value.len > req.head_len)
@@ -57,8 +57,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 		return 0;
 	/* Refused only when Host and Connection would make one field too
 	 * many. */
-	if (http_rewrite_request(p, &req, &out) == -1) {
-		if (req.nfields < HTTP_MAX_HEADERS - 1)
+	if (h1_rewrite_request(p, &req, &out) == -1) {
+		if (req.nfields < H1_MAX_HEADERS - 1)
 			abort();
 		buf_release(&out);
 		return 0;

@@ -1,5 +1,5 @@
 /*
- * libFuzzer driver for http_parse_response and http_rewrite_response
+ * libFuzzer driver for h1_parse_response and h1_rewrite_response
  * (common/http1.c): what an origin sends the egress proxy, and what a
  * sandbox's agent sends the supervisor.  Built and run by
  * `make test-fuzz-egress`; the corpus is tests/fuzz/http1/response.
@@ -36,7 +36,7 @@ hop_name(const char *p, size_t n)
 	return n >= 6 && strncasecmp(p, "proxy-", 6) == 0;
 }
 
-static struct http_resp resp, again;
+static struct h1_resp resp, again;
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -50,10 +50,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	n = size - 1;
 	close = data[0] & 1;
-	rc = http_parse_response(p, n, 16384, &resp);
-	if (rc == HTTP_ERROR && resp.reason == NULL)
+	rc = h1_parse_response(p, n, 16384, &resp);
+	if (rc == H1_ERROR && resp.reason == NULL)
 		abort();
-	if (rc != HTTP_DONE)
+	if (rc != H1_DONE)
 		return 0;
 	if (resp.head_len > n || resp.head_len < 4 ||
 	    memcmp(p + resp.head_len - 4, "\r\n\r\n", 4) != 0 ||
@@ -62,7 +62,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (resp.chunked && resp.content_length != -1))
 		abort();
 	for (i = 0; i < resp.nfields; i++) {
-		const struct http_field *f = &resp.fields[i];
+		const struct h1_field *f = &resp.fields[i];
 
 		if (f->name.len == 0 ||
 		    f->name.off + f->name.len > resp.head_len ||
@@ -71,8 +71,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* Refused only when its Connection line would be one field too
 	 * many: the result must parse here again. */
-	if (http_rewrite_response(p, &resp, close, &out) == -1) {
-		if (!close || resp.nfields != HTTP_MAX_HEADERS)
+	if (h1_rewrite_response(p, &resp, close, &out) == -1) {
+		if (!close || resp.nfields != H1_MAX_HEADERS)
 			abort();
 		buf_release(&out);
 		return 0;
@@ -83,13 +83,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (out.len < (size_t)(eol - p) + 4 ||
 	    memcmp(out.data, p, (size_t)(eol - p) + 2) != 0)
 		abort();
-	if (http_parse_response(out.data, out.len, out.len, &again) !=
-	    HTTP_DONE || again.head_len != out.len ||
+	if (h1_parse_response(out.data, out.len, out.len, &again) !=
+	    H1_DONE || again.head_len != out.len ||
 	    again.status != resp.status || again.chunked != resp.chunked ||
 	    again.content_length != resp.content_length)
 		abort();
 	for (i = 0; i < again.nfields; i++) {
-		const struct http_field *f = &again.fields[i];
+		const struct h1_field *f = &again.fields[i];
 
 		if (!hop_name(out.data + f->name.off, f->name.len))
 			continue;

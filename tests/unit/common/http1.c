@@ -17,19 +17,19 @@
 
 #define MAX	16384
 
-static struct http_req r;
+static struct h1_req r;
 
 static int
 parse(const char *s)
 {
-	return http_parse_request(s, strlen(s), MAX, &r);
+	return h1_parse_request(s, strlen(s), MAX, &r);
 }
 
 static void
 test_connect(void **state)
 {
 	assert_int_equal(parse("CONNECT Example.COM:443 HTTP/1.1\r\n"
-	    "Host: example.com:443\r\n\r\n"), HTTP_DONE);
+	    "Host: example.com:443\r\n\r\n"), H1_DONE);
 	assert_true(r.connect);
 	assert_string_equal(r.host, "example.com");
 	assert_int_equal(r.port, 443);
@@ -37,13 +37,13 @@ test_connect(void **state)
 
 	/* Python's http.client may send no Host with CONNECT */
 	assert_int_equal(parse("CONNECT [2001:db8::1]:8443 HTTP/1.0\r\n\r\n"),
-	    HTTP_DONE);
+	    H1_DONE);
 	assert_true(r.host_v6);
 	assert_string_equal(r.host, "2001:db8::1");
 	assert_int_equal(r.port, 8443);
 
-	assert_int_equal(parse("CONNECT a.b:1 HTTP/1.1\r\n\r\n"), HTTP_DONE);
-	assert_int_equal(parse("CONNECT a.b:65535 HTTP/1.1\r\n\r\n"), HTTP_DONE);
+	assert_int_equal(parse("CONNECT a.b:1 HTTP/1.1\r\n\r\n"), H1_DONE);
+	assert_int_equal(parse("CONNECT a.b:65535 HTTP/1.1\r\n\r\n"), H1_DONE);
 	assert_int_equal(r.port, 65535);
 }
 
@@ -55,7 +55,7 @@ test_connect_pipelined(void **state)
 	const char *s = "CONNECT x.org:443 HTTP/1.1\r\nHost: x.org\r\n\r\n"
 	    "\x16\x03\x01\x02\x00GET / HTTP/1.1\r\n";
 
-	assert_int_equal(http_parse_request(s, strlen(s) , MAX, &r), HTTP_DONE);
+	assert_int_equal(h1_parse_request(s, strlen(s) , MAX, &r), H1_DONE);
 	assert_int_equal(r.head_len, strlen("CONNECT x.org:443 HTTP/1.1\r\n"
 	    "Host: x.org\r\n\r\n"));
 }
@@ -67,7 +67,7 @@ test_absolute_form(void **state)
 
 	s = "GET http://example.com/a/b?c=d HTTP/1.1\r\nHost: example.com\r\n"
 	    "User-Agent: t\r\n\r\n";
-	assert_int_equal(parse(s), HTTP_DONE);
+	assert_int_equal(parse(s), H1_DONE);
 	assert_false(r.connect);
 	assert_string_equal(r.host, "example.com");
 	assert_int_equal(r.port, 80);
@@ -77,28 +77,28 @@ test_absolute_form(void **state)
 	assert_false(r.close);
 
 	assert_int_equal(parse("HEAD HTTP://EXAMPLE.com:8080 HTTP/1.0\r\n\r\n"),
-	    HTTP_DONE);
+	    H1_DONE);
 	assert_string_equal(r.host, "example.com");
 	assert_int_equal(r.port, 8080);
 	assert_int_equal(r.path.len, 0);
 	assert_true(r.close);	/* HTTP/1.0 without keep-alive */
 
 	assert_int_equal(parse("GET http://[::1]:81/ HTTP/1.1\r\nHost: x\r\n"
-	    "Connection: close\r\n\r\n"), HTTP_DONE);
+	    "Connection: close\r\n\r\n"), H1_DONE);
 	assert_string_equal(r.host, "::1");
 	assert_true(r.close);
 
 	assert_int_equal(parse("POST http://a.io/ HTTP/1.1\r\nHost: a.io\r\n"
-	    "Content-Length: 12\r\n\r\n"), HTTP_DONE);
+	    "Content-Length: 12\r\n\r\n"), H1_DONE);
 	assert_int_equal(r.content_length, 12);
 	assert_int_equal(parse("POST http://a.io/ HTTP/1.1\r\nHost: a.io\r\n"
-	    "Transfer-Encoding: Chunked\r\n\r\n"), HTTP_DONE);
+	    "Transfer-Encoding: Chunked\r\n\r\n"), H1_DONE);
 	assert_true(r.chunked);
 
 	/* Field values: obs-text and inner blanks pass; OWS is trimmed. */
 	s = "GET http://a.io/ HTTP/1.1\r\nHost:a.io\r\nX-A: \t caf\xc3\xa9 x \t\r\n"
 	    "X-Empty:\r\n\r\n";
-	assert_int_equal(parse(s), HTTP_DONE);
+	assert_int_equal(parse(s), H1_DONE);
 	assert_int_equal(r.fields[1].value.len, strlen("caf\xc3\xa9 x"));
 	assert_int_equal(r.fields[2].value.len, 0);
 }
@@ -106,12 +106,12 @@ test_absolute_form(void **state)
 static void
 test_incomplete(void **state)
 {
-	assert_int_equal(parse(""), HTTP_NEED_MORE);
-	assert_int_equal(parse("CONNECT a.b:443 HTTP/1.1\r\n"), HTTP_NEED_MORE);
+	assert_int_equal(parse(""), H1_NEED_MORE);
+	assert_int_equal(parse("CONNECT a.b:443 HTTP/1.1\r\n"), H1_NEED_MORE);
 	assert_int_equal(parse("CONNECT a.b:443 HTTP/1.1\r\nHost: a"),
-	    HTTP_NEED_MORE);
+	    H1_NEED_MORE);
 	assert_int_equal(parse("CONNECT a.b:443 HTTP/1.1\r\n\r"),
-	    HTTP_NEED_MORE);
+	    H1_NEED_MORE);
 }
 
 struct bad {
@@ -227,10 +227,10 @@ test_hostile(void **state)
 	size_t	 i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc = http_parse_request(bad[i].req, strlen(bad[i].req),
+		int rc = h1_parse_request(bad[i].req, strlen(bad[i].req),
 		    MAX, &r);
 
-		if (rc != HTTP_ERROR)
+		if (rc != H1_ERROR)
 			fail_msg("accepted (%d): %s", rc, bad[i].req);
 		if (r.status != bad[i].status || strstr(r.reason,
 		    bad[i].why) == NULL)
@@ -245,8 +245,8 @@ test_nul_byte(void **state)
 {
 	static const char s[] = "GET http://a.io/ HTTP/1.1\r\nX: a\0b" H;
 
-	assert_int_equal(http_parse_request(s, sizeof(s) - 1, MAX, &r),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_request(s, sizeof(s) - 1, MAX, &r),
+	    H1_ERROR);
 	assert_int_equal(r.status, 400);
 }
 
@@ -261,22 +261,22 @@ test_too_large(void **state)
 	while (b.len < MAX + 10)
 		assert_int_equal(buf_appends(&b, "X-Pad: 0123456789abcdef\r\n"),
 		    0);
-	assert_int_equal(http_parse_request(b.data, b.len, MAX, &r),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_request(b.data, b.len, MAX, &r),
+	    H1_ERROR);
 	assert_int_equal(r.status, 431);
 	/* exactly at the limit, still open: refused, not waited for */
-	assert_int_equal(http_parse_request(b.data, MAX, MAX, &r), HTTP_ERROR);
+	assert_int_equal(h1_parse_request(b.data, MAX, MAX, &r), H1_ERROR);
 	assert_int_equal(r.status, 431);
 
 	/* too many fields, though small */
 	buf_reset(&b);
 	assert_int_equal(buf_appends(&b, "GET http://a.io/ HTTP/1.1\r\n"
 	    "Host: a.io\r\n"), 0);
-	for (i = 0; i < HTTP_MAX_HEADERS; i++)
+	for (i = 0; i < H1_MAX_HEADERS; i++)
 		assert_int_equal(buf_appends(&b, "X: 1\r\n"), 0);
 	assert_int_equal(buf_appends(&b, "\r\n"), 0);
-	assert_int_equal(http_parse_request(b.data, b.len, MAX, &r),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_request(b.data, b.len, MAX, &r),
+	    H1_ERROR);
 	assert_int_equal(r.status, 431);
 
 	/* A response at the field limit is forwarded as it is, but not with
@@ -284,29 +284,29 @@ test_too_large(void **state)
 	 * for this parser (and for Python's http.client).  The fuzzer found
 	 * it. */
 	{
-		struct http_resp	 resp, again;
+		struct h1_resp	 resp, again;
 		struct buf		 out = BUF_INIT(MAX + 64);
 
 		buf_reset(&b);
 		assert_int_equal(buf_appends(&b, "HTTP/1.1 200 OK\r\n"), 0);
-		for (i = 0; i < HTTP_MAX_HEADERS - 1; i++)
+		for (i = 0; i < H1_MAX_HEADERS - 1; i++)
 			assert_int_equal(buf_appends(&b, "X: 1\r\n"), 0);
 		assert_int_equal(buf_appends(&b, "\r\n"), 0);
-		assert_int_equal(http_parse_response(b.data, b.len, MAX, &resp),
-		    HTTP_DONE);
-		assert_int_equal(http_rewrite_response(b.data, &resp, 1, &out), 0);
-		assert_int_equal(http_parse_response(out.data, out.len, MAX,
-		    &again), HTTP_DONE);
-		assert_int_equal(again.nfields, HTTP_MAX_HEADERS);
+		assert_int_equal(h1_parse_response(b.data, b.len, MAX, &resp),
+		    H1_DONE);
+		assert_int_equal(h1_rewrite_response(b.data, &resp, 1, &out), 0);
+		assert_int_equal(h1_parse_response(out.data, out.len, MAX,
+		    &again), H1_DONE);
+		assert_int_equal(again.nfields, H1_MAX_HEADERS);
 		/* one more field: still accepted, but not rewritten with close */
 		b.len -= 2;
 		assert_int_equal(buf_appends(&b, "X: 1\r\n\r\n"), 0);
-		assert_int_equal(http_parse_response(b.data, b.len, MAX, &resp),
-		    HTTP_DONE);
+		assert_int_equal(h1_parse_response(b.data, b.len, MAX, &resp),
+		    H1_DONE);
 		buf_reset(&out);
-		assert_int_equal(http_rewrite_response(b.data, &resp, 1, &out), -1);
+		assert_int_equal(h1_rewrite_response(b.data, &resp, 1, &out), -1);
 		buf_reset(&out);
-		assert_int_equal(http_rewrite_response(b.data, &resp, 0, &out), 0);
+		assert_int_equal(h1_rewrite_response(b.data, &resp, 0, &out), 0);
 		buf_release(&out);
 	}
 
@@ -316,8 +316,8 @@ test_too_large(void **state)
 	for (i = 0; i < 300; i++)
 		assert_int_equal(buf_appends(&b, "a"), 0);
 	assert_int_equal(buf_appends(&b, ":443 HTTP/1.1\r\n\r\n"), 0);
-	assert_int_equal(http_parse_request(b.data, b.len, MAX, &r),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_request(b.data, b.len, MAX, &r),
+	    H1_ERROR);
 	assert_int_equal(r.status, 400);
 	buf_release(&b);
 }
@@ -339,8 +339,8 @@ test_rewrite(void **state)
 	    "Accept: */*\r\n\r\n";
 	struct buf	 out = BUF_INIT(4096);
 
-	assert_int_equal(parse(s), HTTP_DONE);
-	assert_int_equal(http_rewrite_request(s, &r, &out), 0);
+	assert_int_equal(parse(s), H1_DONE);
+	assert_int_equal(h1_rewrite_request(s, &r, &out), 0);
 	assert_string_equal(buf_str(&out),
 	    "POST /p?q=1 HTTP/1.1\r\n"
 	    "Host: example.com\r\n"
@@ -350,8 +350,8 @@ test_rewrite(void **state)
 
 	buf_reset(&out);
 	s = "GET http://[2001:db8::1]:8080?x HTTP/1.1\r\nHost: h\r\n\r\n";
-	assert_int_equal(parse(s), HTTP_DONE);
-	assert_int_equal(http_rewrite_request(s, &r, &out), 0);
+	assert_int_equal(parse(s), H1_DONE);
+	assert_int_equal(h1_rewrite_request(s, &r, &out), 0);
 	assert_string_equal(buf_str(&out),
 	    "GET /?x HTTP/1.1\r\nHost: [2001:db8::1]:8080\r\n\r\n");
 	buf_release(&out);
@@ -360,47 +360,47 @@ test_rewrite(void **state)
 static void
 test_response(void **state)
 {
-	struct http_resp resp;
+	struct h1_resp resp;
 	const char	*s;
 
 	s = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
 	assert_int_equal(resp.status, 200);
 	assert_int_equal(resp.content_length, 3);
 	assert_int_equal(resp.head_len, strlen(s) - 3);
 	assert_false(resp.close);
 
 	s = "HTTP/1.0 404 Not Found\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
 	assert_true(resp.close);
 
 	s = "HTTP/1.1 204\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
 	assert_int_equal(resp.status, 204);
 
 	s = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
 	    "Content-Length: 10\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
 	assert_true(resp.chunked);
 	assert_true(resp.close);
 	assert_int_equal(resp.content_length, -1);
 
 	s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_ERROR);
 	s = "HTTP/1.1 20 OK\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_ERROR);
 	s = "ICY 200 OK\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_ERROR);
 	s = "HTTP/1.1 200 OK\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_NEED_MORE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_NEED_MORE);
 }
 
 /* What a stricter reader (the supervisor) needs: why a head was refused,
@@ -429,48 +429,48 @@ test_response_reasons(void **state)
 		{ "HTTP/1.1 200 OK\r\nX: y\r\n z\r\n\r\n",
 		    "obsolete line folding" },
 	};
-	struct http_resp resp;
-	struct http_span v;
+	struct h1_resp resp;
+	struct h1_span v;
 	const char	*s;
 	size_t		 i;
 
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		s = refused[i].head;
-		assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-		    HTTP_ERROR);
+		assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+		    H1_ERROR);
 		assert_non_null(resp.reason);
 		assert_string_equal(resp.reason, refused[i].reason);
 	}
 	s = "HTTP/1.1 200 OK\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), 10, &resp),
-	    HTTP_ERROR);
+	assert_int_equal(h1_parse_response(s, strlen(s), 10, &resp),
+	    H1_ERROR);
 	assert_string_equal(resp.reason, "response head too large");
 
 	s = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
 	    "Content-Length: 10\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
 	assert_string_equal(resp.ambiguous,
 	    "both Content-Length and Transfer-Encoding");
 	s = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
 	assert_string_equal(resp.ambiguous, "unsupported Transfer-Encoding");
 	assert_false(resp.chunked);
 	assert_true(resp.close);
 
 	s = "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
 	    "Mcp-Session-Id:  s-1 \r\nX: 1\r\nmcp-session-id: s-2\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
 	assert_null(resp.ambiguous);
 	assert_int_equal(resp.minor, 0);
 	assert_false(resp.close);
-	assert_int_equal(http_field_find(s, resp.fields, resp.nfields,
+	assert_int_equal(h1_field_find(s, resp.fields, resp.nfields,
 	    "MCP-Session-ID", &v), 2);
 	assert_int_equal(v.len, 3);
 	assert_memory_equal(s + v.off, "s-1", 3);
-	assert_int_equal(http_field_find(s, resp.fields, resp.nfields,
+	assert_int_equal(h1_field_find(s, resp.fields, resp.nfields,
 	    "Content-Type", NULL), 0);
 }
 
@@ -479,12 +479,12 @@ static const char *
 rewrite_response(const char *s, int close)
 {
 	static struct buf out = BUF_INIT(4096);
-	static struct http_resp resp;
+	static struct h1_resp resp;
 
 	buf_reset(&out);
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
-	assert_int_equal(http_rewrite_response(s, &resp, close, &out), 0);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
+	assert_int_equal(h1_rewrite_response(s, &resp, close, &out), 0);
 	return buf_str(&out);
 }
 
@@ -574,31 +574,31 @@ test_rewrite_response_refused(void **state)
 		"HTTP/2 200\r\n\r\n",
 	};
 	static const char nul[] = "HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n";
-	struct http_resp resp;
+	struct h1_resp resp;
 	struct buf	 out = BUF_INIT(4096), small = BUF_INIT(20);
 	const char	*s;
 	size_t		 i;
 
 	/* Malformed heads never reach the rewrite. */
 	for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
-		if (http_parse_response(heads[i], strlen(heads[i]), MAX,
-		    &resp) != HTTP_ERROR)
+		if (h1_parse_response(heads[i], strlen(heads[i]), MAX,
+		    &resp) != H1_ERROR)
 			fail_msg("accepted: %s", heads[i]);
-	assert_int_equal(http_parse_response(nul, sizeof(nul) - 1, MAX,
-	    &resp), HTTP_ERROR);
+	assert_int_equal(h1_parse_response(nul, sizeof(nul) - 1, MAX,
+	    &resp), H1_ERROR);
 
 	/* A head that was not accepted is not rewritten. */
 	s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_NEED_MORE);
-	assert_int_equal(http_rewrite_response(s, &resp, 0, &out), -1);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_NEED_MORE);
+	assert_int_equal(h1_rewrite_response(s, &resp, 0, &out), -1);
 	assert_int_equal(out.len, 0);
 
 	/* The output is bounded like every buffer: too small, refused. */
 	s = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n";
-	assert_int_equal(http_parse_response(s, strlen(s), MAX, &resp),
-	    HTTP_DONE);
-	assert_int_equal(http_rewrite_response(s, &resp, 1, &small), -1);
+	assert_int_equal(h1_parse_response(s, strlen(s), MAX, &resp),
+	    H1_DONE);
+	assert_int_equal(h1_rewrite_response(s, &resp, 1, &small), -1);
 	buf_release(&out);
 	buf_release(&small);
 }

@@ -647,14 +647,14 @@ static int
 literal_denied(const char *authority)
 {
 	struct egress_conf conf;
-	struct http_req	 r;
+	struct h1_req	 r;
 	struct addrinfo	 hints, *res, *ai;
 	struct sockaddr_storage ss;
 	const char	*reason;
 	int		 n = 0, denied = 0;
 
 	conf_defaults(&conf);
-	if (http_parse_authority(authority, strlen(authority), 0, &r,
+	if (h1_parse_authority(authority, strlen(authority), 0, &r,
 	    &reason) == -1)
 		return 2;	/* refused by the parser */
 	memset(&hints, 0, sizeof(hints));

@@ -30,14 +30,14 @@
 /* ---------------------------------------------------------------- pool */
 
 static struct agent_addr	 fake_addr;
-static struct pool_err		 acquire_err;
+static struct berr		 acquire_err;
 static int			 acquire_fails;
 /* Asked again about a sandbox whose agent was not there: it moved here. */
 static struct agent_addr	 moved_addr;
 static int			 moved, asked_again;
 
-struct sandbox *
-pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
+struct pool_entry *
+pool_acquire(const char *user, unsigned stale_gen, struct berr *err)
 {
 	if (stale_gen != 0) {
 		asked_again++;
@@ -48,35 +48,35 @@ pool_acquire(const char *user, unsigned stale_gen, struct pool_err *err)
 		*err = acquire_err;
 		return NULL;
 	}
-	return (struct sandbox *)&fake_addr;
+	return (struct pool_entry *)&fake_addr;
 }
 
 void
-pool_release(struct sandbox *sb)
+pool_release(struct pool_entry *sb)
 {
 }
 
 const struct agent_addr *
-pool_addr(const struct sandbox *sb)
+pool_addr(const struct pool_entry *sb)
 {
 	return &fake_addr;
 }
 
 unsigned
-pool_gen(const struct sandbox *sb)
+pool_gen(const struct pool_entry *sb)
 {
 	return 1;
 }
 
 /* relay_open takes none for file links: they are never kept. */
 int
-pool_conn_take(struct sandbox *sb)
+pool_conn_take(struct pool_entry *sb)
 {
 	return -1;
 }
 
 void
-pool_conn_put(struct sandbox *sb, int fd)
+pool_conn_put(struct pool_entry *sb, int fd)
 {
 	close(fd);
 }
@@ -361,7 +361,7 @@ test_podman_down_names_no_path(void **state)
 	const char	*log;
 
 	acquire_fails = 1;
-	acquire_err.http = 503;
+	acquire_err.status = 503;
 	snprintf(acquire_err.msg, sizeof(acquire_err.msg), "the sandbox for "
 	    "\"alice\" cannot be started right now: Podman is not reachable "
 	    "at %s (Couldn't connect to server): is `podman system service` "

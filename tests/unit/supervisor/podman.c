@@ -1,7 +1,7 @@
 /*
  * Unit tests for supervisor/podman.c and the provisioning steps of
- * supervisor/sandbox.c, against recorded Podman 4.3.1 replies served on a
- * unix socket (podman_server.h).
+ * supervisor/backend_podman_objects.c, against recorded Podman 4.3.1 replies
+ * served on a unix socket (podman_server.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,8 +21,8 @@
 #include "../../../supervisor/endpoint.c"
 #include "../../../supervisor/forward.c"
 #include "../../../supervisor/conf.c"
-#include "../../../supervisor/spec.c"
-#include "../../../supervisor/sandbox.c"
+#include "../../../supervisor/backend_podman_spec.c"
+#include "../../../supervisor/backend_podman_objects.c"
 
 #define API	"/v4.0.0/libpod"
 

@@ -143,12 +143,12 @@ teardown(void **state)
 
 #define NTHREADS	8
 
-static struct sandbox	*got[NTHREADS];
+static struct pool_entry	*got[NTHREADS];
 
 static void *
 first_request(void *arg)
 {
-	struct pool_err	 err;
+	struct berr	 err;
 
 	got[(intptr_t)arg] = pool_acquire("alice", 0, &err);
 	return NULL;
@@ -183,12 +183,12 @@ test_first_requests_ensure_once(void **state)
 	pool_count_states(counts);
 	assert_int_equal(counts[SB_READY], 1);
 	/* A later request reuses it; one whose agent was gone does not. */
-	got[0] = pool_acquire("alice", 0, &(struct pool_err){ 0 });
+	got[0] = pool_acquire("alice", 0, &(struct berr){ 0 });
 	assert_non_null(got[0]);
 	pool_release(got[0]);
 	assert_int_equal(fake.ensures, 1);
 	got[0] = pool_acquire("alice", pool_gen(got[0]),
-	    &(struct pool_err){ 0 });
+	    &(struct berr){ 0 });
 	assert_non_null(got[0]);
 	pool_release(got[0]);
 	assert_int_equal(fake.ensures, 2);
@@ -197,8 +197,8 @@ test_first_requests_ensure_once(void **state)
 static void
 test_idle_stop(void **state)
 {
-	struct pool_err	 err;
-	struct sandbox	*sb;
+	struct berr	 err;
+	struct pool_entry	*sb;
 
 	assert_non_null(sb = pool_acquire("carol", 0, &err));
 	/* In use: never stopped, however long ago it was first used. */
@@ -221,24 +221,24 @@ test_idle_stop(void **state)
 static void
 test_backend_down(void **state)
 {
-	struct pool_err	 err;
+	struct berr	 err;
 
 	fake.fail_status = 0;
 	assert_null(pool_acquire("dave", 0, &err));
-	assert_int_equal(err.http, 503);
+	assert_int_equal(err.status, 503);
 	assert_non_null(strstr(err.msg, "cannot be started right now"));
 	assert_non_null(strstr(err.msg, "the fake is down"));
 	fake.fail_status = 504;
 	assert_null(pool_acquire("dave", 0, &err));
-	assert_int_equal(err.http, 504);
+	assert_int_equal(err.status, 504);
 	assert_int_equal(fake.ensures, 2);	/* a failure is not kept */
 }
 
 static void
 test_adopt(void **state)
 {
-	struct pool_err	 err;
-	struct sandbox	*sb;
+	struct berr	 err;
+	struct pool_entry	*sb;
 	long		 counts[SB_NSTATES];
 
 	assert_int_equal(pool_adopt(), 0);
@@ -259,13 +259,13 @@ test_adopt(void **state)
 static void
 test_manual_provisioning(void **state)
 {
-	struct pool_err	 err;
-	struct sandbox	*sb;
+	struct berr	 err;
+	struct pool_entry	*sb;
 
 	cf.provisioning = PROV_MANUAL;
 	fake.registered = "erin";
 	assert_null(pool_acquire("frank", 0, &err));
-	assert_int_equal(err.http, 400);
+	assert_int_equal(err.status, 400);
 	assert_non_null(strstr(err.msg, "vivariumctl add-user frank"));
 	assert_int_equal(fake.ensures, 0);
 	assert_non_null(sb = pool_acquire("erin", 0, &err));

@@ -276,10 +276,10 @@ assert_same_pairs(const json_t *have, const json_t *want)
 }
 
 /*
- * The quadlet sandbox against the one the supervisor makes (spec.c): the
- * same environment, in the same order, but for the file links (nothing
- * would write their key file), and the same labels.  A template or a
- * builder that drifts fails here.
+ * The quadlet sandbox against the one the supervisor makes
+ * (backend_podman_spec.c): the same environment, in the same order, but for the
+ * file links (nothing would write their key file), and the same labels.  A
+ * template or a builder that drifts fails here.
  */
 static void
 test_same_as_spec(void **state)

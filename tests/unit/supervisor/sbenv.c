@@ -1,8 +1,8 @@
 /*
- * Unit tests for supervisor/sbenv.c: the names, labels and environment
- * every backend's sandbox shares.  The shapes each backend puts them in
- * are spec.c's, kspec.c's and render.c's tests; here, the list itself:
- * the order, and what comes later winning in the first place.
+ * Unit tests for supervisor/sbenv.c: the names, labels and environment every
+ * backend's sandbox shares.  The shapes each backend puts them in are
+ * backend_podman_spec.c's, kspec.c's and render.c's tests; here, the list
+ * itself: the order, and what comes later winning in the first place.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,9 +1,9 @@
 /*
- * spec.c: what one user's Podman objects are to be, as the JSON bodies
- * sent to Podman (network, volume, container) and the environment the
- * sandbox gets, in Podman's shape: the names, labels and environment
- * themselves are sbenv.c's, which the Kubernetes backend and the quadlets
- * share.  Pure: no Podman, no files, no clock; sandbox.c makes the objects.
+ * backend_podman_spec.c: what one user's Podman objects are to be, as the JSON
+ * bodies sent to Podman (network, volume, container) and the environment the
+ * sandbox gets, in Podman's shape: the names, labels and environment themselves
+ * are sbenv.c's, which the Kubernetes backend and the quadlets share.  Pure: no
+ * Podman, no files, no clock; backend_podman_objects.c makes the objects.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -300,7 +300,7 @@ sandbox_container_spec(const struct conf *c, const char *user,
 	/*
 	 * Rootless in the subordinate range, the agent is not the supervisor:
 	 * its socket lets the group in, which the run directory's default
-	 * ACL (sandbox.c) turns into the supervisor's entry.
+	 * ACL (backend_podman_objects.c) turns into the supervisor's entry.
 	 */
 	if ((env = env_of(c, user, proxy_ip, h->slot == 0 && h->rootless
 	    && h->sub_size != 0 ? "0660" : NULL)) == NULL)
@@ -345,7 +345,7 @@ sandbox_container_spec(const struct conf *c, const char *user,
 		return NULL;
 	/* Not the host's proxy variables (containers.conf http_proxy=true). */
 	json_object_set_new(spec, "httpproxy", json_false());
-	/* What it runs as, for sandbox.c to see when that changes. */
+	/* What it runs as, for backend_podman_objects.c to see it change. */
 	sandbox_ids_label(c, h, ids, sizeof(ids));
 	json_object_set_new(json_object_get(spec, "labels"), SANDBOX_IDS_LABEL,
 	    json_string(ids));

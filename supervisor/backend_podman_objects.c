@@ -1,9 +1,9 @@
 /*
- * sandbox.c: one user's Podman objects (network, volume, container, runtime
- * directory) made, adopted, checked and removed, shared by the supervisor
- * and vivariumctl; what each object is to be comes from spec.c.  Nothing
- * here keeps state: Podman is asked every time, so both programs see the
- * same truth.
+ * backend_podman_objects.c: one user's Podman objects (network, volume,
+ * container, runtime directory) made, adopted, checked and removed, shared by
+ * the supervisor and vivariumctl; what each object is to be comes from
+ * backend_podman_spec.c.  Nothing here keeps state: Podman is asked every time,
+ * so both programs see the same truth.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -158,11 +158,10 @@ state_dir_open(const struct conf *c, struct berr *e)
 
 /*
  * The user's link key, for the agent to read and remove as it starts
- * (spec.c, sandbox_link_env_file): made anew at every start, whatever
- * the sandbox left under that name (unlinked first, then O_EXCL).  As
- * root with a numeric sandbox.user (gid not -1) ours with the sandbox's
- * group, 0640; otherwise 0644, in a directory under the 0700 state
- * directory.
+ * (backend_podman_spec.c, sandbox_link_env_file): made anew at every start,
+ * whatever the sandbox left under that name (unlinked first, then O_EXCL).  As
+ * root with a numeric sandbox.user (gid not -1) ours with the sandbox's group,
+ * 0640; otherwise 0644, in a directory under the 0700 state directory.
  */
 static int
 rundir_key(const struct conf *c, const char *user, const struct names *n,

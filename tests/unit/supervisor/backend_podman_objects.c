@@ -1,11 +1,11 @@
 /*
- * Unit tests for supervisor/sandbox.c's run directories: where they live
- * (<state_dir>/users/<user>, never next to the supervisor's own files) and
- * that an entry planted in their place (a link, a file, another owner's
- * directory) is refused, not followed, chowned or mounted; how they are
- * owned (the supervisor's, the sandbox's group, sealed once the agent
- * listens); the state directory's mode; the id slots (idmap.c) and the
- * workspace images (quota.c).
+ * Unit tests for supervisor/backend_podman_objects.c's run directories: where
+ * they live (<state_dir>/users/<user>, never next to the supervisor's own
+ * files) and that an entry planted in their place (a link, a file, another
+ * owner's directory) is refused, not followed, chowned or mounted; how they are
+ * owned (the supervisor's, the sandbox's group, sealed once the agent listens);
+ * the state directory's mode; the id slots (idmap.c) and the workspace images
+ * (quota.c).
  */
 #include <sys/stat.h>
 #include <setjmp.h>
@@ -21,7 +21,7 @@
 
 #include "shell.h"
 
-#include "../../../supervisor/sandbox.c"
+#include "../../../supervisor/backend_podman_objects.c"
 
 static char	 tmp[] = "/tmp/viv-sb-test-XXXXXX";
 static struct conf cf;

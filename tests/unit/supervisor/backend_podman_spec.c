@@ -1,8 +1,8 @@
 /*
- * Unit tests for supervisor/spec.c: the bodies sent to Podman for one
- * user's network, volume and container, and the sandbox's environment.
- * These are the sandbox's walls (read-only root, no capabilities, limits,
- * no DNS, the proxy as the only way out), so each is checked by value.
+ * Unit tests for supervisor/backend_podman_spec.c: the bodies sent to Podman
+ * for one user's network, volume and container, and the sandbox's environment.
+ * These are the sandbox's walls (read-only root, no capabilities, limits, no
+ * DNS, the proxy as the only way out), so each is checked by value.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../../../supervisor/spec.c"
+#include "../../../supervisor/backend_podman_spec.c"
 
 #define S(x)	((char *)(uintptr_t)(x))
 
@@ -288,7 +288,7 @@ test_link_env(void **state)
 	assert_string_equal(sbenv_get(&e, "VIVARIUM_LINK_KEY"), hex);
 	assert_null(sbenv_get(&e, "VIVARIUM_LINK_KEY_FILE"));
 	sbenv_release(&e);
-	/* Alone, as sandbox.c compares a running container's. */
+	/* Alone, as backend_podman_objects.c compares a running container's. */
 	env = json_object();
 	sandbox_link_env_file(&cf, "alice", env);
 	assert_string_equal(str(env, "VIVARIUM_LINK_KEY_SUM"), sum);
