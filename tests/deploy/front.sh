@@ -220,18 +220,21 @@ t_grep "... and arrives whole in the sandbox" "^got $GIB vivarium-head vivarium-
 
 # ---------------------------------------------------------------- refused
 # URL [-m] [CURL-ARGS...]: the status of a GET, or with -m of an MCP POST
-# with the token and a user.
+# with the token and a user.  The POST goes as HTTP/1.1: over HTTP/2 Caddy
+# answers 404 and resets the stream without reading the body, and a curl
+# still sending it then sometimes reports the reset, not the 404 (seen in
+# CI under load as "HTTP 000").  What is tested is the path rule, not h2.
 status() {
 	_u=$1; shift
 	if [ "${1:-}" = -m ]; then
 		shift
-		set -- "$@" -H 'Content-Type: application/json' \
+		set -- "$@" --http1.1 -H 'Content-Type: application/json' \
 		    -H 'Accept: application/json, text/event-stream' \
 		    -H "Authorization: Bearer $TOKEN" -H "X-User-ID: $user" \
 		    --data-binary '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 	fi
 	curl -s --max-time 30 --cacert "$D/cert.pem" -o /dev/null \
-	    -w '%{http_code}' "$@" "$_u"
+	    -w '%{http_code}' "$@" "$_u" || printf ' (curl exit %s)' $?
 }
 # NAME WANT URL [-m] [CURL-ARGS...]: one check of a status.
 t_status() {
