@@ -100,6 +100,24 @@ short_time(long s, char *dst, size_t len)
 		snprintf(dst, len, "%ldh", s / 3600);
 }
 
+void
+image_label(const json_t *u, char *dst, size_t len)
+{
+	json_t	*cur = json_object_get(u, "image_current");
+	json_t	*age = json_object_get(u, "image_age_seconds");
+	char	 a[32];
+
+	if (!json_is_boolean(cur)) {
+		snprintf(dst, len, "-");
+		return;
+	}
+	if (json_is_integer(age))
+		short_time((long)json_integer_value(age), a, sizeof(a));
+	else
+		snprintf(a, sizeof(a), "?");
+	snprintf(dst, len, "%s %s", json_is_true(cur) ? "current" : "OLD", a);
+}
+
 struct backend *
 backend_new(const struct conf *c, void (*on_error)(const struct berr *))
 {

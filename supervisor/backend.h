@@ -160,6 +160,9 @@ long	backend_idle(const struct conf *, const char *user);
 /* For people: 1.5G, 300M, 12K; 40s, 5m, 3h ("-" when s < 0). */
 void	short_size(unsigned long long b, char *dst, size_t len);
 void	short_time(long s, char *dst, size_t len);
+/* A user's image for people, from image_current and image_age_seconds as
+ * users() and describe() give them: "current 3h", "OLD ?", or "-". */
+void	image_label(const json_t *u, char *dst, size_t len);
 
 /*
  * The backend conf->backend names, or NULL (errno).  on_error (may be

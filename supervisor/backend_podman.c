@@ -375,29 +375,23 @@ configured_image(struct pstate *s)
 /*
  * What list and status say of a sandbox's image, into u: whether it is
  * the one the config names now ("current", or "old": the sandbox moves to
- * the new one at its next start) and its age; for people into dst.
+ * the new one at its next start) and its age (image_label words them).
  */
 static void
-image_note(struct pstate *s, json_t *u, char *dst, size_t len)
+image_note(struct pstate *s, json_t *u)
 {
 	struct berr	 e;
 	const char	*id = json_string_value(json_object_get(u, "image_id"));
 	long long	 built;
 	int		 current;
-	char		 age[32];
 
-	snprintf(dst, len, "-");
 	if (id == NULL || sandbox_image_info(s->conf, s->podman, id,
 	    configured_image(s), &current, &built, &e) == -1)
 		return;
 	json_object_set_new(u, "image_current", json_boolean(current));
-	if (built >= 0) {
+	if (built >= 0)
 		json_object_set_new(u, "image_age_seconds",
 		    json_integer((json_int_t)(time(NULL) - built)));
-		short_time((long)(time(NULL) - built), age, sizeof(age));
-	} else
-		snprintf(age, sizeof(age), "?");
-	snprintf(dst, len, "%s %s", current ? "current" : "OLD", age);
 }
 
 /* Podman's own objects: container, network, volume, limits, quota. */
@@ -440,7 +434,8 @@ pm_describe(struct backend *b, const char *user, struct buf *text,
 	note = json_object();
 	if (ins != NULL)
 		json_object_set(note, "image_id", json_object_get(ins, "Image"));
-	image_note(s, note, img, sizeof(img));
+	image_note(s, note);
+	image_label(note, img, sizeof(img));
 	disk = sandbox_disk_used(s->conf, user);
 	if (names_get(s->conf, user, name, sizeof(name)) == 0)
 		json_object_set_new(note, "name", json_string(name));
@@ -535,7 +530,6 @@ pm_users(struct backend *b, struct berr *e)
 	struct backend_info info;
 	json_t		*users, *list = NULL, *o, *u;
 	const char	*id, *st;
-	char		 img[48];
 	size_t		 i;
 	long long	 disk;
 	long		 idle;
@@ -582,7 +576,7 @@ pm_users(struct backend *b, struct berr *e)
 		if ((disk = sandbox_disk_used(s->conf, id)) >= 0)
 			json_object_set_new(u, "disk_used_bytes",
 			    json_integer((json_int_t)disk));
-		image_note(s, u, img, sizeof(img));
+		image_note(s, u);
 	}
 	return users;
 }

@@ -44,8 +44,8 @@
 #define DEFAULT_CONF	"/etc/vivarium/supervisor.yaml"
 
 static struct conf	 conf;
-/* The sandboxes through the backend; Podman itself for what only it has
- * (status and list of its objects, render's quadlets). */
+/* The sandboxes, through the backend only (render's quadlets open their
+ * own Podman client, render.c). */
 static struct backend	*backend;
 static int		 json_out;
 
@@ -295,7 +295,7 @@ cmd_list(int argc, char **argv)
 	json_t		*users, *arr, *u, *v;
 	const char	*id, *state;
 	unsigned long long mem;
-	char		 ms[32], is[32], ds[32], img[48], age[32];
+	char		 ms[32], is[32], ds[32], img[48];
 	char		 name[NAME_MAX_BYTES + 8];
 	long		 idle;
 
@@ -322,16 +322,7 @@ cmd_list(int argc, char **argv)
 		if ((v = json_object_get(u, "disk_used_bytes")) != NULL)
 			short_size((unsigned long long)json_integer_value(v),
 			    ds, sizeof(ds));
-		snprintf(img, sizeof(img), "-");
-		if ((v = json_object_get(u, "image_current")) != NULL) {
-			snprintf(age, sizeof(age), "?");
-			if (json_object_get(u, "image_age_seconds") != NULL)
-				short_time((long)json_integer_value(
-				    json_object_get(u, "image_age_seconds")),
-				    age, sizeof(age));
-			snprintf(img, sizeof(img), "%s %s", json_is_true(v)
-			    ? "current" : "OLD", age);
-		}
+		image_label(u, img, sizeof(img));
 		if (names_get(&conf, id, name, sizeof(name)) == 0)
 			json_object_set_new(u, "name", json_string(name));
 		else
