@@ -54,7 +54,7 @@ static struct fileweb		 web;
 
 struct svfile {
 	struct agent_conn	 a;
-	struct pool_entry		*sb;
+	struct pool_entry	*sb;
 	/* An upload written through a descriptor the agent handed over
 	 * (1; -1 once the sandbox stopped taking its end). */
 	int			 by_fd;

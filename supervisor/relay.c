@@ -24,10 +24,17 @@
 
 struct relay {
 	struct agent_conn	 agent;
-	struct pool_entry		*sb;
+	struct pool_entry	*sb;
 	size_t			 sent;
 	unsigned long long	 max;	/* conf max_response */
 };
+
+/* The sandbox the reply comes from, as the log names it. */
+static const char *
+relay_where(const struct relay *r, char *dst, size_t len)
+{
+	return agent_addr_str(pool_addr(r->sb), dst, len);
+}
 
 static ssize_t
 relay_read(void *cls, uint64_t pos, char *dst, size_t max)
@@ -42,18 +49,18 @@ relay_read(void *cls, uint64_t pos, char *dst, size_t max)
 	if (n < 0 && r->agent.client_gone) {
 		/* Closing the agent connection (relay_free) stops the run. */
 		log_info("%s: the client went away after %zu bytes of the "
-		    "reply", agent_addr_str(pool_addr(r->sb), where, sizeof(where)), r->sent);
+		    "reply", relay_where(r, where, sizeof(where)), r->sent);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	if (n < 0) {
 		log_warnx("%s: the sandbox's reply broke off after %zu bytes",
-		    agent_addr_str(pool_addr(r->sb), where, sizeof(where)), r->sent);
+		    relay_where(r, where, sizeof(where)), r->sent);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	r->sent += (size_t)n;
 	if (r->sent > r->max) {
 		log_warnx("%s: reply over the %llu-byte cap, cut off",
-		    agent_addr_str(pool_addr(r->sb), where, sizeof(where)), r->max);
+		    relay_where(r, where, sizeof(where)), r->max);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	return n;
@@ -108,7 +115,7 @@ relay_mcp(const struct conf *conf, const char *user,
 	struct berr		 perr;
 	struct relay		*r;
 	struct MHD_Response	*resp;
-	struct pool_entry		*sb;
+	struct pool_entry	*sb;
 	const struct agent_head	*h;
 	int			 timeout;
 
