@@ -82,6 +82,14 @@ sbenv_get(const struct sbenv *e, const char *name)
 	return NULL;
 }
 
+/* A value is wiped before it is freed: it may be a link key or a secret. */
+static void
+wipe(char *v)
+{
+	explicit_bzero(v, strlen(v));
+	free(v);
+}
+
 /*
  * A name set twice keeps its first place and takes the last value, as
  * a JSON object does: what comes later (ours) wins over sandbox.env.
@@ -97,8 +105,7 @@ set(struct sbenv *e, const char *name, const char *value)
 		return -1;
 	for (i = 0; i < e->n; i++)
 		if (strcmp(e->v[i].name, name) == 0) {
-			explicit_bzero(e->v[i].value, strlen(e->v[i].value));
-			free(e->v[i].value);
+			wipe(e->v[i].value);
 			e->v[i].value = v;
 			return 0;
 		}
@@ -136,8 +143,7 @@ del(struct sbenv *e, const char *name)
 	for (i = 0; i < e->n; i++)
 		if (strcmp(e->v[i].name, name) == 0) {
 			free(e->v[i].name);
-			explicit_bzero(e->v[i].value, strlen(e->v[i].value));
-			free(e->v[i].value);
+			wipe(e->v[i].value);
 			memmove(&e->v[i], &e->v[i + 1], (e->n - i - 1)
 			    * sizeof(e->v[0]));
 			e->n--;
@@ -145,7 +151,6 @@ del(struct sbenv *e, const char *name)
 		}
 }
 
-/* Values are wiped: one of them may be a link key or a secret. */
 void
 sbenv_release(struct sbenv *e)
 {
@@ -153,8 +158,7 @@ sbenv_release(struct sbenv *e)
 
 	for (i = 0; i < e->n; i++) {
 		free(e->v[i].name);
-		explicit_bzero(e->v[i].value, strlen(e->v[i].value));
-		free(e->v[i].value);
+		wipe(e->v[i].value);
 	}
 	free(e->v);
 	e->v = NULL;
