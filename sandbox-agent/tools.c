@@ -37,7 +37,7 @@
  */
 #define EMBEDDED(n)	extern const unsigned char tooldef_##n[]; \
 			extern const size_t tooldef_##n##_len
-#define TOOL_FILE(n)	{ #n, tooldef_##n, &tooldef_##n##_len }
+#define TOOL_FILE(n, l)	{ #n, tooldef_##n, &tooldef_##n##_len, l }
 
 EMBEDDED(run_python);
 EMBEDDED(list_files);
@@ -53,21 +53,22 @@ struct tool_file {
 	const char		*name;
 	const unsigned char	*text;
 	const size_t		*len;
+	int			 listed;	/* in tools/list; else ui.c's */
 };
 
 static const struct tool_file tool_files[] = {
 	/* tools/list, in this order */
-	TOOL_FILE(run_python), TOOL_FILE(list_files), TOOL_FILE(read_text_file),
-	TOOL_FILE(job_status), TOOL_FILE(share_file), TOOL_FILE(upload_link),
-	TOOL_FILE(workspace_link),
+	TOOL_FILE(run_python, 1), TOOL_FILE(list_files, 1),
+	TOOL_FILE(read_text_file, 1), TOOL_FILE(job_status, 1),
+	TOOL_FILE(share_file, 1), TOOL_FILE(upload_link, 1),
+	TOOL_FILE(workspace_link, 1),
 	/* the MCP Apps view's alone, which ui.c lists (tools_def) */
-	TOOL_FILE(workspace_view),
+	TOOL_FILE(workspace_view, 0),
 };
 #define TOOLS_N		(sizeof(tool_files) / sizeof(tool_files[0]))
-#define TOOLS_LISTED	7
 
 /* What run_python and job_status return in structuredContent. */
-static const struct tool_file run_output_file = TOOL_FILE(run_output);
+static const struct tool_file run_output_file = TOOL_FILE(run_output, 0);
 
 static json_t		*tool_defs[TOOLS_N];	/* owned, as the files say */
 static json_t		*run_output;		/* owned */
@@ -196,10 +197,11 @@ tools_list(const struct agent_config *cfg)
 
 	if (tools_loaded() == -1 || (tools = json_array()) == NULL)
 		return NULL;
-	for (i = 0; i < TOOLS_LISTED; i++)
-		if (json_array_append_new(tools,
+	for (i = 0; i < TOOLS_N; i++)
+		if (tool_files[i].listed && (json_array_append_new(tools,
 		    json_deep_copy(tool_defs[i])) == -1 ||
-		    tool_fill(json_array_get(tools, i), cfg->max_timeout) == -1) {
+		    tool_fill(json_array_get(tools, json_array_size(tools) - 1),
+		    cfg->max_timeout) == -1)) {
 			json_decref(tools);
 			return NULL;
 		}

@@ -291,7 +291,7 @@ test_schema_file_broken(void **state)
 		{ "{\"name\": \"y\"}", "its \"name\" is not \"x\"" },
 		{ "{\"title\": \"x\"}", "its \"name\" is not \"x\"" },
 	};
-	struct tool_file f = { "x", NULL, NULL };
+	struct tool_file f = { "x", NULL, NULL, 1 };
 	size_t		 i, len;
 	json_t		*t;
 	char		 ebuf[512];
