@@ -8,12 +8,12 @@
  * one end of two new sockets, the request socket and the status socket; the
  * zygote forks a waiter, which forks the spare run, says "p<pid>" on the
  * status socket and waits for the spare to end.  To use it, the agent sends
- * the spare the cwd ("c..."), the environment ("e..." each) and "r" with
+ * the spare the cwd ("c..."), the environment ("E...", see send_env) and "r" with
  * the run's stdin, stdout and stderr; the spare answers "k" (or "f<errno>"
  * when the cwd cannot be entered), the agent says "g" and only then does
  * the code run.  When it ends the waiter answers "s<raw wait status>" and
  * keeps the zombie (so its process group id stays reserved) until the
- * agent closes the status socket.  Taking the spare asks for the next one.
+ * agent closes the status socket.  A run's end asks for the next spare.
  */
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -41,6 +41,7 @@
 
 /* How long reaping waits for the waiter's status after the kill (s). */
 #define WARM_REAP_WAIT		10.0
+#define WARM_ENV_MSG		32768	/* the largest "E" message */
 /* After this many failed starts in a row, try again only this often (s). */
 #define WARM_MAX_FAILS		3
 #define WARM_RETRY_AFTER	60.0
@@ -358,7 +359,7 @@ set_timeout(int fd, double s)
 
 /* One tagged message on the run socket. */
 static int
-send_msg(int fd, char tag, const char *s)
+send_bytes(int fd, char tag, const char *s, size_t len)
 {
 	struct iovec	 iov[2];
 	struct msghdr	 mh;
@@ -367,7 +368,7 @@ send_msg(int fd, char tag, const char *s)
 	iov[0].iov_base = &tag;
 	iov[0].iov_len = 1;
 	iov[1].iov_base = (void *)(uintptr_t)(s != NULL ? s : "");
-	iov[1].iov_len = s != NULL ? strlen(s) : 0;
+	iov[1].iov_len = s != NULL ? len : 0;
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = iov;
 	mh.msg_iovlen = 2;
@@ -375,6 +376,12 @@ send_msg(int fd, char tag, const char *s)
 		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 	while (n == -1 && errno == EINTR);
 	return n == -1 ? -1 : 0;
+}
+
+static int
+send_msg(int fd, char tag, const char *s)
+{
+	return send_bytes(fd, tag, s, s != NULL ? strlen(s) : 0);
 }
 
 /* "r" on the request socket, with the run's stdin, stdout and stderr. */
@@ -418,12 +425,39 @@ enum spare_end {
 	SPARE_BROKEN,		/* the zygote's fault: go cold, replace it */
 };
 
+/*
+ * The environment in one "E" message, each NAME=value ended by a NUL: one
+ * message is one receive (and one buffer) in the spare, where one per
+ * variable cost ~50 of each.  One too large for a message goes as an
+ * "e" message per variable.
+ */
+static int
+send_env(int fd, char *const *envp)
+{
+	char	 buf[WARM_ENV_MSG];
+	char *const *e;
+	size_t	 len = 0, n;
+
+	for (e = envp; e != NULL && *e != NULL; e++) {
+		n = strlen(*e) + 1;
+		if (n > sizeof(buf) - len)
+			break;
+		memcpy(buf + len, *e, n);
+		len += n;
+	}
+	if (e == NULL || *e == NULL)
+		return send_bytes(fd, 'E', buf, len);
+	for (e = envp; *e != NULL; e++)
+		if (send_msg(fd, 'e', *e) == -1)
+			return -1;
+	return 0;
+}
+
 /* Hands the run to one spare; on SPARE_OK sp->pid runs the code. */
 static enum spare_end
 spare_use(struct warm_run *w, int req, struct spawn *sp, const int stdio[3],
     char *errbuf, size_t errlen)
 {
-	char *const	*e;
 	char		 msg[32];
 	ssize_t		 n;
 	pid_t		 pid = -1;
@@ -447,9 +481,8 @@ spare_use(struct warm_run *w, int req, struct spawn *sp, const int stdio[3],
 	}
 	if (send_msg(req, 'c', sp->cwd != NULL ? sp->cwd : ".") == -1)
 		goto io;
-	for (e = sp->envp; e != NULL && *e != NULL; e++)
-		if (send_msg(req, 'e', *e) == -1)
-			goto io;
+	if (send_env(req, sp->envp) == -1)
+		goto io;
 	if (send_stdio(req, stdio) == -1 ||
 	    (n = recv_msg(req, msg, sizeof(msg))) == -1)
 		goto io;
@@ -486,6 +519,22 @@ io:
 		snprintf(errbuf, errlen, "the spare's socket: %s",
 		    strerror(errno));
 	return SPARE_BROKEN;
+}
+
+/*
+ * Asks for the spare of the next run.  Not while a run runs: forking the
+ * zygote (page tables of ~80 MB) and the new spare's first page faults
+ * would take one of the two cores from the run, and on these machines a
+ * page fault costs ~15 us.  Calls come seconds apart; the spare is ready
+ * in ~20 ms.
+ */
+static void
+spare_next(const struct warm_run *w)
+{
+	pthread_mutex_lock(&wz_lock);
+	if (wz.gen == w->gen && wz.ready)
+		spare_request();
+	pthread_mutex_unlock(&wz_lock);
 }
 
 static int
@@ -527,11 +576,10 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 			break;
 		log_warnx("warm: %s; trying another", errbuf);
 	}
-	/* The next run's spare, forked while this one runs. */
-	pthread_mutex_lock(&wz_lock);
-	if (wz.gen == w->gen && wz.ready)
-		spare_request();
-	pthread_mutex_unlock(&wz_lock);
+	/* The next run's spare: at once if this one never ran, else when it
+	 * has ended (see warm_reap). */
+	if (end != SPARE_OK)
+		spare_next(w);
 	if (end == SPARE_OK)
 		return 0;
 	if (end == SPARE_DEAD)
@@ -600,6 +648,7 @@ warm_reap(void *arg, struct spawn *sp)
 	}
 	/* Lets the waiter reap it: its pid may be reused from now on. */
 	close_fd(&w->sock);
+	spare_next(w);
 	if (w->have_status)
 		return w->status;
 	log_warnx("warm: run %d: its waiter went away without its status; "

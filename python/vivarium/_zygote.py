@@ -137,6 +137,11 @@ def _request(req):
             os.close(fd)
         if t == b"c":
             cwd = body
+        elif t == b"E":
+            for item in body.split(b"\0"):
+                k, eq, v = item.partition(b"=")
+                if eq and k:
+                    env[k] = v
         elif t == b"e":
             k, eq, v = body.partition(b"=")
             if eq and k:

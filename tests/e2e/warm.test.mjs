@@ -137,3 +137,26 @@ describe('warm runs with per-user workspaces', () => {
     assert.equal(await stdoutOf(alice, 'print(secret + 1)'), '43');
   });
 });
+
+// The environment goes to the spare in one message; one too large for it
+// goes a variable at a time.  Either way the run sees it whole.
+describe("a warm run's environment", () => {
+  for (const [what, size] of [['in one message', 100], ['too large for one message', 40000]]) {
+    test(`${what}: every variable arrives whole`, async () => {
+      const big = 'v='.repeat(size / 2);
+      const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1', VIVARIUM_T_BIG: big, VIVARIUM_T_EMPTY: '' } });
+      try {
+        const client = await agent.connect();
+        await waitWarm(agent, client);
+        const out = await stdoutOf(client, `import os, hashlib
+e = os.environ
+print(len(e['VIVARIUM_T_BIG']), hashlib.sha256(e['VIVARIUM_T_BIG'].encode()).hexdigest()[:16],
+      repr(e['VIVARIUM_T_EMPTY']), e['VIVARIUM_RUN_DIR'] != '')`);
+        const { createHash } = await import('node:crypto');
+        assert.equal(out, `${big.length} ${createHash('sha256').update(big).digest('hex').slice(0, 16)} '' True`);
+      } finally {
+        await agent.stop();
+      }
+    });
+  }
+});
