@@ -207,6 +207,76 @@ def _before_run():
         _figures.patch()
     except Exception:
         pass                # the run's _figures.start() tries again
+    if os.environ.get("VIVARIUM_WARM_REHEARSE", "1") != "0":
+        _rehearse()
+
+
+# Two runs: the first stores, the second restores and stores again.  With
+# pandas imported in the zygote they store a small frame, so pickling and
+# unpickling one is rehearsed too.
+REHEARSAL = ("x = 1\nprint(x)\n", "print(x)\n")
+REHEARSAL_PANDAS = ("import pandas as pd\n"
+                    "df = pd.DataFrame({'a': range(3), 'b': ['x', 'y', 'z']})\n"
+                    "print(df.shape)\n", "print(df.shape)\n")
+
+
+def _rehearse():
+    """In the spare, at its birth: the runner runs a small piece of code
+    once, in a scratch directory, its output thrown away.  A page is copied
+    at its first write after a fork, at ~15-20 us a page fault on these
+    VMs: the runner's objects, code paths and allocator pools are written
+    now, while the spare waits, instead of during the run (a third of a
+    warm print(1)).  Nothing of it is left for the run to see: the scratch
+    directory is removed; sys.path, sys.argv, __main__, tempfile's cached
+    directory, the warning filters and the descriptors are put back; main()
+    sets the runner's own state anew for the run."""
+    import shutil
+    import tempfile
+    from vivarium import _runner
+    path, argv = list(sys.path), list(sys.argv)
+    main = sys.modules.get("__main__")
+    tempdir = tempfile.tempdir      # mkdtemp caches it: the run's TMPDIR decides
+    tmp = w = None
+    keep = []
+    try:
+        tmp = tempfile.mkdtemp(prefix="vivarium-rehearsal-")
+        ws = os.path.join(tmp, "ws")
+        os.mkdir(ws)
+        keep = [os.dup(1), os.dup(2)]
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+        os.chdir(ws)
+        # Warnings ignored, and the registries forgotten on the way out:
+        # one shown "once" here would never be shown to the run.
+        w = warnings.catch_warnings()
+        w.__enter__()
+        warnings.simplefilter("ignore")
+        for code in REHEARSAL_PANDAS if "pandas" in sys.modules else REHEARSAL:
+            with open(os.path.join(tmp, "code.py"), "w") as f:
+                f.write(code)
+            _runner.main({"VIVARIUM_RUN_DIR": tmp,
+                          "VIVARIUM_STATE_DIR": os.path.join(ws, ".vivarium")})
+    except BaseException:
+        pass                # the run works as well without it
+    finally:
+        if w is not None:
+            w.__exit__(None, None, None)
+        for fd, saved in zip((1, 2), keep):
+            os.dup2(saved, fd)
+            os.close(saved)
+        try:
+            os.chdir("/")
+        except OSError:
+            pass
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        tempfile.tempdir = tempdir
+        sys.path[:] = path
+        sys.argv[:] = argv
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def _waiter(reqfd, stfd, saved):

@@ -160,3 +160,34 @@ print(len(e['VIVARIUM_T_BIG']), hashlib.sha256(e['VIVARIUM_T_BIG'].encode()).hex
     });
   }
 });
+
+// A spare rehearses a run before it waits (vivarium/_zygote.py, _rehearse):
+// nothing of that rehearsal reaches the run it then serves.
+describe('the rehearsal leaves nothing', () => {
+  test('no name, path, file, __main__ or temporary directory of it', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const tmp = mkdtempSync(join(tmpdir(), 'vivarium-tmpdir-'));
+    const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1', TMPDIR: tmp } });
+    try {
+      const client = await agent.connect();
+      await waitWarm(agent, client);
+      await spareReady(agent);
+      const r = await run(client, `import sys, os, glob, tempfile, __main__
+print(sorted(k for k in globals() if not k.startswith('__')))
+print([p for p in sys.path if 'rehearsal' in p], glob.glob(os.path.join(${JSON.stringify(tmp)}, '*rehearsal*')))
+print(tempfile.gettempdir(), __main__.__dict__ is globals(), sys.argv)`);
+      const t = textOf(r);
+      assert.equal(r.isError, false, t);
+      const out = /--- stdout ---\n([\s\S]*?)\n--- /.exec(t)[1].split('\n');
+      // w and z are waitWarm's (LINEAGE); none of the rehearsal's x, pd, df.
+      assert.equal(out[0], "['glob', 'os', 'sys', 'tempfile', 'w', 'z']");
+      assert.equal(out[1], '[] []');
+      assert.equal(out[2], `${tmp} True ['<run_python>']`);
+      assert.match(t, /namespace: restored 3 name\(s\)\nvars: w \d+  z /);
+    } finally {
+      await agent.stop();
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});
