@@ -10,10 +10,18 @@
 // (the warm agent starts its zygote when it starts: that call is warm when
 // the zygote is ready by then).  ROUNDS=N (default 15; 1 with
 // VIVARIUM_BENCH_SHORT=1, the short mode make test runs).
+//
+// Every measured call comes GAP_MS (default 150) after the one before it,
+// on either agent: a model's calls are seconds apart, and the warm agent
+// makes the next run's process between calls, once a run has ended (~25 ms
+// on these machines).  GAP_MS=0 measures calls back to back, where a warm
+// call waits for that process instead.
 import { startAgent } from '../../tests/e2e/harness.mjs';
 
 const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
 const ROUNDS = Number(process.env.ROUNDS || (SHORT ? 1 : 15));
+const GAP_MS = Number(process.env.GAP_MS ?? 150);
+const pause = () => new Promise((r) => setTimeout(r, GAP_MS));
 
 let id = 0;
 async function call(agent, code) {
@@ -57,7 +65,8 @@ const agents = {
   warm: await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1' } }),
 };
 try {
-  console.log(`bench-run: ${ROUNDS} rounds per case, cold and warm alternating; wall time of the HTTP call (ms)` +
+  console.log(`bench-run: ${ROUNDS} rounds per case, cold and warm alternating, ${GAP_MS} ms between calls; ` +
+    'wall time of the HTTP call (ms)' +
     (SHORT ? '; SHORT mode: the figures only show that it runs' : ''));
   console.log('case'.padEnd(44) + 'cold median'.padStart(12) + 'warm median'.padStart(12) + 'cold/warm'.padStart(11) + 'target'.padStart(8));
   const first = { cold: await call(agents.cold, 'pass'), warm: await call(agents.warm, 'pass') };
@@ -82,7 +91,10 @@ try {
     }
     const t = { cold: [], warm: [] };
     for (let i = 0; i < ROUNDS; i++) {
-      for (const k of i % 2 ? ['warm', 'cold'] : ['cold', 'warm']) t[k].push(await call(agents[k], c.code));
+      for (const k of i % 2 ? ['warm', 'cold'] : ['cold', 'warm']) {
+        await pause();
+        t[k].push(await call(agents[k], c.code));
+      }
     }
     const mc = median(t.cold);
     const mw = median(t.warm);
