@@ -29,7 +29,9 @@ $(BIN)/vivarium-supervisor: $(O)/supervisor/main.o $(O)/supervisor/front.o \
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(SV_LIBS)
 
-$(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/render.o \
+$(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/ctl_user.o \
+		$(O)/supervisor/ctl_data.o $(O)/supervisor/ctl_admin.o \
+		$(O)/supervisor/render.o \
 		$(O)/supervisor/tarown.o \
 		$(SV_LIB) $(COMMON_LIB)
 	@mkdir -p $(@D)
