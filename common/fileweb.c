@@ -402,9 +402,10 @@ refuse_purpose(struct MHD_Connection *conn, const struct link *l,
 }
 
 static enum MHD_Result
-error_page(struct MHD_Connection *conn, const struct fw_error *e)
+error_page(struct MHD_Connection *conn, const struct berr *e)
 {
-	unsigned int st = e->status >= 400 && e->status <= 599 ? e->status : 500;
+	unsigned int st = e->status >= 400 && e->status <= 599 ?
+	    (unsigned int)e->status : 500;
 
 	return page_message(conn, st, st == 404 ? "File not found" :
 	    st == 413 ? "Too large" : st == 507 ? "Workspace full" :
@@ -490,16 +491,15 @@ send_file(const struct fileweb *fw, struct MHD_Connection *conn,
     const char *user, const char *path, int inline_ok, void **con_cls)
 {
 	struct fw_reader	 r;
-	struct fw_error		 e;
+	struct berr		 e;
 	struct reader_state	*s;
 	struct MHD_Response	*resp;
 	struct buf		 cd = BUF_INIT(4096);
 	enum MHD_Result		 ret;
 
 	if (inline_ok && !fw_previewable(path)) {
-		snprintf(e.msg, sizeof(e.msg), "Only PNG, JPEG, GIF and WebP "
-		    "images are shown here; download the file instead.");
-		e.status = 403;
+		berr_set(&e, 403, "Only PNG, JPEG, GIF and WebP images are "
+		    "shown here; download the file instead.");
 		return error_page(conn, &e);
 	}
 	memset(&r, 0, sizeof(r));
@@ -607,7 +607,7 @@ workspace_page(const struct fileweb *fw, struct MHD_Connection *conn,
 {
 	struct buf	 b = BUF_INIT(PAGE_MAX), base = BUF_INIT(1024),
 			 href = BUF_INIT(LINK_PATH_MAX * 3 + 1024);
-	struct fw_error	 e;
+	struct berr	 e;
 	json_t		*list, *files, *f;
 	size_t		 i;
 	char		 nonce[25], when[64], size[32];
@@ -684,7 +684,7 @@ struct upload {
 	void			*cur;		/* the file being received */
 	char			 cur_name[256];
 	json_t			*done;		/* [{name, path, size, renamed}] */
-	struct fw_error		 err;
+	struct berr		 err;
 	int			 failed;
 	int			 want_json;
 };
@@ -702,9 +702,8 @@ upload_end_current(struct upload *u)
 	    !json_is_string(json_object_get(r, "name")))) {
 		json_decref(r);
 		r = NULL;
-		u->err.status = 502;
-		snprintf(u->err.msg, sizeof(u->err.msg), "The sandbox's answer "
-		    "to the upload could not be read.");
+		berr_set(&u->err, 502, "The sandbox's answer to the upload "
+		    "could not be read.");
 	}
 	if (r == NULL) {
 		u->failed = 1;
@@ -887,10 +886,8 @@ upload_more(struct MHD_Connection *conn, struct upload *u,
 		if (!u->failed && MHD_post_process(u->pp, data, *size) == MHD_NO
 		    && !u->failed) {
 			u->failed = 1;
-			u->err.status = 400;
-			snprintf(u->err.msg, sizeof(u->err.msg), "The form "
-			    "could not be read: it is not valid "
-			    "multipart/form-data.");
+			berr_set(&u->err, 400, "The form could not be read: "
+			    "it is not valid multipart/form-data.");
 		}
 		*size = 0;
 		return MHD_YES;
@@ -905,20 +902,17 @@ upload_more(struct MHD_Connection *conn, struct upload *u,
 		upload_abort_current(u);
 		if (!u->failed) {
 			u->failed = 1;
-			u->err.status = 400;
-			snprintf(u->err.msg, sizeof(u->err.msg), "The upload "
-			    "ended before its last file was complete; that file "
-			    "was not saved.");
+			berr_set(&u->err, 400, "The upload ended before its "
+			    "last file was complete; that file was not saved.");
 		}
 		return upload_answer(conn, u);
 	}
 	upload_end_current(u);
 	if (!u->failed && json_array_size(u->done) == 0) {
 		u->failed = 1;
-		u->err.status = 400;
-		snprintf(u->err.msg, sizeof(u->err.msg), "No file arrived: the "
-		    "form must have its files in the field \"file\" (choose one "
-		    "or more and send it again).");
+		berr_set(&u->err, 400, "No file arrived: the form must have "
+		    "its files in the field \"file\" (choose one or more and "
+		    "send it again).");
 	}
 	return upload_answer(conn, u);
 }

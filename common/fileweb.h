@@ -26,13 +26,8 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "berr.h"
 #include "link.h"
-
-/* What went wrong, for the page: an HTTP status and a sentence. */
-struct fw_error {
-	unsigned int	 status;
-	char		 msg[512];
-};
 
 /*
  * A file being read: a descriptor (MHD sends it with sendfile), or a
@@ -54,13 +49,18 @@ struct fw_reader {
  */
 #define FW_LIST_MAX	(1u << 20)
 
+/*
+ * What a backend does for the pages.  It says what went wrong in a struct
+ * berr (berr.h): status, the HTTP status of the page, and msg, a sentence
+ * for whoever holds the link; cause is not used.
+ */
 struct fw_backend {
 	/* The workspace file at path (checked as read_text_file checks it). */
 	int	(*open)(void *arg, const char *user, const char *path,
-		    struct fw_reader *, struct fw_error *);
+		    struct fw_reader *, struct berr *);
 	/* New {"files": [{"path", "size", "mtime"}...], "truncated": bool},
 	 * under FW_LIST_MAX bytes as JSON. */
-	json_t	*(*list)(void *arg, const char *user, struct fw_error *);
+	json_t	*(*list)(void *arg, const char *user, struct berr *);
 	/*
 	 * One uploaded file, name already cleaned (fw_clean_name).  begin
 	 * returns a handle (NULL with the error); end puts the file in place
@@ -69,10 +69,10 @@ struct fw_backend {
 	 * until end succeeds.
 	 */
 	void	*(*put_begin)(void *arg, const char *user, const char *name,
-		    struct fw_error *);
+		    struct berr *);
 	int	(*put_write)(void *h, const char *data, size_t len,
-		    struct fw_error *);
-	json_t	*(*put_end)(void *h, struct fw_error *);
+		    struct berr *);
+	json_t	*(*put_end)(void *h, struct berr *);
 	void	(*put_abort)(void *h);
 	void	*arg;
 };

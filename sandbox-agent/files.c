@@ -43,7 +43,7 @@ static char	 base_url[512];		/* public URL, no trailing slash */
 
 static int
 ws_open(const char *ws, const char *path, struct fw_reader *r,
-    struct fw_error *e)
+    struct berr *e)
 {
 	struct stat	 st;
 	int		 fd;
@@ -123,7 +123,7 @@ path_cmp(const void *a, const void *b)
 }
 
 static json_t *
-ws_list(const char *ws, struct fw_error *e)
+ws_list(const char *ws, struct berr *e)
 {
 	struct listing	 L = { NULL, 0, 0 };
 	json_t		**v, *sorted, *out;
@@ -133,8 +133,7 @@ ws_list(const char *ws, struct fw_error *e)
 	if ((L.files = json_array()) == NULL)
 		goto oom;
 	if (ws_walk(ws, list_entry, &L, &cut) == -1 && errno != ENOENT) {
-		e->status = 500;
-		snprintf(e->msg, sizeof(e->msg), "cannot list the workspace: %s",
+		berr_set(e, 500, "cannot list the workspace: %s",
 		    strerror(errno));
 		json_decref(L.files);
 		return NULL;
@@ -159,8 +158,7 @@ ws_list(const char *ws, struct fw_error *e)
 	return out;
 oom:
 	json_decref(L.files);
-	e->status = 500;
-	snprintf(e->msg, sizeof(e->msg), "out of memory");
+	berr_set(e, 500, "out of memory");
 	return NULL;
 }
 
@@ -184,15 +182,14 @@ mkdir_at(int dfd, const char *name)
 }
 
 static void *
-ws_put_begin(const char *ws, const char *name, struct fw_error *e)
+ws_put_begin(const char *ws, const char *name, struct berr *e)
 {
 	struct put	*p;
 	unsigned int	 r;
-	int		 i;
+	int		 i, full;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
-		e->status = 500;
-		snprintf(e->msg, sizeof(e->msg), "out of memory");
+		berr_set(e, 500, "out of memory");
 		return NULL;
 	}
 	p->fd = p->wsfd = -1;
@@ -214,10 +211,9 @@ ws_put_begin(const char *ws, const char *name, struct fw_error *e)
 		goto sys;
 	return p;
 sys:
-	e->status = errno == ENOSPC || errno == EDQUOT ? 507 : 500;
-	snprintf(e->msg, sizeof(e->msg), "cannot receive %s in the workspace: "
-	    "%s", p->name, errno == ENOSPC || errno == EDQUOT ?
-	    "the workspace is full" : strerror(errno));
+	full = errno == ENOSPC || errno == EDQUOT;
+	berr_set(e, full ? 507 : 500, "cannot receive %s in the workspace: %s",
+	    p->name, full ? "the workspace is full" : strerror(errno));
 	if (p->wsfd != -1)
 		close(p->wsfd);
 	free(p);
@@ -239,16 +235,14 @@ ws_put_abort(void *h)
 }
 
 static int
-ws_put_write(void *h, const char *data, size_t len, struct fw_error *e)
+ws_put_write(void *h, const char *data, size_t len, struct berr *e)
 {
 	struct put	*p = h;
 	ssize_t		 w;
 
 	if (p->size + len > conf->upload_max) {
-		e->status = 413;
-		snprintf(e->msg, sizeof(e->msg), "%s is larger than the limit "
-		    "of %llu bytes per upload; it was not saved.", p->name,
-		    conf->upload_max);
+		berr_set(e, 413, "%s is larger than the limit of %llu bytes "
+		    "per upload; it was not saved.", p->name, conf->upload_max);
 		return -1;
 	}
 	while (len > 0) {
@@ -258,8 +252,7 @@ ws_put_write(void *h, const char *data, size_t len, struct fw_error *e)
 		if (w <= 0) {
 			int full = w == 0 || errno == ENOSPC || errno == EDQUOT;
 
-			e->status = full ? 507 : 500;
-			snprintf(e->msg, sizeof(e->msg), "%s was not saved: %s",
+			berr_set(e, full ? 507 : 500, "%s was not saved: %s",
 			    p->name, full ? "the workspace is full. Free some "
 			    "space (remove files you no longer need) and upload "
 			    "it again" : strerror(errno));
@@ -305,19 +298,18 @@ note_upload(int wsfd, const char *name, unsigned long long size)
 }
 
 static json_t *
-ws_put_end(void *h, struct fw_error *e)
+ws_put_end(void *h, struct berr *e)
 {
 	struct put	*p = h;
 	char		 final[300];
 	json_t		*out = NULL;
-	int		 i, r = -1;
+	int		 i, r = -1, full;
 
 	if (fsync(p->fd) == -1 || close(p->fd) == -1) {
 		p->fd = -1;
-		e->status = errno == ENOSPC || errno == EDQUOT ? 507 : 500;
-		snprintf(e->msg, sizeof(e->msg), "%s was not saved: %s",
-		    p->name, e->status == 507 ? "the workspace is full" :
-		    strerror(errno));
+		full = errno == ENOSPC || errno == EDQUOT;
+		berr_set(e, full ? 507 : 500, "%s was not saved: %s", p->name,
+		    full ? "the workspace is full" : strerror(errno));
 		goto done;
 	}
 	p->fd = -1;
@@ -328,9 +320,8 @@ ws_put_end(void *h, struct fw_error *e)
 			break;
 	}
 	if (r == -1) {
-		e->status = 500;
-		snprintf(e->msg, sizeof(e->msg), "%s was not saved: %s",
-		    p->name, errno == EEXIST ? "too many files of that name" :
+		berr_set(e, 500, "%s was not saved: %s", p->name,
+		    errno == EEXIST ? "too many files of that name" :
 		    strerror(errno));
 		goto done;
 	}
@@ -350,7 +341,7 @@ done:
  * single-workspace setup, users/<id> in the per-user-directory mode.
  */
 static int
-user_ws(const char *user, char *out, size_t len, struct fw_error *e)
+user_ws(const char *user, char *out, size_t len, struct berr *e)
 {
 	char err[256];
 
@@ -358,9 +349,7 @@ user_ws(const char *user, char *out, size_t len, struct fw_error *e)
 	 * as a path. */
 	if (conf->user_header == NULL ? strcmp(user, LOCAL_USER) != 0 :
 	    !workspace_user_id_valid(user)) {
-		e->status = 403;
-		snprintf(e->msg, sizeof(e->msg), "This link names no user of "
-		    "this server.");
+		berr_set(e, 403, "This link names no user of this server.");
 		return -1;
 	}
 	if (conf->user_header == NULL) {
@@ -369,8 +358,7 @@ user_ws(const char *user, char *out, size_t len, struct fw_error *e)
 	}
 	if (workspace_user_dir(conf->workdir, user, out, len, err,
 	    sizeof(err)) == -1) {
-		e->status = 500;
-		snprintf(e->msg, sizeof(e->msg), "%s", err);
+		berr_set(e, 500, "%s", err);
 		return -1;
 	}
 	return 0;
@@ -378,7 +366,7 @@ user_ws(const char *user, char *out, size_t len, struct fw_error *e)
 
 static int
 be_open(void *arg, const char *user, const char *path, struct fw_reader *r,
-    struct fw_error *e)
+    struct berr *e)
 {
 	char ws[PATH_MAX];
 
@@ -388,7 +376,7 @@ be_open(void *arg, const char *user, const char *path, struct fw_reader *r,
 }
 
 static json_t *
-be_list(void *arg, const char *user, struct fw_error *e)
+be_list(void *arg, const char *user, struct berr *e)
 {
 	char ws[PATH_MAX];
 
@@ -399,7 +387,7 @@ be_list(void *arg, const char *user, struct fw_error *e)
 
 static void *
 be_put_begin(void *arg, const char *user, const char *name,
-    struct fw_error *e)
+    struct berr *e)
 {
 	char ws[PATH_MAX];
 
@@ -471,7 +459,7 @@ files_serve_links(struct MHD_Connection *conn, const char *url,
  * which sends it to /_files/upload).
  */
 static enum MHD_Result
-internal_error(struct MHD_Connection *conn, const struct fw_error *e)
+internal_error(struct MHD_Connection *conn, const struct berr *e)
 {
 	return http_reply_text(conn, e->status ? e->status : 500, "%s", e->msg);
 }
@@ -479,7 +467,7 @@ internal_error(struct MHD_Connection *conn, const struct fw_error *e)
 /* An upload from the supervisor: the file, or why it failed. */
 struct iput {
 	struct put	*p;		/* NULL once failed or finished */
-	struct fw_error	 e;
+	struct berr	 e;
 	int		 by_fd;		/* /_files/receive: the body is a size */
 	char		 said[24];	/* that size, in decimal */
 	size_t		 nsaid;
@@ -523,23 +511,20 @@ iput_check(struct iput *ip)
 	n = strtoull(ip->said, &end, 10);
 	if (ip->nsaid == 0 || ip->nsaid >= sizeof(ip->said) || *end != '\0' ||
 	    errno != 0 || ip->said[0] < '0' || ip->said[0] > '9') {
-		ip->e.status = 400;
-		snprintf(ip->e.msg, sizeof(ip->e.msg), "%s was not saved: the "
-		    "upload did not say its size", ip->p->name);
+		berr_set(&ip->e, 400, "%s was not saved: the upload did not "
+		    "say its size", ip->p->name);
 		return -1;
 	}
 	if (n > conf->upload_max) {
-		ip->e.status = 413;
-		snprintf(ip->e.msg, sizeof(ip->e.msg), "%s is larger than the "
-		    "limit of %llu bytes per upload; it was not saved.",
-		    ip->p->name, conf->upload_max);
+		berr_set(&ip->e, 413, "%s is larger than the limit of %llu "
+		    "bytes per upload; it was not saved.", ip->p->name,
+		    conf->upload_max);
 		return -1;
 	}
 	if (fstat(ip->p->fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    (unsigned long long)st.st_size != n) {
-		ip->e.status = 400;
-		snprintf(ip->e.msg, sizeof(ip->e.msg), "%s was not saved: it "
-		    "holds %lld bytes, not the %llu the upload said", ip->p->name,
+		berr_set(&ip->e, 400, "%s was not saved: it holds %lld bytes, "
+		    "not the %llu the upload said", ip->p->name,
 		    (long long)st.st_size, n);
 		return -1;
 	}
@@ -607,7 +592,7 @@ files_internal(struct MHD_Connection *conn, int on_unix, const char *ws,
     size_t *upload_data_size, void **con_cls)
 {
 	struct http_request	*req = *con_cls;
-	struct fw_error		 e;
+	struct berr		 e;
 	struct fw_reader	 r;
 	struct MHD_Response	*resp;
 	struct iput		*ip;
@@ -623,8 +608,7 @@ files_internal(struct MHD_Connection *conn, int on_unix, const char *ws,
 		    "path");
 		memset(&r, 0, sizeof(r));
 		if (arg == NULL) {
-			e.status = 400;
-			snprintf(e.msg, sizeof(e.msg), "?path= is required");
+			berr_set(&e, 400, "?path= is required");
 			return internal_error(conn, &e);
 		}
 		if (ws_open(ws, arg, &r, &e) == -1)
@@ -661,8 +645,7 @@ files_internal(struct MHD_Connection *conn, int on_unix, const char *ws,
 		arg = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
 		    "name");
 		if (arg == NULL) {
-			e.status = 400;
-			snprintf(e.msg, sizeof(e.msg), "?name= is required");
+			berr_set(&e, 400, "?name= is required");
 			return internal_error(conn, &e);
 		}
 		if ((ip = calloc(1, sizeof(*ip))) == NULL)
@@ -1000,7 +983,7 @@ files_tool_view(const struct agent_ctx *ctx, json_t *args)
 {
 	struct link	 l;
 	struct buf	 url = BUF_INIT(4096);
-	struct fw_error	 e;
+	struct berr	 e;
 	json_t		*list, *res = NULL;
 	char		 when[32];
 

@@ -6,26 +6,18 @@
  * kube.c) the other.  Every operation is safe from several threads at once for
  * different users; pool.c serialises the calls for one user.
  *
- * Errors use struct berr (podman.h): status 0 when the backend cannot be
- * reached at all (pool.c answers 503), else an HTTP-like status and a
- * sentence a person can act on.
+ * Errors use struct berr (common/berr.h): status 0 when the backend cannot
+ * be reached at all (pool.c answers 503), else an HTTP-like status and a
+ * sentence a person can act on; cause is the engine's short reason, when
+ * it sent one.
  */
 #ifndef VIVARIUM_BACKEND_H
 #define VIVARIUM_BACKEND_H
 
 #include <sys/types.h>
 
+#include "berr.h"
 #include "supervisor.h"
-
-struct berr {
-	long	 status;	/* HTTP-like; 0: the backend is unreachable */
-	char	 cause[128];	/* the engine's short reason, when it sent one */
-	char	 msg[BERR_MSGLEN];
-};
-
-/* Fills e with status, no cause, and the message from fmt. */
-void	berr_set(struct berr *e, long status, const char *fmt, ...)
-	    __attribute__((format(printf, 3, 4)));
 
 /* What a user's sandbox is, folded to what the supervisor acts on. */
 enum backend_state {

@@ -63,51 +63,36 @@ struct svfile {
 	double			 said_at;	/* the last keep-alive */
 };
 
-static void
-fail(struct fw_error *e, unsigned int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-fail(struct fw_error *e, unsigned int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	e->status = status;
-	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	va_end(ap);
-}
-
 /*
  * The sandbox could not be reached: the page says so in general words,
  * the log says why (detail may name Podman's socket or the agent's).
  */
 static void
-unreachable(struct fw_error *e, unsigned int status, const char *user,
+unreachable(struct berr *e, long status, const char *user,
     const char *what, const char *detail)
 {
 	log_warnx("file link for user %s: %s: %s", user, what, detail);
-	fail(e, status, "The sandbox that holds these files is not available "
-	    "right now. Try again in a few minutes; if it keeps failing, tell "
-	    "whoever runs this server (its log says why).");
+	berr_set(e, status, "The sandbox that holds these files is not "
+	    "available right now. Try again in a few minutes; if it keeps "
+	    "failing, tell whoever runs this server (its log says why).");
 }
 
 /* The pool could not give the user's sandbox (pe says why). */
 static void
-not_started(struct fw_error *e, const char *user, const struct berr *pe)
+not_started(struct berr *e, const char *user, const struct berr *pe)
 {
 	unreachable(e, pe->status == 503 ? 503 : 502, user, "the sandbox could "
 	    "not be started", pe->msg);
 }
 
 static struct pool_entry *
-acquire(const char *user, struct fw_error *e)
+acquire(const char *user, struct berr *e)
 {
 	struct berr	 pe;
 	struct pool_entry	*sb;
 
 	if (user_id_valid(user, strlen(user)) == -1) {
-		fail(e, 403, "This link names no user of this server.");
+		berr_set(e, 403, "This link names no user of this server.");
 		return NULL;
 	}
 	if ((sb = pool_acquire(user, 0, &pe)) == NULL)
@@ -133,7 +118,7 @@ svfile_close(struct svfile *f)
  */
 static int
 svfile_open(struct svfile *f, const char *user, const struct agent_req *r,
-    const char *what, struct fw_error *e)
+    const char *what, struct berr *e)
 {
 	struct berr	 pe;
 
@@ -153,13 +138,13 @@ svfile_open(struct svfile *f, const char *user, const struct agent_req *r,
  */
 static struct svfile *
 open_agent(const char *user, const char *method, const char *path,
-    int want_fd, struct fw_error *e)
+    int want_fd, struct berr *e)
 {
 	struct agent_req	 r;
 	struct svfile		*f;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
-		fail(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return NULL;
 	}
 	f->a.fd = -1;
@@ -195,14 +180,14 @@ read_answer(struct svfile *f, struct buf *b)
 
 /* An agent's refusal: its status if it is one we pass on, its words. */
 static void
-agent_refusal(struct svfile *f, struct fw_error *e)
+agent_refusal(struct svfile *f, struct berr *e)
 {
 	struct buf	 b = BUF_INIT(1024);
 	int		 st = f->a.head.status;
 
 	(void)read_answer(f, &b);
-	fail(e, st == 400 || st == 403 || st == 404 || st == 413 || st == 507 ?
-	    (unsigned)st : 502, "%.400s", b.len ? buf_str(&b) :
+	berr_set(e, st == 400 || st == 403 || st == 404 || st == 413 ||
+	    st == 507 ? st : 502, "%.400s", b.len ? buf_str(&b) :
 	    "the sandbox refused");
 	e->msg[strcspn(e->msg, "\r\n")] = '\0';
 	buf_release(&b);
@@ -215,7 +200,7 @@ agent_refusal(struct svfile *f, struct fw_error *e)
  */
 static json_t *
 answer_json(struct svfile *f, int want, const char *key, size_t max,
-    const char *what, struct fw_error *e)
+    const char *what, struct berr *e)
 {
 	struct buf	 b = BUF_INIT(max);
 	json_t		*j = NULL;
@@ -226,7 +211,7 @@ answer_json(struct svfile *f, int want, const char *key, size_t max,
 		agent_refusal(f, e);
 	else if ((r = read_answer(f, &b)) == 1) {
 		human_size(max, cap, sizeof(cap));
-		fail(e, 502, "The sandbox's %s is larger than %s, the most "
+		berr_set(e, 502, "The sandbox's %s is larger than %s, the most "
 		    "read from a sandbox here, so it cannot be shown.", what,
 		    cap);
 	} else if (r == -1 ||
@@ -234,7 +219,7 @@ answer_json(struct svfile *f, int want, const char *key, size_t max,
 	    json_object_get(j, key) == NULL) {
 		json_decref(j);
 		j = NULL;
-		fail(e, 502, "The sandbox sent an answer that could not be "
+		berr_set(e, 502, "The sandbox sent an answer that could not be "
 		    "read.");
 	}
 	buf_release(&b);
@@ -261,7 +246,7 @@ sv_close(void *cookie)
  */
 static int
 check_passed(const char *user, int fd, int for_write, long long size,
-    struct fw_error *e)
+    struct berr *e)
 {
 	struct stat	 st;
 	int		 fl;
@@ -279,8 +264,8 @@ check_passed(const char *user, int fd, int for_write, long long size,
 		log_warnx("file link for user %s: the sandbox handed over a "
 		    "file not of the size it said (%lld, not %lld bytes)",
 		    user, (long long)st.st_size, size);
-		fail(e, 502, "The file changed while it was being opened (is "
-		    "something writing it?). Try again in a moment.");
+		berr_set(e, 502, "The file changed while it was being opened "
+		    "(is something writing it?). Try again in a moment.");
 		return -1;
 	}
 	if (why == NULL)
@@ -298,7 +283,7 @@ check_passed(const char *user, int fd, int for_write, long long size,
  */
 static int
 sv_open_passed(struct svfile *f, const char *user, struct fw_reader *r,
-    struct fw_error *e)
+    struct berr *e)
 {
 	json_t		*j;
 	json_int_t	 size;
@@ -309,7 +294,7 @@ sv_open_passed(struct svfile *f, const char *user, struct fw_reader *r,
 	size = json_integer_value(json_object_get(j, "size"));
 	if (!json_is_integer(json_object_get(j, "size")) || size < 0) {
 		json_decref(j);
-		fail(e, 502, "The sandbox sent an answer that could not be "
+		berr_set(e, 502, "The sandbox sent an answer that could not be "
 		    "read.");
 		goto fail;
 	}
@@ -331,14 +316,14 @@ fail:
 
 static int
 sv_open(void *arg, const char *user, const char *path, struct fw_reader *r,
-    struct fw_error *e)
+    struct berr *e)
 {
 	struct buf	 url = BUF_INIT(LINK_PATH_MAX * 3 + 64);
 	struct svfile	*f;
 
 	buf_appends(&url, "/_files/raw?path=");
 	if (url_escape(path, 1, &url) == -1) {
-		fail(e, 400, "The file name is too long.");
+		berr_set(e, 400, "The file name is too long.");
 		return -1;
 	}
 	/* An agent on TCP, or one that predates fd=1, sends the bytes. */
@@ -351,7 +336,7 @@ sv_open(void *arg, const char *user, const char *path, struct fw_reader *r,
 		return sv_open_passed(f, user, r, e);
 	if (f->a.head.status != 200 || f->a.head.content_length < 0) {
 		if (f->a.head.status == 200)
-			fail(e, 502, "The sandbox did not say how large the "
+			berr_set(e, 502, "The sandbox did not say how large the "
 			    "file is.");
 		else
 			agent_refusal(f, e);
@@ -367,7 +352,7 @@ sv_open(void *arg, const char *user, const char *path, struct fw_reader *r,
 }
 
 static json_t *
-sv_list(void *arg, const char *user, struct fw_error *e)
+sv_list(void *arg, const char *user, struct berr *e)
 {
 	struct svfile	*f;
 	json_t		*j;
@@ -388,7 +373,7 @@ sv_list(void *arg, const char *user, struct fw_error *e)
  */
 static struct svfile *
 put_open(struct svfile *f, const char *user, const char *endpoint,
-    const char *name, int want_fd, struct fw_error *e)
+    const char *name, int want_fd, struct berr *e)
 {
 	struct buf		 url = BUF_INIT(1024);
 	struct agent_req	 r;
@@ -412,12 +397,12 @@ put_open(struct svfile *f, const char *user, const char *endpoint,
 
 static void *
 sv_put_begin(void *arg, const char *user, const char *name,
-    struct fw_error *e)
+    struct berr *e)
 {
 	struct svfile	*f;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
-		fail(e, 500, "out of memory");
+		berr_set(e, 500, "out of memory");
 		return NULL;
 	}
 	f->a.fd = -1;
@@ -455,13 +440,13 @@ sv_put_begin(void *arg, const char *user, const char *name,
 /* A piece of an upload, into the file the agent handed over. */
 static int
 put_write_fd(struct svfile *f, const char *data, size_t len,
-    struct fw_error *e)
+    struct berr *e)
 {
 	ssize_t	 w;
 	int	 full;
 
 	if (f->written + len > conf->upload_max) {
-		fail(e, 413, "%s is larger than the limit of %llu bytes per "
+		berr_set(e, 413, "%s is larger than the limit of %llu bytes per "
 		    "upload; it was not saved.", f->name, conf->upload_max);
 		return -1;
 	}
@@ -471,10 +456,10 @@ put_write_fd(struct svfile *f, const char *data, size_t len,
 			continue;
 		if (w <= 0) {
 			full = w == 0 || errno == ENOSPC || errno == EDQUOT;
-			fail(e, full ? 507 : 500, "%s was not saved: %s", f->name,
-			    full ? "the workspace is full. Free some space "
-			    "(remove files you no longer need) and upload it "
-			    "again" : strerror(errno));
+			berr_set(e, full ? 507 : 500, "%s was not saved: %s",
+			    f->name, full ? "the workspace is full. Free some "
+			    "space (remove files you no longer need) and upload "
+			    "it again" : strerror(errno));
 			return -1;
 		}
 		data += w;
@@ -483,7 +468,7 @@ put_write_fd(struct svfile *f, const char *data, size_t len,
 	}
 	if (clock_mono() - f->said_at >= KEEPALIVE_S) {
 		if (agent_stream_write(&f->a, " ", 1) == -1) {
-			fail(e, 502, "The sandbox stopped taking the upload "
+			berr_set(e, 502, "The sandbox stopped taking the upload "
 			    "(%s).", strerror(errno));
 			return -1;
 		}
@@ -493,14 +478,14 @@ put_write_fd(struct svfile *f, const char *data, size_t len,
 }
 
 static int
-sv_put_write(void *h, const char *data, size_t len, struct fw_error *e)
+sv_put_write(void *h, const char *data, size_t len, struct berr *e)
 {
 	struct svfile *f = h;
 
 	if (f->by_fd)
 		return put_write_fd(f, data, len, e);
 	if (agent_stream_write(&f->a, data, len) == -1) {
-		fail(e, 502, "The sandbox stopped taking the upload (%s).",
+		berr_set(e, 502, "The sandbox stopped taking the upload (%s).",
 		    strerror(errno));
 		return -1;
 	}
@@ -508,7 +493,7 @@ sv_put_write(void *h, const char *data, size_t len, struct fw_error *e)
 }
 
 static json_t *
-sv_put_end(void *h, struct fw_error *e)
+sv_put_end(void *h, struct berr *e)
 {
 	struct svfile	*f = h;
 	char		 err[512], size[32];
@@ -530,7 +515,7 @@ sv_put_end(void *h, struct fw_error *e)
 			    "%s", strerror(errno));
 		log_warnx("file link: the sandbox did not confirm an upload: %s",
 		    err);
-		fail(e, 502, "The sandbox did not confirm the upload, so it "
+		berr_set(e, 502, "The sandbox did not confirm the upload, so it "
 		    "may not have been saved. Try again in a few minutes.");
 	} else
 		j = answer_json(f, 201, "path", ANSWER_MAX, "answer to the "

@@ -12,7 +12,7 @@ SV_LIB_SRCS	:= supervisor/conf.c supervisor/endpoint.c supervisor/forward.c \
 		   supervisor/relay.c \
 		   supervisor/idmap.c supervisor/quota.c supervisor/egress.c \
 		   supervisor/names.c supervisor/doctor.c \
-		   supervisor/berr.c supervisor/backend.c supervisor/backend_podman.c \
+		   supervisor/backend.c supervisor/backend_podman.c \
 		   supervisor/kspec.c \
 		   supervisor/kube.c supervisor/backend_kube.c
 SV_LIB_OBJS	 = $(SV_LIB_SRCS:%.c=$(O)/%.o)
@@ -39,20 +39,20 @@ $(BIN)/vivariumctl: $(O)/supervisor/ctl.o $(O)/supervisor/ctl_user.o \
 
 # Unit tests: the Podman client against recorded replies, config and endpoints;
 # pool.c over a fake backend.
-$(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,$(O)/supervisor/berr.o $(O)/supervisor/sbenv.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
+$(eval $(call unit_test,supervisor_podman,tests/unit/supervisor/podman.c,$(O)/supervisor/sbenv.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
 $(eval $(call unit_test,supervisor_conf,tests/unit/supervisor/conf.c,,))
 $(eval $(call unit_test,supervisor_forward,tests/unit/supervisor/forward.c,,))
 $(eval $(call unit_test,supervisor_files,tests/unit/supervisor/files.c,$(O)/supervisor/relay.o $(O)/supervisor/forward.o $(O)/supervisor/endpoint.o,))
-$(eval $(call unit_test,supervisor_podman_objects,tests/unit/supervisor/backend_podman_objects.c,$(O)/supervisor/berr.o $(O)/supervisor/podman.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
-$(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/berr.o $(O)/supervisor/names.o $(O)/supervisor/podman.o $(O)/supervisor/backend_podman_objects.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/quota.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_podman_objects,tests/unit/supervisor/backend_podman_objects.c,$(O)/supervisor/podman.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/idmap.o $(O)/supervisor/quota.o,libcurl))
+$(eval $(call unit_test,supervisor_egress,tests/unit/supervisor/egress.c,$(O)/supervisor/names.o $(O)/supervisor/podman.o $(O)/supervisor/backend_podman_objects.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/quota.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/forward.o $(O)/supervisor/idmap.o,libcurl))
 $(eval $(call unit_test,supervisor_names,tests/unit/supervisor/names.c,$(O)/supervisor/endpoint.o,))
 $(eval $(call unit_test,supervisor_sbenv,tests/unit/supervisor/sbenv.c,$(O)/supervisor/endpoint.o,))
 $(eval $(call unit_test,supervisor_podman_spec,tests/unit/supervisor/backend_podman_spec.c,$(O)/supervisor/sbenv.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
-$(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/berr.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
+$(eval $(call unit_test,supervisor_pool,tests/unit/supervisor/pool.c,$(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/metrics.o,))
 $(eval $(call unit_test,supervisor_kspec,tests/unit/supervisor/kspec.c,$(O)/supervisor/sbenv.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,))
-$(eval $(call unit_test,supervisor_kube,tests/unit/supervisor/kube.c,$(O)/supervisor/berr.o $(O)/supervisor/backend.o $(O)/supervisor/backend_podman.o $(O)/supervisor/doctor.o $(O)/supervisor/egress.o $(O)/supervisor/names.o $(O)/supervisor/backend_podman_objects.o $(O)/supervisor/quota.o $(O)/supervisor/kube.o $(O)/supervisor/forward.o $(O)/supervisor/podman.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_kube,tests/unit/supervisor/kube.c,$(O)/supervisor/backend.o $(O)/supervisor/backend_podman.o $(O)/supervisor/doctor.o $(O)/supervisor/egress.o $(O)/supervisor/names.o $(O)/supervisor/backend_podman_objects.o $(O)/supervisor/quota.o $(O)/supervisor/kube.o $(O)/supervisor/forward.o $(O)/supervisor/podman.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/idmap.o,libcurl))
 $(eval $(call unit_test,supervisor_tarown,tests/unit/supervisor/tarown.c,$(O)/supervisor/tarown.o,))
-$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/berr.o $(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
+$(eval $(call unit_test,supervisor_render,tests/unit/supervisor/render.c,$(O)/supervisor/kspec.o $(O)/supervisor/sbenv.o $(O)/supervisor/backend_podman_spec.o $(O)/supervisor/endpoint.o $(O)/supervisor/conf.o $(O)/supervisor/podman.o $(O)/supervisor/idmap.o,libcurl))
 
 # Integration: real Podman (a private service), the real sandbox image.
 .PHONY: test-supervisor bench-supervisor run

@@ -17,11 +17,10 @@
 #include "proof.h"
 
 /*
- * The error every layer fills: struct berr (backend.h), its message at most
- * BERR_MSGLEN bytes.  The Podman client is podman.h, for the files that
- * drive it.
+ * The error every layer fills: struct berr (berr.h; backend.h says what
+ * its status means there).  The Podman client is podman.h, for the files
+ * that drive it.
  */
-#define BERR_MSGLEN	512
 struct berr;
 struct podman;
 

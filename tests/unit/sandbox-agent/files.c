@@ -106,7 +106,7 @@ test_clean_name(void **state)
 static void
 test_put_never_overwrites(void **state)
 {
-	struct fw_error	 e;
+	struct berr	 e;
 	char		 ws[300], p[400], buf[16];
 	void		*h;
 	json_t		*r;
@@ -153,7 +153,7 @@ count_entries(const char *dir)
 static void
 test_put_abort_and_cap_leave_nothing(void **state)
 {
-	struct fw_error	 e;
+	struct berr	 e;
 	char		 ws[300], tmp[400], big[101];
 	void		*h;
 	int		 before;
@@ -179,7 +179,7 @@ test_put_abort_and_cap_leave_nothing(void **state)
 static void
 test_list_and_open(void **state)
 {
-	struct fw_error	 e;
+	struct berr	 e;
 	struct fw_reader r;
 	char		 ws[300];
 	json_t		*l, *f;
@@ -219,7 +219,7 @@ test_list_and_open(void **state)
 static void
 test_list_bounded(void **state)
 {
-	struct fw_error	 e;
+	struct berr	 e;
 	char		 dir[300], name[256];
 	json_t		*l;
 	char		*dump;
@@ -256,7 +256,7 @@ test_list_bounded(void **state)
 static void
 test_list_depth_bound(void **state)
 {
-	struct fw_error	 e;
+	struct berr	 e;
 	char		 dir[300], path[600];
 	json_t		*l;
 	size_t		 len;
@@ -372,7 +372,7 @@ test_upload_elicit(void **state)
 	struct agent_ctx	 ctx;
 	struct rpc_error	 err;
 	struct elicit_state	 st;
-	struct fw_error		 e;
+	struct berr		 e;
 	char			 ws[300], other[300], name[64];
 	const char		*id, *id_gone = "0123456789abcdef0123456789abcdef";
 	json_t			*args, *r, *el;

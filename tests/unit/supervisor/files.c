@@ -344,7 +344,7 @@ setup(void **state)
 /* ---------------------------------------------------------------- tests */
 
 static void
-assert_no_host_path(const struct fw_error *e, const char *path)
+assert_no_host_path(const struct berr *e, const char *path)
 {
 	if (strstr(e->msg, path) != NULL || strstr(e->msg, "/run/") != NULL ||
 	    strstr(e->msg, ".sock") != NULL || strstr(e->msg, "Podman") != NULL)
@@ -356,7 +356,7 @@ static void
 test_podman_down_names_no_path(void **state)
 {
 	static const char sock[] = "/run/vivarium-test/podman/podman.sock";
-	struct fw_error	 e;
+	struct berr	 e;
 	struct fw_reader r;
 	const char	*log;
 
@@ -391,7 +391,7 @@ test_agent_socket_names_no_path(void **state)
 {
 	static const char sock[] = "/tmp/vivarium-test-nobody/users/alice/"
 	    "agent.sock";
-	struct fw_error	 e;
+	struct berr	 e;
 	struct fw_reader r;
 	const char	*log;
 
@@ -424,7 +424,7 @@ test_agent_socket_names_no_path(void **state)
 static void
 test_agent_moved(void **state)
 {
-	struct fw_error	 e;
+	struct berr	 e;
 	json_t		*j;
 
 	srv_start("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -453,7 +453,7 @@ test_agent_moved(void **state)
 static void
 test_list_read_bounded(void **state)
 {
-	struct fw_error	 e;
+	struct berr	 e;
 	json_t		*j;
 	char		 head[256];
 	const char	*log;
@@ -499,7 +499,7 @@ static void
 test_download_by_fd(void **state)
 {
 	struct script	 s = { .pass = -1 };
-	struct fw_error	 e;
+	struct berr	 e;
 	struct fw_reader r;
 	char		 ans[256], got[32];
 	int		 fd;
@@ -539,7 +539,7 @@ test_download_fd_refused(void **state)
 		{ "not a regular file", 0, 2 },
 	};
 	struct script	 s;
-	struct fw_error	 e;
+	struct berr	 e;
 	struct fw_reader r;
 	char		 ans[256];
 	const char	*log;
@@ -584,7 +584,7 @@ static void
 test_download_bytes(void **state)
 {
 	struct script	 s = { .pass = -1 };
-	struct fw_error	 e;
+	struct berr	 e;
 	struct fw_reader r;
 	char		 got[16];
 
@@ -610,7 +610,7 @@ static void
 test_upload_by_fd(void **state)
 {
 	struct script	 s = { .pass = -1 };
-	struct fw_error	 e;
+	struct berr	 e;
 	struct stat	 st;
 	char		 got[32];
 	void		*h;
@@ -656,7 +656,7 @@ test_upload_fd_refused(void **state)
 		{ "not of the size it said", "already here", O_RDWR },
 	};
 	struct script	 s;
-	struct fw_error	 e;
+	struct berr	 e;
 	const char	*log;
 	size_t		 i;
 	int		 fd;
@@ -683,7 +683,7 @@ static void
 test_upload_fd_over_limit(void **state)
 {
 	struct script	 s = { .pass = -1 };
-	struct fw_error	 e;
+	struct berr	 e;
 	void		*h;
 	int		 fd;
 
@@ -730,7 +730,7 @@ static void
 upload_old_agent(const char *refusal)
 {
 	struct script	 a = { .pass = -1 }, b = { .pass = -1 };
-	struct fw_error	 e;
+	struct berr	 e;
 	void		*h;
 	json_t		*j;
 

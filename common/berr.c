@@ -1,13 +1,13 @@
 /*
- * berr.c: the backend seam's error (struct berr, backend.h), apart from
- * backend.c so that the clients under the backends (podman.c, kube.c) and
- * their tests link it without the backends.
+ * berr.c: struct berr (berr.h), in common/ so that the supervisor's
+ * backends, the Podman and Kubernetes clients under them and the file
+ * links of both programs fill the same error.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
+#include "berr.h"
 #include "banned.h"
 
 void
