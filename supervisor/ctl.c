@@ -192,6 +192,18 @@ check_user(char **user)
 	return -1;
 }
 
+/* The one argument a command takes, an existing user (check_user); else
+ * -1 with the usage or the refusal said. */
+int
+one_user(int argc, char **argv)
+{
+	if (argc != 1) {
+		usage(stderr);
+		return -1;
+	}
+	return check_user(&argv[0]);
+}
+
 void
 print_json(json_t *j)
 {

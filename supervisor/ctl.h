@@ -36,6 +36,7 @@ int	refused(const char *command);
 int	take_flag(int *argc, char ***argv, const char *flag);
 int	check_id(const char *user);
 int	check_user(char **user);
+int	one_user(int argc, char **argv);
 /* Prints j (stolen), indented. */
 void	print_json(json_t *j);
 

@@ -232,11 +232,7 @@ cmd_render_kube(int argc, char **argv)
 	long		 slot = 0;
 	int		 userns = -1;
 
-	if (argc != 1) {
-		usage(stderr);
-		return EX_USAGE;
-	}
-	if (check_user(&argv[0]) == -1)
+	if (one_user(argc, argv) == -1)
 		return EX_USAGE;
 	if (conf.backend == BACKEND_KUBERNETES
 	    && (b = backend_new(&conf, NULL)) != NULL) {

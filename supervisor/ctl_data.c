@@ -55,11 +55,7 @@ cmd_export(int argc, char **argv)
 	int		 r;
 
 	json_out = 0;	/* standard output is the tar */
-	if (argc != 1) {
-		usage(stderr);
-		return EX_USAGE;
-	}
-	if (check_user(&argv[0]) == -1)
+	if (one_user(argc, argv) == -1)
 		return EX_USAGE;
 	if (isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "vivariumctl: export writes a tar to standard "

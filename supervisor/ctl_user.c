@@ -159,11 +159,7 @@ known_user(int argc, char **argv)
 	struct berr	 e;
 	int		 r;
 
-	if (argc != 1) {
-		usage(stderr);
-		return EX_USAGE;
-	}
-	if (check_user(&argv[0]) == -1)
+	if (one_user(argc, argv) == -1)
 		return EX_USAGE;
 	if ((r = backend->exists(backend, argv[0], &e)) == -1)
 		return fail(&e, argv[0]);
@@ -257,11 +253,7 @@ cmd_status(int argc, char **argv)
 	long		 idle;
 	int		 r, rc;
 
-	if (argc != 1) {
-		usage(stderr);
-		return EX_USAGE;
-	}
-	if (check_user(&argv[0]) == -1)
+	if (one_user(argc, argv) == -1)
 		return EX_USAGE;
 	if ((r = backend->exists(backend, argv[0], &e)) == -1)
 		return fail(&e, argv[0]);
@@ -301,11 +293,7 @@ cmd_logs(int argc, char **argv)
 	struct berr	 e;
 	int		 r;
 
-	if (argc != 1) {
-		usage(stderr);
-		return EX_USAGE;
-	}
-	if (check_user(&argv[0]) == -1)
+	if (one_user(argc, argv) == -1)
 		return EX_USAGE;
 	if ((r = backend->logs(backend, argv[0], &e)) != -1)
 		return r == 0 ? EX_OK : EX_FAIL;
