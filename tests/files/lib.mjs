@@ -174,7 +174,10 @@ export function listTree(dir, { skip = [] } = {}) {
     for (const n of names) {
       const r = rel ? `${rel}/${n}` : n;
       if (skip.includes(r)) continue;
-      const st = lstatSync(join(dir, r));
+      let st;
+      // Gone between readdir and lstat (a temporary file the server just
+      // removed): it is not there.
+      try { st = lstatSync(join(dir, r)); } catch (e) { if (e.code === 'ENOENT') continue; throw e; }
       if (st.isDirectory()) { out.push(`${r}/`); walk(r); } else out.push(`${r} ${st.size}`);
     }
   };
