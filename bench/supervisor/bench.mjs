@@ -9,7 +9,7 @@
 //       and volume it made.  Target: within 300 ms of it.
 //   (b) a warm run_python("print(1)") through the supervisor against the
 //       same call straight to the agent's unix socket: the relay's cost.
-//       Target: 1 ms (paired median).
+//       Calls GAP_MS (100) apart.  Target: 1 ms (paired median).
 //   (c) a returning user (the sandbox stopped, as the idle reaper leaves
 //       it): initialize + the first run_python, against a bare start of the
 //       same stopped container plus one warm call ((b)'s straight median).
@@ -36,6 +36,7 @@ const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
 const size = (name, full, short) => Number(process.env[name] || (SHORT ? short : full));
 const COLD = size('BENCH_COLD', 5, 1);
 const WARM_CALLS = size('BENCH_WARM', 200, 5);
+const GAP_MS = Number(process.env.GAP_MS ?? 100);
 const USERS = size('BENCH_USERS', 32, 2);
 const CLIENTS = size('BENCH_CLIENTS', 4, 2);
 const SECONDS = size('BENCH_SECONDS', 20, 2);
@@ -245,8 +246,13 @@ async function main() {
     for (let i = 0; i < warmup; i++) { await runOne(viaSv); await runOne(straight); }
     const a = [], b = [];
     for (let i = 0; i < WARM_CALLS; i++) {
-      // Alternate, so drift on the machine hits both sides alike.
+      // Alternate, so drift on the machine hits both sides alike.  Each
+      // call GAP_MS after the last, as a model's come: the agent makes the
+      // next run's process once a run has ended, and a call back to back
+      // would wait for it, more on one side than the other.
+      await sleep(GAP_MS);
       let t0 = now(); await runOne(viaSv); a.push(now() - t0);
+      await sleep(GAP_MS);
       t0 = now(); await runOne(straight); b.push(now() - t0);
     }
     const pa = p50(a), pb = p50(b);
