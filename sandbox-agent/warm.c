@@ -8,12 +8,12 @@
  * one end of two new sockets, the request socket and the status socket; the
  * zygote forks a waiter, which forks the spare run, says "p<pid>" on the
  * status socket and waits for the spare to end.  To use it, the agent sends
- * the spare the cwd ("c..."), the environment ("E...", see send_env) and "r" with
- * the run's stdin, stdout and stderr; the spare answers "k" (or "f<errno>"
- * when the cwd cannot be entered), the agent says "g" and only then does
- * the code run.  When it ends the waiter answers "s<raw wait status>" and
- * keeps the zombie (so its process group id stays reserved) until the
- * agent closes the status socket.  A run's end asks for the next spare.
+ * the spare the cwd ("c..."), the environment ("E...", see send_env) and
+ * "r" with the run's stdin, stdout and stderr; the spare answers "k" (or
+ * "f<errno>" when the cwd cannot be entered), the agent says "g" and only
+ * then does the code run.  When it ends the waiter answers "s<raw wait
+ * status>" and keeps the zombie (so its process group id stays reserved)
+ * until the agent closes the status socket.  A run's end asks for the next spare.
  */
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -525,8 +525,8 @@ io:
  * Asks for the spare of the next run.  Not while a run runs: forking the
  * zygote (page tables of ~80 MB) and the new spare's first page faults
  * would take one of the two cores from the run, and on these machines a
- * page fault costs ~15 us.  Calls come seconds apart; the spare is ready
- * in ~20 ms.
+ * page fault costs ~15 us.  Calls come seconds apart; the spare, with
+ * its rehearsal (_zygote.py), is ready in 25-35 ms.
  */
 static void
 spare_next(const struct warm_run *w)

@@ -137,15 +137,11 @@ def _request(req):
             os.close(fd)
         if t == b"c":
             cwd = body
-        elif t == b"E":
-            for item in body.split(b"\0"):
+        elif t in (b"E", b"e"):     # all of it, NUL-separated; or one
+            for item in body.split(b"\0") if t == b"E" else (body,):
                 k, eq, v = item.partition(b"=")
                 if eq and k:
                     env[k] = v
-        elif t == b"e":
-            k, eq, v = body.partition(b"=")
-            if eq and k:
-                env[k] = v
         else:
             if m:
                 _log("bad request message %r" % m[:40])
@@ -235,8 +231,8 @@ def _rehearse():
     from vivarium import _runner
     path, argv = list(sys.path), list(sys.argv)
     main = sys.modules.get("__main__")
-    tempdir = tempfile.tempdir      # mkdtemp caches it: the run's TMPDIR decides
-    tmp = w = None
+    tempdir = tempfile.tempdir  # mkdtemp caches it; the run's TMPDIR decides
+    tmp = None
     keep = []
     try:
         tmp = tempfile.mkdtemp(prefix="vivarium-rehearsal-")
@@ -250,19 +246,18 @@ def _rehearse():
         os.chdir(ws)
         # Warnings ignored, and the registries forgotten on the way out:
         # one shown "once" here would never be shown to the run.
-        w = warnings.catch_warnings()
-        w.__enter__()
-        warnings.simplefilter("ignore")
-        for code in REHEARSAL_PANDAS if "pandas" in sys.modules else REHEARSAL:
-            with open(os.path.join(tmp, "code.py"), "w") as f:
-                f.write(code)
-            _runner.main({"VIVARIUM_RUN_DIR": tmp,
-                          "VIVARIUM_STATE_DIR": os.path.join(ws, ".vivarium")})
+        env = {"VIVARIUM_RUN_DIR": tmp,
+               "VIVARIUM_STATE_DIR": os.path.join(ws, ".vivarium")}
+        runs = REHEARSAL_PANDAS if "pandas" in sys.modules else REHEARSAL
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for code in runs:
+                with open(os.path.join(tmp, "code.py"), "w") as f:
+                    f.write(code)
+                _runner.main(env)
     except BaseException:
         pass                # the run works as well without it
     finally:
-        if w is not None:
-            w.__exit__(None, None, None)
         for fd, saved in zip((1, 2), keep):
             os.dup2(saved, fd)
             os.close(saved)

@@ -5,7 +5,9 @@
 // without the caller noticing.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAgent, textOf } from './harness.mjs';
 
@@ -152,7 +154,6 @@ describe("a warm run's environment", () => {
 e = os.environ
 print(len(e['VIVARIUM_T_BIG']), hashlib.sha256(e['VIVARIUM_T_BIG'].encode()).hexdigest()[:16],
       repr(e['VIVARIUM_T_EMPTY']), e['VIVARIUM_RUN_DIR'] != '')`);
-        const { createHash } = await import('node:crypto');
         assert.equal(out, `${big.length} ${createHash('sha256').update(big).digest('hex').slice(0, 16)} '' True`);
       } finally {
         await agent.stop();
@@ -165,8 +166,6 @@ print(len(e['VIVARIUM_T_BIG']), hashlib.sha256(e['VIVARIUM_T_BIG'].encode()).hex
 // nothing of that rehearsal reaches the run it then serves.
 describe('the rehearsal leaves nothing', () => {
   test('no name, path, file, __main__ or temporary directory of it', async () => {
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
     const tmp = mkdtempSync(join(tmpdir(), 'vivarium-tmpdir-'));
     const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1', TMPDIR: tmp } });
     try {
