@@ -71,8 +71,8 @@ sandbox_label_user(const json_t *obj)
  * storage on the same host (tests, another operator) picking the same name
  * would put two networks on one bridge.  15 characters at most (IFNAMSIZ).
  */
-static void
-bridge_name(const char *user, char *dst, size_t len)
+void
+sandbox_bridge_name(const char *user, char *dst, size_t len)
 {
 	uint64_t	 h = hash_bytes(HASH_INIT, user, strlen(user));
 
@@ -87,7 +87,7 @@ sandbox_network_spec(const struct conf *c, const char *user,
 	char		 br[16];
 
 	(void)sandbox_names(c, user, &n);
-	bridge_name(user, br, sizeof(br));
+	sandbox_bridge_name(user, br, sizeof(br));
 	/*
 	 * No DNS: on an internal network aardvark-dns still resolves outside
 	 * names by asking the host's resolvers, a way out that bypasses the
@@ -278,12 +278,12 @@ sandbox_env(const struct conf *c, const char *user, const char *proxy_ip)
 #define RUNSC_PIDS_BASE		256
 #define RUNSC_PIDS_PER_TASK	10
 
-static json_int_t
-pids_limit(const struct conf *c, const struct limits *l)
+long long
+sandbox_pids_limit(const struct conf *c, const struct limits *l)
 {
 	if (!c->runsc)
-		return (json_int_t)l->pids;
-	return RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * (json_int_t)l->pids;
+		return l->pids;
+	return RUNSC_PIDS_BASE + RUNSC_PIDS_PER_TASK * (long long)l->pids;
 }
 
 json_t *
@@ -327,7 +327,7 @@ sandbox_container_spec(const struct conf *c, const char *user,
 		"memory", "limit", (json_int_t)l->memory,
 		"cpu", "quota", (json_int_t)l->cpus_milli * 100,
 		    "period", (json_int_t)100000,
-		"pids", "limit", pids_limit(c, l),
+		"pids", "limit", (json_int_t)sandbox_pids_limit(c, l),
 	    /* Podman's default rlimits exceed many hosts' hard limits. */
 	    "r_limits",
 		"type", "nofile", "soft", (json_int_t)4096, "hard", (json_int_t)4096,

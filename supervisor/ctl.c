@@ -275,8 +275,9 @@ static const struct command commands[] = {
 	    "alone unless --replace)" },
 	{ "render", NULL, cmd_render, 0,
 	    "render USER [DIR]",
-	    "write vivarium-USER.container/.network quadlets\n"
-	    "from the templates (for systemd-managed setups)" },
+	    "write vivarium-USER.container, .network and\n"
+	    ".volume quadlets from the templates (for\n"
+	    "systemd-managed setups)" },
 	{ "render", "--kubernetes", cmd_render_kube, CMD_NO_BACKEND,
 	    "render --kubernetes USER",
 	    "print the PersistentVolumeClaim, NetworkPolicy\n"

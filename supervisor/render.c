@@ -214,14 +214,16 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 	struct berr		 e;
 	json_t			*net = NULL;
 	char			 mem[32], cpus[32], pids[32], ip[64], tmp[32];
-	char			 stop[32], cname[128], nname[128];
+	char			 stop[32], br[16], cname[128], nname[128];
+	char			 vname[128];
 	int			 r, rc = -1;
 
 	if (sbenv_names(user, &sn) == -1 || sandbox_names(c, user, &n) == -1)
 		return -1;
 	snprintf(mem, sizeof(mem), "%llum", l->memory >> 20);
 	snprintf(cpus, sizeof(cpus), "%.2f", (double)l->cpus_milli / 1000.0);
-	snprintf(pids, sizeof(pids), "%ld", l->pids);
+	snprintf(pids, sizeof(pids), "%lld", sandbox_pids_limit(c, l));
+	sandbox_bridge_name(user, br, sizeof(br));
 	snprintf(tmp, sizeof(tmp), "%llu", c->tmp_size);
 	snprintf(stop, sizeof(stop), "%ld", (long)c->stop_timeout);
 	ip[0] = '\0';
@@ -257,15 +259,21 @@ render_user(const struct conf *c, struct podman *p, const char *user,
 		    "EGRESS", buf_str(&egress), "ENVIRONMENT", buf_str(&env),
 		    "LABELS", buf_str(&nlabels),
 		    "CONTAINER_LABELS", buf_str(&clabels),
-		    "TMP_SIZE", tmp, "STOP_TIMEOUT", stop,
+		    "TMP_SIZE", tmp, "STOP_TIMEOUT", stop, "BRIDGE", br,
+		    /* The service's runtime, as the supervisor's own have. */
+		    "RUNTIME", c->runsc ? "PodmanArgs=--runtime=runsc" :
+		    "# The runtime: Podman's default",
 		    /* Quadlets run with the host's podman: 4.6+ has strict. */
 		    "ISOLATE", "true", NULL };
 
 		snprintf(cname, sizeof(cname), "%s.container", sn.sandbox);
 		snprintf(nname, sizeof(nname), "%s.network", sn.sandbox);
+		snprintf(vname, sizeof(vname), "%s-workspace.volume",
+		    sn.sandbox);
 		if (render_file(tdir, "vivarium-user.network", outdir, nname,
-		    vars) == -1 || render_file(tdir, "vivarium-user.container",
-		    outdir, cname, vars) == -1)
+		    vars) == -1 || render_file(tdir, "vivarium-user.volume",
+		    outdir, vname, vars) == -1 || render_file(tdir,
+		    "vivarium-user.container", outdir, cname, vars) == -1)
 			goto done;
 	}
 	rc = 0;

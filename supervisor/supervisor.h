@@ -499,6 +499,10 @@ int	sandbox_names(const struct conf *, const char *user, struct names *);
  */
 json_t	*sandbox_network_spec(const struct conf *, const char *user,
 	    const char *isolate);
+/* The network's bridge on the host (IFNAMSIZ: len 16 is enough). */
+void	sandbox_bridge_name(const char *user, char *dst, size_t len);
+/* The container's pids limit: the user's, scaled under gVisor. */
+long long sandbox_pids_limit(const struct conf *, const struct limits *);
 /* The user's link key, for the agent to read and remove at start. */
 #define SANDBOX_LINK_KEY	"link.key"
 #define SANDBOX_LINK_KEY_IN	"/run/vivarium/" SANDBOX_LINK_KEY

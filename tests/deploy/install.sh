@@ -47,6 +47,7 @@ for f in lib/vivarium/python/vivarium/_runner.py \
     lib/vivarium/python/vivarium_charts/__init__.py \
     share/vivarium/templates/vivarium-user.container \
     share/vivarium/templates/vivarium-user.network \
+    share/vivarium/templates/vivarium-user.volume \
     share/vivarium/examples/supervisor.yaml.example \
     share/vivarium/examples/librechat.yaml.example \
     share/vivarium/examples/egress.yaml.example \

@@ -97,7 +97,18 @@ has templates vivarium-alice.service "--name vivarium-alice" "--network vivarium
     "--label io.vivarium.ids=shared" "VIVARIUM_SOCKET=/run/vivarium/agent.sock" \
     "VIVARIUM_PORT=off"
 has templates vivarium-alice-network.service "--internal" "--disable-dns" "isolate=true" \
-    "vivarium-alice"
+    "--label io.vivarium.user=alice" "--interface-name=viv" "vivarium-alice"
+# The workspace volume carries the supervisor's labels (the uninstaller
+# and `vivariumctl list` find volumes by them).
+has templates vivarium-alice-workspace-volume.service "volume create" \
+    "--label io.vivarium.managed=true" "--label io.vivarium.user=alice" \
+    "vivarium-alice-workspace"
+# Under gVisor, the runtime and its scaled pids limit, as the supervisor's.
+mkdir -p "$D/runsc"
+printf 'sandbox:\n  runtime: runsc\n' | cat "$D/plain.yaml" - >"$D/runsc.yaml"
+t_check "vivariumctl renders alice for gVisor" "$BIN/vivariumctl" -f "$D/runsc.yaml" render alice "$D/runsc"
+gen templates-runsc "$D/runsc"
+has templates-runsc vivarium-alice.service "--runtime=runsc" "--pids-limit=1536"
 
 # With the egress proxy: its address on alice's network, from Podman.
 vp_start || exit 1

@@ -150,7 +150,30 @@ test_user(void **state)
 	    "--stop-timeout=7\n"));
 	assert_non_null(strstr(s, "\nEnvironment=\"VIVARIUM_SOCKET="
 	    "/run/vivarium/agent.sock\"\nEnvironment=\"VIVARIUM_PORT=off\"\n"));
+	assert_non_null(strstr(s, "\n# The runtime: Podman's default\n"));
+	assert_null(strstr(s, "--runtime"));
 	free(s);
+	/* Under gVisor: its runtime, and the pids limit the spec scales. */
+	{
+		struct conf	*c = conf(NULL);
+		json_t		*spec;
+		char		 want[64];
+
+		c->runsc = 1;
+		assert_int_equal(render_user(c, p, "alice", "templates", out),
+		    0);
+		spec = sandbox_container_spec(c, "alice", NULL,
+		    &(struct sandbox_host){ 0 });
+		snprintf(want, sizeof(want), "--pids-limit=%lld\n",
+		    (long long)json_integer_value(json_object_get(json_object_get(
+		    json_object_get(spec, "resource_limits"), "pids"), "limit")));
+		json_decref(spec);
+		assert_string_not_equal(want, "--pids-limit=128\n");
+		s = slurp("vivarium-alice.container");
+		assert_non_null(strstr(s, want));
+		assert_non_null(strstr(s, "\nPodmanArgs=--runtime=runsc\n"));
+		free(s);
+	}
 	/* sandbox.env: one line each, quoted as systemd unquotes, before ours. */
 	{
 		struct conf	*c = conf(NULL);
@@ -295,7 +318,7 @@ test_same_as_spec(void **state)
 	    { S("MSG"), S("say \"hi\" 50% a\\b") },
 	    { S("VIVARIUM_PORT"), S("8000") } };
 	char		 hex[LINK_KEY_HEX + 1], *s;
-	json_t		*have, *want, *links, *spec;
+	json_t		*have, *have2, *want, *links, *spec;
 	const char	*k;
 	void		*tmp;
 	json_t		*v;
@@ -336,6 +359,24 @@ test_same_as_spec(void **state)
 		spec = sandbox_network_spec(c, "alice", "true");
 		have = unit_pairs(s, "Label=");
 		assert_same_pairs(have, json_object_get(spec, "labels"));
+		/* The same bridge name. */
+		have2 = unit_pairs(s, "PodmanArgs=--");
+		assert_string_equal(json_string_value(json_object_get(have2,
+		    "interface-name")), json_string_value(json_object_get(spec,
+		    "network_interface")));
+		json_decref(have2);
+		json_decref(have);
+		json_decref(spec);
+		free(s);
+		/* The workspace volume's name and labels. */
+		s = slurp("vivarium-alice-workspace.volume");
+		spec = sandbox_volume_spec("alice", &nohost);
+		have = unit_pairs(s, "Label=");
+		assert_same_pairs(have, json_object_get(spec, "Labels"));
+		assert_string_equal(json_string_value(json_object_get(spec,
+		    "Name")), "vivarium-alice-workspace");
+		assert_non_null(strstr(s,
+		    "\nVolumeName=vivarium-alice-workspace\n"));
 		json_decref(have);
 		json_decref(spec);
 		free(s);
