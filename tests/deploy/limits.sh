@@ -5,7 +5,7 @@
 # `vivariumctl status` says so too; with rootful Podman they say nothing.
 # The same for workspace quotas and per-sandbox host ids, which rootless
 # Podman cannot give at all.
-# Podman is the stand-in tests/deploy/fake_podman.py: these host facts
+# Podman is the stand-in tests/deploy/fake_podman.mjs: these host facts
 # cannot be changed on the test machine.
 set -u
 cd "$(dirname "$0")/../.."
@@ -19,7 +19,7 @@ trap '[ -z "$fp" ] || kill $fp 2>/dev/null; rm -rf "$D"' EXIT
 # against a fake Podman with those facts, in $D/NAME.status / NAME.log.
 probe() {
 	rm -f "$D/p.sock"
-	python3 tests/deploy/fake_podman.py "$D/p.sock" "$2" "$3" "$4" &
+	node tests/deploy/fake_podman.mjs "$D/p.sock" "$2" "$3" "$4" &
 	fp=$!
 	i=0; until [ -S "$D/p.sock" ] || [ $i -ge 50 ]; do i=$((i + 1)); sleep 0.1; done
 	printf 'token: 0123456789abcdef0123\nstate_dir: %s/state\npodman:\n  socket: %s/p.sock\nlisten: 127.0.0.1:%s\n' \

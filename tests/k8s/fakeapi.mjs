@@ -1,4 +1,9 @@
 // fakeapi.mjs: a small Kubernetes API server and kubelet for the tests.
+// A fake because the test machines have no cluster, and a real one would
+// not refuse, fail, cut a watch or go away when a test asks it to; this one
+// does, and checks every object it is sent against the schemas.  Its HTTP
+// plumbing (TLS, routing, the request log, fault rules, down and up) is
+// tests/lib/fakeserver.mjs.
 //
 //   const api = await startFakeApi({ namespace: 'vivarium' });
 //   api.url, api.token, api.caFile, api.kubeconfig   (a kubeconfig file for it)
@@ -74,13 +79,13 @@
 //   spec changed.
 // - /version: major, minor, gitVersion, gitCommit, gitTreeState, buildDate,
 //   goVersion, compiler, platform (k8s.io/apimachinery pkg/version Info).
-import https from 'node:https';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, appendFileSync, rmSync, chownSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { validate } from './validate.mjs';
+import { startFakeServer } from '../lib/fakeserver.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const clone = (o) => structuredClone(o);
@@ -220,9 +225,7 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
   let floor = rv;			// the oldest resourceVersion a watch may start from
   const events = [];		// { rv, resource, type, object }
   const watchers = new Set();	// { resource, match, res }
-  const faults = [];
-  const requests = [], invalidObjs = [], unexpected = [], rbacDenied = [];
-  const sockets = new Set();
+  const invalidObjs = [], unexpected = [], rbacDenied = [];
   const user = `system:serviceaccount:${namespace}:${serviceAccount}`;
   const say = (...a) => { if (log) console.error('[fakeapi]', ...a); };
 
@@ -253,19 +256,12 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
 
   // Fault injection: the first matching rule answers instead of the API.
   function fault(verb, resource, name) {
-    for (const f of faults) {
-      if (f.times <= 0) continue;
-      if (f.verb && f.verb !== verb) continue;
-      if (f.resource && f.resource !== resource) continue;
-      if (f.name && f.name !== name) continue;
-      f.times--;
-      f.hits++;
-      if (f.status === 403) return forbidden(resource, name, verb, namespace, user);
-      if (f.status === 500) return internal(f.message || 'injected fault');
-      if (f.status === 'drop' || f.status === 'cut' || f.status === 410) return f.status;
-      return status(f.status, f.reason || 'InternalError', f.message || 'injected fault');
-    }
-    return null;
+    const f = srv.fault({ verb, resource, name });
+    if (!f) return null;
+    if (f.status === 403) return forbidden(resource, name, verb, namespace, user);
+    if (f.status === 500) return internal(f.message || 'injected fault');
+    if (f.status === 'drop' || f.status === 'cut' || f.status === 410) return f.status;
+    return status(f.status, f.reason || 'InternalError', f.message || 'injected fault');
   }
 
   // ------------------------------------------------ defaults the API server fills in
@@ -304,40 +300,34 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
   }
 
   // ------------------------------------------------ request handling
-  function send(res, code, body, rec) {
-    rec.status = code;
-    rec.reply = body;
-    const b = JSON.stringify(body);
-    res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(b),
-      'Audit-Id': randomUUID(), 'Cache-Control': 'no-cache, private' });
-    res.end(b);
+  // Every request: who sent it, and the token checked before anything.
+  function authenticate(c) {
+    const { req, rec } = c;
+    Object.assign(rec, { authorization: req.headers.authorization, userAgent: req.headers['user-agent'] });
+    if (req.headers.authorization !== `Bearer ${api.token}`) c.reply(401, unauthorized());
   }
 
-  async function handle(req, res) {
-    const u = new URL(req.url, 'https://x');
-    const chunks = [];
-    for await (const c of req) chunks.push(c);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    const rec = { time: Date.now(), method: req.method, path: u.pathname, query: Object.fromEntries(u.searchParams),
-      authorization: req.headers.authorization, userAgent: req.headers['user-agent'], rawBody: raw, body: null };
-    try { rec.body = raw ? JSON.parse(raw) : null; } catch { rec.body = undefined; }
-    requests.push(rec);
-    if (req.headers.authorization !== `Bearer ${api.token}`) return send(res, 401, unauthorized(), rec);
+  function version(c) {
+    c.rec.verb = 'version';
+    const f = fault('version');
+    if (f === 'drop') return c.drop();
+    if (f) return c.reply(f.code, f);
+    return c.reply(200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fake', ...api.version, gitCommit: '0000000000000000000000000000000000000000',
+      gitTreeState: 'clean', buildDate: '2024-08-13T07:28:49Z', goVersion: 'go1.22.5', compiler: 'gc', platform: 'linux/amd64' });
+  }
 
-    if (u.pathname === '/version' && req.method === 'GET') {
-      rec.verb = 'version';
-      const f = fault('version');
-      if (f === 'drop') return req.socket.destroy();
-      if (f) return send(res, f.code, f, rec);
-      return send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fake', ...api.version, gitCommit: '0000000000000000000000000000000000000000',
-        gitTreeState: 'clean', buildDate: '2024-08-13T07:28:49Z', goVersion: 'go1.22.5', compiler: 'gc', platform: 'linux/amd64' }, rec);
-    }
-    const m = /^(\/api\/v1|\/apis\/networking\.k8s\.io\/v1)\/namespaces\/([^/]+)\/([a-z]+)(?:\/([^/]+))?$/.exec(u.pathname);
-    const resource = m?.[3];
-    if (!m || !RESOURCES[resource] || RESOURCES[resource].prefix !== m[1]) {
-      unexpected.push(rec);
-      return send(res, 404, pathNotFound(), rec);
-    }
+  // A path outside the contract.
+  function elsewhere(c) {
+    unexpected.push(c.rec);
+    return c.reply(404, pathNotFound());
+  }
+
+  // /api/v1 and /apis/networking.k8s.io/v1: PREFIX/namespaces/NS/RESOURCE[/NAME].
+  const resourcePath = /^(\/api\/v1|\/apis\/networking\.k8s\.io\/v1)\/namespaces\/([^/]+)\/([a-z]+)(?:\/([^/]+))?$/;
+  function handle(c) {
+    const { req, url: u, rec, params: m } = c;
+    const resource = m[3];
+    if (!RESOURCES[resource] || RESOURCES[resource].prefix !== m[1]) return elsewhere(c);
     const ns = m[2], name = m[4] ? decodeURIComponent(m[4]) : undefined;
     const watch = ['1', 'true'].includes(u.searchParams.get('watch'));
     const verb = req.method === 'POST' && !name ? 'create'
@@ -347,38 +337,38 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
     Object.assign(rec, { verb, resource, name, namespace: ns });
     if (!verb) {
       unexpected.push(rec);
-      return send(res, 405, status(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`, {}), rec);
+      return c.reply(405, status(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`, {}));
     }
     // The supervisor's Role is in its own namespace only.
-    if (ns !== namespace) return send(res, 403, forbidden(resource, name, verb, ns, user), rec);
+    if (ns !== namespace) return c.reply(403, forbidden(resource, name, verb, ns, user));
     if (rbac && !allowedBy(rbac, verb, resource, name)) {
       rbacDenied.push(rec);
-      return send(res, 403, forbidden(resource, name, verb, ns, user), rec);
+      return c.reply(403, forbidden(resource, name, verb, ns, user));
     }
     const f = fault(verb, resource, name);
-    if (f === 'drop') { req.socket.destroy(); return; }
-    if ((f === 'cut' || f === 410) && verb === 'watch') return startWatch(req, res, u, resource, rec, f);
-    if (f === 'cut' || f === 410) return send(res, 500, internal('a watch fault on a request that is not a watch'), rec);
-    if (f) return send(res, f.code, f, rec);
+    if (f === 'drop') return c.drop();
+    if ((f === 'cut' || f === 410) && verb === 'watch') return startWatch(c, resource, f);
+    if (f === 'cut' || f === 410) return c.reply(500, internal('a watch fault on a request that is not a watch'));
+    if (f) return c.reply(f.code, f);
 
     const R = RESOURCES[resource];
     const st = store[resource];
     switch (verb) {
     case 'get': {
       const o = st.get(name);
-      return o ? send(res, 200, o, rec) : send(res, 404, notFound(resource, name), rec);
+      return o ? c.reply(200, o) : c.reply(404, notFound(resource, name));
     }
     case 'list': {
       let lsel, fsel;
       try {
         lsel = parseLabelSelector(u.searchParams.get('labelSelector'));
         fsel = parseFieldSelector(u.searchParams.get('fieldSelector'));
-      } catch (e) { return send(res, 400, status(400, 'BadRequest', e.message), rec); }
+      } catch (e) { return c.reply(400, status(400, 'BadRequest', e.message)); }
       let items = [...st.values()].filter((o) => lsel(o.metadata.labels) && fsel(o)).map((o) => {
-        const c = clone(o);
-        delete c.kind;
-        delete c.apiVersion;
-        return c;
+        const item = clone(o);
+        delete item.kind;
+        delete item.apiVersion;
+        return item;
       });
       // Paging: limit, and an opaque continue token for the rest (ours is
       // base64 of the offset; a client must only pass it back).
@@ -391,20 +381,20 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
         meta.remainingItemCount = items.length - limit;
         items = items.slice(0, limit);
       }
-      return send(res, 200, { kind: `${R.kind}List`, apiVersion: R.apiVersion, metadata: meta, items }, rec);
+      return c.reply(200, { kind: `${R.kind}List`, apiVersion: R.apiVersion, metadata: meta, items });
     }
     case 'watch':
-      return startWatch(req, res, u, resource, rec);
+      return startWatch(c, resource);
     case 'create': {
       const o = rec.body;
       const bad = badBody(o, R, ns);
-      if (bad) return send(res, bad.code, bad, rec);
+      if (bad) return c.reply(bad.code, bad);
       const errs = validate(o);
       if (errs.length) {
         invalidObjs.push({ object: o, errors: errs });
-        return send(res, 422, invalid(R.kind, o.metadata?.name, errs), rec);
+        return c.reply(422, invalid(R.kind, o.metadata?.name, errs));
       }
-      if (st.has(o.metadata.name)) return send(res, 409, alreadyExists(resource, o.metadata.name), rec);
+      if (st.has(o.metadata.name)) return c.reply(409, alreadyExists(resource, o.metadata.name));
       const obj = clone(o);
       Object.assign(obj.metadata, { namespace: ns, uid: randomUUID(), creationTimestamp: now(),
         managedFields: [{ manager: (rec.userAgent || 'unknown').split('/')[0], operation: 'Update', apiVersion: R.apiVersion,
@@ -423,7 +413,7 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
       bump(obj);
       st.set(obj.metadata.name, obj);
       emit(resource, 'ADDED', obj);
-      send(res, 201, obj, rec);
+      c.reply(201, obj);
       if (api.afterCreate) api.afterCreate(resource, clone(obj));
       if (resource === 'persistentvolumeclaims') setTimeout(() => bindPvc(obj.metadata.name), 20);
       if (resource === 'pods') api.kubelet.created(obj.metadata.name);
@@ -432,19 +422,19 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
     case 'update': {
       const o = rec.body;
       const bad = badBody(o, R, ns);
-      if (bad) return send(res, bad.code, bad, rec);
+      if (bad) return c.reply(bad.code, bad);
       if (o.metadata?.name !== name)
-        return send(res, 400, status(400, 'BadRequest', `the name of the object (${o.metadata?.name}) does not match the name on the URL (${name})`), rec);
+        return c.reply(400, status(400, 'BadRequest', `the name of the object (${o.metadata?.name}) does not match the name on the URL (${name})`));
       const cur = st.get(name);
-      if (!cur) return send(res, 404, notFound(resource, name), rec);
+      if (!cur) return c.reply(404, notFound(resource, name));
       if (!o.metadata.resourceVersion)
-        return send(res, 422, invalid(R.kind, name, ['/metadata/resourceVersion: Invalid value: 0x0: must be specified for an update']), rec);
+        return c.reply(422, invalid(R.kind, name, ['/metadata/resourceVersion: Invalid value: 0x0: must be specified for an update']));
       if (o.metadata.resourceVersion !== cur.metadata.resourceVersion)
-        return send(res, 409, conflict(resource, name), rec);
+        return c.reply(409, conflict(resource, name));
       const errs = validate(o);
       if (errs.length) {
         invalidObjs.push({ object: o, errors: errs });
-        return send(res, 422, invalid(R.kind, name, errs), rec);
+        return c.reply(422, invalid(R.kind, name, errs));
       }
       const specChanged = JSON.stringify(o.spec) !== JSON.stringify(cur.spec);
       const obj = modify(resource, name, (x) => {
@@ -454,14 +444,14 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
         Object.assign(x, clone(o));
         Object.assign(x.metadata, keep);
       });
-      return send(res, 200, obj, rec);
+      return c.reply(200, obj);
     }
     case 'delete': {
       const o = st.get(name);
-      if (!o) return send(res, 404, notFound(resource, name), rec);
+      if (!o) return c.reply(404, notFound(resource, name));
       if (resource === 'networkpolicies') {
         remove(resource, name);
-        return send(res, 200, status(200, undefined, undefined, { ...det(resource, name), uid: o.metadata.uid }), rec);
+        return c.reply(200, status(200, undefined, undefined, { ...det(resource, name), uid: o.metadata.uid }));
       }
       let reply = o;
       if (!o.metadata.deletionTimestamp) {
@@ -475,7 +465,7 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
         if (resource === 'pods') api.kubelet.deleted(name, grace);
         else setImmediate(pvcReleased);
       }
-      return send(res, 200, st.get(name) || reply, rec);
+      return c.reply(200, st.get(name) || reply);
     }
     default:
     }
@@ -502,12 +492,13 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
   // fault: 'cut' (the connection is reset 150 ms into the stream, as when
   // an API server restarts or a load balancer drops it) or 410 (the
   // resourceVersion is too old, whatever it is).
-  function startWatch(req, res, u, resource, rec, fault) {
+  function startWatch(c, resource, fault) {
+    const { res, url: u, rec } = c;
     let lsel, fsel;
     try {
       lsel = parseLabelSelector(u.searchParams.get('labelSelector'));
       fsel = parseFieldSelector(u.searchParams.get('fieldSelector'));
-    } catch (e) { return send(res, 400, status(400, 'BadRequest', e.message), rec); }
+    } catch (e) { return c.reply(400, status(400, 'BadRequest', e.message)); }
     const match = (o) => lsel(o.metadata.labels) && fsel(o);
     const rvq = u.searchParams.get('resourceVersion');
     const timeout = Number(u.searchParams.get('timeoutSeconds') || 1800);
@@ -556,39 +547,36 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
     watchers.add(w);
   }
 
-  // ------------------------------------------------ listening, up and down
-  const server = https.createServer({ key: readFileSync(certs.key), cert: readFileSync(certs.cert) }, (req, res) => {
-    handle(req, res).catch((e) => { say('handler error', e); try { res.destroy(); } catch { /* gone */ } });
+  // ------------------------------------------------ listening (tests/lib/fakeserver.mjs)
+  const srv = await startFakeServer({
+    tls: { key: readFileSync(certs.key), cert: readFileSync(certs.cert) },
+    before: authenticate,
+    routes: [['GET', '/version', version], ['*', resourcePath, handle]],
+    fallback: elsewhere,
+    headers: () => ({ 'Audit-Id': randomUUID(), 'Cache-Control': 'no-cache, private' }),
+    faultKeys: ['verb', 'resource', 'name'],
+    log: say,
   });
-  server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
-  server.on('tlsClientError', (e) => { api.tlsErrors.push(e.message); });
-  const listen = (port) => new Promise((res, rej) => {
-    server.once('error', rej);
-    server.listen(port, '127.0.0.1', () => { server.off('error', rej); res(server.address().port); });
-  });
-  const port = await listen(0);
 
-  const url = `https://127.0.0.1:${port}`;
+  const { url, port } = srv;
   const api = {
     url, port, token, namespace, dir, caFile: certs.ca, caPem: readFileSync(certs.ca, 'utf8'),
-    requests, invalid: invalidObjs, unexpected, rbacDenied, tlsErrors: [], faults,
+    requests: srv.requests, invalid: invalidObjs, unexpected, rbacDenied, tlsErrors: srv.tlsErrors, faults: srv.faults,
     get resourceVersion() { return rv; },
     objects: (resource) => [...store[resource].values()].map(clone),
     get: (resource, name) => (store[resource].has(name) ? clone(store[resource].get(name)) : null),
     pod: (name) => api.get('pods', name),
     // Adds a rule; returns it (rule.hits counts its answers).
     inject({ verb, resource, name, status: code = 500, times = Infinity, reason, message }) {
-      const f = { verb, resource, name, status: code, times, reason, message, hits: 0 };
-      faults.push(f);
-      return f;
+      return srv.inject({ verb, resource, name, status: code, times, reason, message });
     },
-    clearFaults() { faults.length = 0; },
+    clearFaults() { srv.clearFaults(); },
     async down() {
       for (const w of watchers) w.res.destroy();
       watchers.clear();
-      await new Promise((r) => { server.close(() => r()); for (const s of sockets) s.destroy(); });
+      await srv.down();
     },
-    async up() { await listen(port); },
+    async up() { await srv.up(); },
     dropWatches() { for (const w of [...watchers]) { watchers.delete(w); w.res.socket?.destroy(); } },
     get openWatches() { return watchers.size; },
     // Older resourceVersions are gone: a watch from before now gets 410
@@ -628,12 +616,12 @@ export async function startFakeApi({ namespace = 'vivarium', token = randomBytes
       return path;
     },
     // Requests of one verb (and resource).
-    calls(verb, resource) { return requests.filter((r) => r.verb === verb && (!resource || r.resource === resource)); },
+    calls(verb, resource) { return srv.requests.filter((r) => r.verb === verb && (!resource || r.resource === resource)); },
     async close() {
       // VIVARIUM_K8S_DUMP=FILE: every request of the run, one JSON a line
       // (the token left out), to see what the backend really sends.
       if (process.env.VIVARIUM_K8S_DUMP) {
-        appendFileSync(process.env.VIVARIUM_K8S_DUMP, requests.map((r) => JSON.stringify({ ...r,
+        appendFileSync(process.env.VIVARIUM_K8S_DUMP, srv.requests.map((r) => JSON.stringify({ ...r,
           authorization: r.authorization === `Bearer ${api.token}` ? 'Bearer <token>' : r.authorization ? 'Bearer <other>' : undefined,
           rawBody: undefined })).join('\n') + '\n');
       }
