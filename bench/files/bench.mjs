@@ -21,8 +21,10 @@ import { rmSync, mkdtempSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { callTool, freePort } from '../../tests/e2e/harness.mjs';
+import { IMAGE } from '../../tests/supervisor/lib.mjs';
 import {
-  supervisorTarget, bigFile, freeBytes, fileSha, memWatch, mb, curl, sh, callTool, MiB, IMAGE, freePort,
+  supervisorTarget, bigFile, freeBytes, fileSha, memWatch, mb, curl, sh, MiB,
 } from '../../tests/files/lib.mjs';
 
 const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';

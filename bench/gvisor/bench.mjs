@@ -11,8 +11,9 @@
 // user namespace per sandbox); runsc with runtime: runsc, uid_base: 0.
 // VIVARIUM_BENCH_SHORT=1 (the short mode make test runs): one of each.
 import { join } from 'node:path';
+import { repoRoot, runPython } from '../../tests/e2e/harness.mjs';
 import {
-  TAG, user, startPodman, stateDir, startSupervisor, cleanup, imagePresent, IMAGE, repoRoot, runPython,
+  TAG, user, startPodman, stateDir, startSupervisor, cleanup, imagePresent, IMAGE,
 } from '../../tests/supervisor/lib.mjs';
 
 const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';

@@ -27,10 +27,12 @@
 // byte pipe: well under a millisecond per call, charged to the supervisor).
 import { createServer, connect } from 'node:net';
 import { chmodSync, rmSync, statSync } from 'node:fs';
-import { Agent, fetch as ufetch } from '../../tests/e2e/node_modules/undici/index.js';
+import { undici, sleep } from '../../tests/e2e/harness.mjs';
 import {
-  TAG, user, sleep, startPodman, stateDir, startSupervisor, cleanup, imagePresent, IMAGE, TOKEN,
+  TAG, user, startPodman, stateDir, startSupervisor, cleanup, imagePresent, IMAGE, TOKEN,
 } from '../../tests/supervisor/lib.mjs';
+
+const { Agent, fetch: ufetch } = undici;
 
 const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
 const size = (name, full, short) => Number(process.env[name] || (SHORT ? short : full));

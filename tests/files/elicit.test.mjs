@@ -9,17 +9,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { agentTarget, supervisorTarget, launchBrowser, callTool, splitLink } from './lib.mjs';
-import { repoRoot } from '../e2e/harness.mjs';
+import {
+  callTool, Client, StreamableHTTPClientTransport, ErrorCode, ElicitRequestSchema,
+  Client2026, Transport2026,
+} from '../e2e/harness.mjs';
 import { TOKEN } from '../supervisor/lib.mjs';
-
-const sdk = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm');
-const { Client } = await import(join(sdk, 'client/index.js'));
-const { StreamableHTTPClientTransport } = await import(join(sdk, 'client/streamableHttp.js'));
-const { ErrorCode, ElicitRequestSchema } = await import(join(sdk, 'types.js'));
-
-const v2 = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/client/dist/index.mjs');
-const { Client: Client2026, StreamableHTTPClientTransport: Transport2026 } = await import(v2);
+import { agentTarget, supervisorTarget, launchBrowser, splitLink } from './lib.mjs';
 
 const withSupervisor = process.env.VIVARIUM_ELICIT_SUPERVISOR !== '0';
 let br, agent, sv;

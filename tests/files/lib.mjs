@@ -3,22 +3,21 @@
 // and taken apart the way common/link.h describes them, multipart bodies
 // written by hand (for names no browser would send), memory readings from
 // /proc, and the two places links are served: the standalone agent on TCP
-// and the supervisor in front of real Podman sandboxes.
+// and the supervisor in front of real Podman sandboxes.  The basics are
+// tests/e2e/harness.mjs's, the Podman ones tests/supervisor/lib.mjs's.
 import { spawn, execFileSync } from 'node:child_process';
 import { createHmac, createHash, randomBytes } from 'node:crypto';
 import {
   mkdtempSync, rmSync, readFileSync, readdirSync, lstatSync, openSync, writeSync, closeSync,
-  existsSync, statfsSync, writeFileSync,
+  statfsSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { startAgent, textOf, repoRoot } from '../e2e/harness.mjs';
+import { startAgent, replyOf, repoRoot, freePort } from '../e2e/harness.mjs';
 import {
-  TAG, user, vp, sleep, startPodman, stateDir, startSupervisor, cleanup, imagePresent, IMAGE, freePort,
+  TAG, user, vp, startPodman, stateDir, startSupervisor, cleanup, imagePresent, IMAGE,
 } from '../supervisor/lib.mjs';
-
-export { TAG, user, vp, sleep, IMAGE, textOf, freePort };
 
 export const CHROMIUM = process.env.VIVARIUM_CHROMIUM || '/usr/bin/chromium';
 export const KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
@@ -125,11 +124,7 @@ export function multipart(files, boundary = `----vivarium${randomBytes(8).toStri
 // POST files to an upload URL, asking for the JSON answer.
 export async function upload(url, files, { accept = 'application/json' } = {}) {
   const { body, contentType } = multipart(files);
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType, accept }, body });
-  const text = await res.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* an HTML page */ }
-  return { status: res.status, headers: res.headers, text, json };
+  return replyOf(await fetch(url, { method: 'POST', headers: { 'content-type': contentType, accept }, body }));
 }
 
 export async function get(url, init = {}) {
@@ -138,11 +133,11 @@ export async function get(url, init = {}) {
   return { status: res.status, headers: res.headers, body, text: body.toString('utf8') };
 }
 
-// A curl run in the background (its output to a file or a pipe of ours);
-// resolves with { code, stdout, stderr }.
-export function curl(args, { input } = {}) {
+// A program run in the background, off node's thread; resolves with
+// { code, stdout, stderr }.
+function background(cmd, args) {
   return new Promise((res) => {
-    const p = spawn('curl', ['-sS', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '', err = '';
     p.stdout.on('data', (d) => { out += d; });
     p.stderr.on('data', (d) => { err += d; });
@@ -150,17 +145,11 @@ export function curl(args, { input } = {}) {
   });
 }
 
-// A bash pipeline (pipefail) in the background; resolves with
-// { code, stdout, stderr }.
-export function sh(script) {
-  return new Promise((res) => {
-    const p = spawn('bash', ['-o', 'pipefail', '-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
-    p.stdout.on('data', (d) => { out += d; });
-    p.stderr.on('data', (d) => { err += d; });
-    p.on('exit', (code) => res({ code, stdout: out, stderr: err }));
-  });
-}
+// curl, its output to a file or a pipe of ours.
+export const curl = (args) => background('curl', ['-sS', ...args]);
+
+// A bash pipeline (pipefail).
+export const sh = (script) => background('bash', ['-o', 'pipefail', '-c', script]);
 
 // ---------------------------------------------------------------- files
 
@@ -307,12 +296,6 @@ export function containerLogs(name) {
 //   user key links are signed with), logs() (stderr so far), pids(u)
 //   ({ supervisor?, agent } host pids), stop().
 
-async function callTool(client, name, args = {}) {
-  const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 120000 });
-  return { ...r, text: textOf(r) };
-}
-export { callTool };
-
 // The standalone agent on TCP with a fresh workspace (or a given one).
 // Its user is "local"; its key file the default, <workdir>/.vivarium/link.key.
 export async function agentTarget({ env = {}, workspace = null, leftDirs = [], port = 0 } = {}) {
@@ -396,5 +379,3 @@ export async function supervisorTarget({ extra = '', podman = null, state = null
   };
   return t;
 }
-
-export { existsSync, readFileSync, writeFileSync, rmSync, mkdtempSync, join, tmpdir, randomBytes, execFileSync };

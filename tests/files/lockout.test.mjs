@@ -19,11 +19,12 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import http from 'node:http';
-import {
-  supervisorTarget, mint, now, sleep, MiB, bigFile, curl, fileSha, callTool,
-  mkdtempSync, rmSync, join, tmpdir, existsSync,
-} from './lib.mjs';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sleep, callTool } from '../e2e/harness.mjs';
 import { TOKEN } from '../supervisor/lib.mjs';
+import { supervisorTarget, mint, now, MiB, bigFile, curl, fileSha } from './lib.mjs';
 
 const WINDOW = 30;			// links.rate_grace below
 const conf = (perAddress, linkPerAddress) => [

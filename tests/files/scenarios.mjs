@@ -7,25 +7,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { existsSync, readFileSync, writeFileSync, rmSync, mkdtempSync, statSync, readdirSync } from 'node:fs';
+import { callTool, runPython, sleep, until } from '../e2e/harness.mjs';
 import {
-  launchBrowser, download, mint, parseToken, splitLink, now, upload, get, multipart, listTree,
-  sha256, callTool, curl, sh, bigFile, freeBytes, fileSha, memWatch, mb, sleep, GiB, MiB, readMasterKey, userKey,
-  existsSync, readFileSync, writeFileSync, rmSync, mkdtempSync, join, tmpdir, randomBytes,
+  download, mint, parseToken, splitLink, now, upload, get, multipart, listTree,
+  sha256, curl, sh, bigFile, freeBytes, fileSha, memWatch, mb, GiB, MiB, readMasterKey, userKey,
 } from './lib.mjs';
-import { dirname } from 'node:path';
-import { statSync, readdirSync } from 'node:fs';
 
-export const runPython = async (c, code) => callTool(c, 'run_python', { code });
-
-// Polls fn until it returns a truthy value or ms pass; returns the value.
-async function until(fn, ms = 10000, every = 50) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v || Date.now() > end) return v;
-    await sleep(every);
-  }
-}
+// Polls fn for up to ms; the caller asserts on what comes back.
+const poll = (fn, ms = 10000) => until(fn, { ms, soft: true });
 
 // Links made by the tools, each checked for the shape the tools promise.
 export async function shareFile(c, path, args = {}) {
@@ -83,9 +76,9 @@ export function browserScenarios(env) {
       assert.ok(await page.locator('input[type=file][name=file][multiple]').count(), 'a file field taking several files');
       await chooseAndSend(page, { name: 'bank.csv', mimeType: 'text/csv', buffer: data });
       const saved = join(t.ws(u), 'bank.csv');
-      assert.ok(await until(() => existsSync(saved) && readFileSync(saved).equals(data)),
+      assert.ok(await poll(() => existsSync(saved) && readFileSync(saved).equals(data)),
         `bank.csv did not arrive intact in the workspace (${saved})`);
-      assert.ok(await until(() => page.evaluate(() => document.body.innerText).then((s) => /bank\.csv/.test(s))),
+      assert.ok(await poll(() => page.evaluate(() => document.body.innerText).then((s) => /bank\.csv/.test(s))),
         'the page lists bank.csv');
     } finally { await ctx.close(); }
 
@@ -114,7 +107,7 @@ export function browserScenarios(env) {
         await route.continue();
       });
       await chooseAndSend(page, { name: `${stem}.csv`, mimeType: 'text/csv', buffer: Buffer.from('a\n1\n') });
-      assert.ok(await until(() => page.evaluate(() => document.body.innerText).then((s) => s.includes('.csv'))),
+      assert.ok(await poll(() => page.evaluate(() => document.body.innerText).then((s) => s.includes('.csv'))),
         'the page shows the upload');
       await sleep(1500);	// a second POST, if one was sent, has landed too
       const copies = readdirSync(t.ws(u)).filter((n) => n.startsWith(stem));
@@ -276,7 +269,7 @@ print(os.path.getsize('chart.png'), os.path.getsize('table.csv'))`);
         'the page has an upload form');
       // Which works: a file chosen there arrives and is listed.
       await chooseAndSend(page, { name: 'from-ws-page.txt', mimeType: 'text/plain', buffer: Buffer.from('via the workspace page') });
-      assert.ok(await until(() => existsSync(join(t.ws(u), 'from-ws-page.txt'))), 'the workspace page upload arrived');
+      assert.ok(await poll(() => existsSync(join(t.ws(u), 'from-ws-page.txt'))), 'the workspace page upload arrived');
       assert.equal(readFileSync(join(t.ws(u), 'from-ws-page.txt'), 'utf8'), 'via the workspace page');
       // Read and upload only: nothing that deletes.
       assert.doesNotMatch(await page.content(), /method=["']?(delete|put)/i);
@@ -555,7 +548,7 @@ os.makedirs('adir', exist_ok=True)`);
     });
     // Once the server has seen the close, nothing of it is left: not the
     // file, and no temporary file in the workspace or in .vivarium.
-    const clean = await until(() => {
+    const clean = await poll(() => {
       const now_ = listTree(ws);
       return JSON.stringify(now_) === JSON.stringify(before);
     }, 5000);

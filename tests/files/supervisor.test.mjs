@@ -2,15 +2,17 @@
 // image, two users.  Run by `make test-files` (tests/files/run.sh).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { sleep, runPython } from '../e2e/harness.mjs';
+import { startSupervisor, TAG, user } from '../supervisor/lib.mjs';
 import {
   supervisorTarget, launchBrowser, mint, parseToken, splitLink, get, upload, hmac, readMasterKey,
-  randomBytes, existsSync, join, MiB, TAG, user, userKey, now, sleep, rmSync, multipart, listTree,
-  freeBytes, mb,
+  MiB, userKey, now, multipart, listTree, freeBytes, mb,
 } from './lib.mjs';
-import { startSupervisor } from '../supervisor/lib.mjs';
 import {
-  browserScenarios, badInputScenarios, capScenario, bigScenarios, keyScenarios, runPython, shareFile, uploadLink, workspaceLink,
+  browserScenarios, badInputScenarios, capScenario, bigScenarios, keyScenarios, shareFile, uploadLink, workspaceLink,
 } from './scenarios.mjs';
 
 let t, br;

@@ -7,9 +7,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { repoRoot, runPython } from '../e2e/harness.mjs';
 import {
-  TAG, IMAGE, repoRoot, user, vp, sleep, startPodman, stateDir, startSupervisor,
-  runPython, cleanup, imagePresent, assertIsolated, vpTry, standInProxy,
+  TAG, IMAGE, user, vp, vpTry, startPodman, stateDir, startSupervisor,
+  cleanup, imagePresent, assertIsolated, standInProxy,
 } from '../supervisor/lib.mjs';
 
 // startPodman's shell reads VP_RUNTIME (tests/lib/podman.sh).

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { startStack } from './stack.mjs';
-import { runPython, until, assertClean } from './lib.mjs';
+import { until } from '../e2e/harness.mjs';
+import { runPython, assertClean } from './lib.mjs';
 import { kube } from './kclient.mjs';
 import * as f from './fixtures/objects.mjs';
 

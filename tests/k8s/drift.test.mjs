@@ -7,9 +7,9 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, NS } from './stack.mjs';
-import { runPython, assertClean, withReport, until } from './lib.mjs';
+import { until, freePort } from '../e2e/harness.mjs';
+import { runPython, assertClean, withReport } from './lib.mjs';
 import { kube } from './kclient.mjs';
-import { freePort } from '../supervisor/lib.mjs';
 
 const NPP = `/apis/networking.k8s.io/v1/namespaces/${NS}/networkpolicies`;
 const SUP = 'app.kubernetes.io/name=vivarium-supervisor';

@@ -7,8 +7,8 @@ import https from 'node:https';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { kube } from './kclient.mjs';
-import { startApi, until, agentClient, runPython, sleep } from './lib.mjs';
-import { freePort } from '../supervisor/lib.mjs';
+import { until, sleep, freePort, connectClient } from '../e2e/harness.mjs';
+import { startApi, runPython } from './lib.mjs';
 import { parseLabelSelector, parseFieldSelector, allowedBy } from './fakeapi.mjs';
 import * as f from './fixtures/objects.mjs';
 
@@ -178,7 +178,8 @@ test('the kubelet runs a Pod as a real agent on its own address; the workspace o
   assert.notEqual(pod.status.podIP, '127.0.0.1');
   // The agent answers on the Pod's address and port, and has the Pod's env.
   const url = `http://${pod.status.podIP}:${port}/mcp`;
-  const c = await agentClient(url, { Authorization: `Bearer ${secret}` });
+  const auth = { headers: { Authorization: `Bearer ${secret}` }, name: 'vivarium-k8s-test' };
+  const c = await connectClient(url, auth);
   let r = await runPython(c, `import os
 open('keep.txt', 'w').write('kept')
 print(os.environ.get('FROM_POD'), os.getcwd() == os.environ.get('VIVARIUM_WORKDIR'), os.getuid())`);
@@ -202,7 +203,7 @@ print(os.environ.get('FROM_POD'), os.getcwd() == os.environ.get('VIVARIUM_WORKDI
   await k.req('POST', `${P}/pods`, f.pod('cat', { uid: 100007, secret, agentPort: port }));
   const again = await until(() => api.pod('vivarium-cat')?.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') && api.pod('vivarium-cat'), { what: 'the new Pod Ready' });
   assert.notEqual(again.status.podIP, pod.status.podIP);
-  const c2 = await agentClient(`http://${again.status.podIP}:${port}/mcp`, { Authorization: `Bearer ${secret}` });
+  const c2 = await connectClient(`http://${again.status.podIP}:${port}/mcp`, auth);
   r = await runPython(c2, "print(open('keep.txt').read())");
   await c2.close();
   assert.match(r.text, /kept/);

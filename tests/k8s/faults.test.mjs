@@ -7,8 +7,9 @@ import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { startStack, deadPort } from './stack.mjs';
-import { runPython, until, assertClean, withReport } from './lib.mjs';
+import { startStack } from './stack.mjs';
+import { freePort } from '../e2e/harness.mjs';
+import { runPython, assertClean, withReport } from './lib.mjs';
 import { makeCerts } from './fakeapi.mjs';
 
 let s;
@@ -175,7 +176,7 @@ test('a CA that is not the server\'s: TLS refused, no request reaches the API', 
 });
 
 test('a server nobody listens on: 503, and the supervisor still serves once pointed right', async () => {
-  const kc = s.api.writeKubeconfig(join(s.dir, 'dead.kubeconfig'), { server: `https://127.0.0.1:${await deadPort()}` });
+  const kc = s.api.writeKubeconfig(join(s.dir, 'dead.kubeconfig'), { server: `https://127.0.0.1:${await freePort()}` });
   await s.restart({ kubeconfig: kc });
   const r = await first('dead');
   assert.equal(r.status, 503, r.text);

@@ -4,7 +4,8 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './stack.mjs';
-import { runPython, until, assertClean } from './lib.mjs';
+import { until } from '../e2e/harness.mjs';
+import { runPython, assertClean } from './lib.mjs';
 
 let s;
 before(async () => { s = await startStack({ extra: 'idle_stop_after: 2s' }); });

@@ -1,20 +1,16 @@
-// lib.mjs: what the Kubernetes tests share: the binaries, the fake API
-// server with its kubelet set up to run this checkout's agent, the MCP SDK
-// client (tests/e2e's pinned copy), and waiting.
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// lib.mjs: what the Kubernetes tests share: the fake API server with its
+// kubelet set up to run this checkout's agent, and what a test checks of
+// it.  The basics (paths, the SDK client, sleep, until ...) are
+// tests/e2e/harness.mjs's.
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { repoRoot, agentBin, runPython as coreRunPython } from '../e2e/harness.mjs';
 import { startFakeApi } from './fakeapi.mjs';
 import { parseDocuments } from './validate.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-export const repoRoot = resolve(here, '..', '..');
-export const bin = (name, envName) => process.env[envName] || join(repoRoot, 'bin', name);
-export const agentBin = bin('vivarium-agent', 'VIVARIUM_AGENT_BIN');
-export const supervisorBin = bin('vivarium-supervisor', 'VIVARIUM_SUPERVISOR_BIN');
-export const ctlBin = bin('vivariumctl', 'VIVARIUM_CTL_BIN');
-export const egressBin = bin('vivarium-egress', 'VIVARIUM_EGRESS_BIN');
+// tests/deploy/k8s-manifests.mjs takes until from here.
+export { until } from '../e2e/harness.mjs';
 
 // What the sandbox image provides that a host process must be told.
 export const agentEnv = {
@@ -22,38 +18,12 @@ export const agentEnv = {
   VIVARIUM_PYTHONPATH: process.env.VIVARIUM_PYTHONPATH || join(repoRoot, 'python'),
 };
 
-const sdk = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/client');
-export const { Client } = await import(join(sdk, 'index.js'));
-export const { StreamableHTTPClientTransport } = await import(join(sdk, 'streamableHttp.js'));
-
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
 export function startApi(opts = {}) {
   return startFakeApi({ agentBin, agentEnv, log: !!process.env.VIVARIUM_K8S_LOG, ...opts });
 }
 
-// Polls fn until it returns a truthy value; that value, or throws.
-export async function until(fn, { ms = 15000, what = 'condition', step = 50 } = {}) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(step);
-  }
-}
-
-// A connected SDK client straight to an agent at url (headers on every request).
-export async function agentClient(url, headers = {}) {
-  const c = new Client({ name: 'vivarium-k8s-test', version: '0.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-  return c;
-}
-
-export async function runPython(client, code, args = {}) {
-  const r = await client.callTool({ name: 'run_python', arguments: { code, ...args } }, undefined, { timeout: 60000 });
-  return { ...r, text: r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n') };
-}
+// runPython with one minute for a call (the core's default is two).
+export const runPython = (client, code, args = {}) => coreRunPython(client, code, args, { timeout: 60000 });
 
 // Every object the backend POSTed passed validate(); the test fails with
 // the reasons otherwise.  Also: no request outside the contract's paths.

@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync, rmSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { validate, parseDocuments } from './validate.mjs';
-import { ctlBin } from './lib.mjs';
+import { ctlBin } from '../e2e/harness.mjs';
 
 const dir = mkdtempSync('/tmp/vk8s-render-');
 after(() => rmSync(dir, { recursive: true, force: true }));

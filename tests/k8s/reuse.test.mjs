@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createHmac } from 'node:crypto';
 import { startStack, podSecret } from './stack.mjs';
-import { runPython, until, assertClean, withReport } from './lib.mjs';
+import { runPython, assertClean, withReport } from './lib.mjs';
 
 let s;
 before(async () => { s = await startStack(); });

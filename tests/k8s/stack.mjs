@@ -13,29 +13,23 @@
 import { spawn, execFile } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, copyFileSync, rmSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { startSupervisor, freePort } from '../supervisor/lib.mjs';
-import { startApi, egressBin, ctlBin, sleep, deployRole } from './lib.mjs';
+import { startSupervisor } from '../supervisor/lib.mjs';
+import { egressBin, ctlBin, until, freePort } from '../e2e/harness.mjs';
+import { startApi, deployRole } from './lib.mjs';
 
 export const NS = 'vivarium';
 
 // The agent secret a Pod was made with (random per Pod: read back from it).
 export const podSecret = (pod) => pod?.spec.containers[0].env.find((e) => e.name === 'VIVARIUM_AGENT_SECRET')?.value;
 
-async function waitPort(host, port, ms = 10000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const ok = await new Promise((res) => {
-      const s = connect({ host, port }, () => { s.destroy(); res(true); });
-      s.on('error', () => res(false));
-    });
-    if (ok) return;
-    if (Date.now() > end) throw new Error(`nothing listens on ${host}:${port}`);
-    await sleep(50);
-  }
-}
+const listens = (host, port) => new Promise((res) => {
+  const s = connect({ host, port }, () => { s.destroy(); res(true); });
+  s.on('error', () => res(false));
+});
+const waitPort = (host, port) => until(() => listens(host, port), { ms: 10000, what: `a listener on ${host}:${port}` });
 
 // The real egress proxy on 127.0.0.1, allowed to one origin on 127.0.0.2.
 export async function startEgress() {
@@ -141,12 +135,4 @@ export async function startStack({ extra = '', kube = '', readyTimeout = '20s', 
     },
   };
   return s;
-}
-
-// A port nothing listens on, for "API down" and "wrong server".
-export function deadPort() {
-  return new Promise((res) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => res(p)); });
-  });
 }

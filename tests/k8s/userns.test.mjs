@@ -7,7 +7,8 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './stack.mjs';
-import { runPython, until, assertClean, withReport } from './lib.mjs';
+import { until } from '../e2e/harness.mjs';
+import { runPython, assertClean, withReport } from './lib.mjs';
 
 let s;
 before(async () => {

@@ -9,7 +9,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, statSync, mkdirSync } from 'node:fs';
-import { user, startSupervisor, runPython, ctlBin, assertIsolated } from '../supervisor/lib.mjs';
+import { runPython, ctlBin } from '../e2e/harness.mjs';
+import { user, startSupervisor, assertIsolated } from '../supervisor/lib.mjs';
 
 const sock = process.env.VIVARIUM_PODMAN_SOCKET;
 const origin = process.env.VRL_ORIGIN;

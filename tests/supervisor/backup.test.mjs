@@ -11,8 +11,9 @@ import assert from 'node:assert/strict';
 import { spawnSync, execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, statSync, existsSync, rmSync, readdirSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { ctlBin, runPython } from '../e2e/harness.mjs';
 import {
-  TAG, IMAGE, TOKEN, user, startPodman, startSupervisor, stateDir, ctlBin, runPython, cleanup, imagePresent,
+  TAG, IMAGE, TOKEN, user, startPodman, startSupervisor, stateDir, cleanup, imagePresent,
 } from './lib.mjs';
 
 const podmanSock = `/run/vsv-${TAG}.podman.sock`;

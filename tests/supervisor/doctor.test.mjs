@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { spawnSync, execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { ctlBin } from '../e2e/harness.mjs';
 import {
-  TAG, IMAGE, TOKEN, vp, vpTry, startPodman, startSupervisor, stateDir, ctlBin,
-  cleanup, imagePresent, makeNetwork,
+  TAG, IMAGE, TOKEN, vp, vpTry, startPodman, startSupervisor, stateDir, cleanup, imagePresent, makeNetwork,
 } from './lib.mjs';
 
 const EG = `vivtest-doctor-${TAG}`;

@@ -16,9 +16,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { runPython, sleep, until, ctlBin } from '../e2e/harness.mjs';
 import {
-  TAG, IMAGE, user, vp, vpTry, startPodman, startSupervisor, stateDir, runPython,
-  cleanup, imagePresent, sleep, makeNetwork, ctlBin,
+  TAG, IMAGE, user, vp, vpTry, startPodman, startSupervisor, stateDir, cleanup, imagePresent, makeNetwork,
 } from './lib.mjs';
 
 const uid = user('egress');
@@ -38,15 +38,8 @@ function net(name, bridge) {
 const egState = () => vpTry('inspect', '--format', '{{.State.Status}}', EG) || 'missing';
 const egId = () => vpTry('inspect', '--format', '{{.Id}}', EG) || 'none';
 
-async function until(what, fn, ms = 20000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
+// The core's until, every 250 ms, for 20 s unless told.
+const waitFor = (what, fn, ms = 20000) => until(fn, { what, ms, step: 250 });
 
 // What a sandbox gets for each target: "200 body", "403 ...", or "error X".
 const probe = (targets) => `import socket, urllib.request, urllib.error
@@ -134,7 +127,7 @@ test('the proxy\'s log lines name the user whose sandbox fetched', async () => {
   const c = await sv.client(uid, { headers: { 'X-User-Name': `Eve "E." ${TAG}@example.org` } });
   await runPython(c, 'pass');
   const want = `${ip} Eve_E._${TAG}@example.org/${uid}`;
-  await until('the name in user-labels', () => labels().includes(`\n${want}\n`));
+  await waitFor('the name in user-labels', () => labels().includes(`\n${want}\n`));
   assert.equal(vp('exec', EG, 'cat', '/run/vivarium-host/user-labels'), labels().trim());
   await sleep(1500); // the proxy looks at the file once a second
   const r = await runPython(c, probe({ get: `http://${originIp}:8000/hello.txt` }));
@@ -145,7 +138,7 @@ test('the proxy\'s log lines name the user whose sandbox fetched', async () => {
   // which still comes first.
   const ctlLogs = () => spawnSync(ctlBin, ['-f', sv.conf, 'logs', uid], { encoding: 'utf8' });
   let last = '';
-  const got = await until('the labelled line in the proxy\'s log', () => {
+  const got = await waitFor('the labelled line in the proxy\'s log', () => {
     const r = ctlLogs();
     last = r.stdout + r.stderr;
     return r.status === 0 && r.stdout.split('\n').find((l) => l.startsWith('egress') && l.includes(tag));
@@ -155,10 +148,10 @@ test('the proxy\'s log lines name the user whose sandbox fetched', async () => {
 
 test('a stopped proxy is started again; an edited config replaces it, back on the users\' networks', async () => {
   vp('stop', '-t', '0', EG);
-  await until('the proxy to run again', () => egState() === 'running');
+  await waitFor('the proxy to run again', () => egState() === 'running');
   const before = egId();
   writeFileSync(egressConf, readFileSync(egressConf, 'utf8') + '# edited\n');
-  await until('the proxy to be replaced', () => egId() !== before && egState() === 'running');
+  await waitFor('the proxy to be replaced', () => egId() !== before && egState() === 'running');
   // The new proxy is at the old one's address with another MAC: the
   // sandbox's neighbour entry may take a few seconds to learn it.
   const c = await sv.client(uid);
@@ -174,7 +167,7 @@ test('a stopped proxy is started again; an edited config replaces it, back on th
 
 test('a config the proxy refuses is said with its words, and not retried in a loop', async () => {
   writeFileSync(egressConf, 'allow_ports: [nonsense]\n');
-  await until('the refusal in the log', () => /exited at start \(code \d+\): .*allow_ports/s.test(sv.stderr()), 30000);
+  await waitFor('the refusal in the log', () => /exited at start \(code \d+\): .*allow_ports/s.test(sv.stderr()), 30000);
   const exited = egState();
   assert.notEqual(exited, 'running');
   // A start that failed is said once; the looks after it say when the
@@ -186,5 +179,5 @@ test('a config the proxy refuses is said with its words, and not retried in a lo
   assert.match(sv.stderr(), /tried again in \d+ s/);
   // Fixed: replaced at the next look.
   writeFileSync(egressConf, `allow_ports: [80, 443, 8000]\nallow_cidrs: [${originSubnet}]\n`);
-  await until('the proxy to run again', () => egState() === 'running');
+  await waitFor('the proxy to run again', () => egState() === 'running');
 });

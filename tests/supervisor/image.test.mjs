@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { runPython, ctlBin } from '../e2e/harness.mjs';
 import {
-  TAG, IMAGE, user, vp, vpTry, startPodman, startSupervisor, stateDir, runPython,
-  cleanup, imagePresent, ctlBin,
+  TAG, IMAGE, user, vp, vpTry, startPodman, startSupervisor, stateDir, cleanup, imagePresent,
 } from './lib.mjs';
 
 // The supervisor and vivariumctl must take the image from the config (ref),

@@ -1,22 +1,18 @@
 // lib.mjs: helpers for the supervisor's integration tests and benchmark:
 // a private Podman service (tests/lib/podman.sh), the supervisor with a
-// config of our own, and MCP clients (the official SDK, as LibreChat uses).
+// config of our own, and MCP clients for its users (the official SDK, as
+// LibreChat uses).  The basics (paths, sleep, freePort, runPython ...) are
+// tests/e2e/harness.mjs's.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import assert from 'node:assert/strict';
-import { startServer, makeFetch, repoRoot } from '../e2e/harness.mjs';
+import {
+  startServer, makeFetch, connectClient, replyOf, repoRoot, supervisorBin, sleep, freePort, runPython,
+} from '../e2e/harness.mjs';
 
-const sdk = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/sdk/dist/esm/client');
-const { Client } = await import(join(sdk, 'index.js'));
-const { StreamableHTTPClientTransport } = await import(join(sdk, 'streamableHttp.js'));
-
-export { repoRoot };
 export const TOKEN = randomBytes(24).toString('hex');
-export const supervisorBin = process.env.VIVARIUM_SUPERVISOR_BIN || join(repoRoot, 'bin/vivarium-supervisor');
-export const ctlBin = process.env.VIVARIUM_CTL_BIN || join(repoRoot, 'bin/vivariumctl');
 const version = /^VERSION\s*:=\s*(\S+)/m.exec(readFileSync(join(repoRoot, 'Makefile'), 'utf8'))[1];
 export const IMAGE = process.env.VIVARIUM_SANDBOX_IMAGE || `localhost/vivarium-sandbox:${version}`;
 
@@ -33,9 +29,6 @@ export function vp(...args) {
 export function vpTry(...args) {
   try { return vp(...args); } catch (e) { return null; }
 }
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-export { sleep };
 
 // A network through the API of the service on sock (the CLI of Podman 4.3
 // cannot name the bridge); spec as libpod's networks/create takes it.
@@ -88,15 +81,6 @@ export function stateDir() {
   return d;
 }
 
-// A port nobody listens on right now (the kernel's pick).
-export function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.on('error', rej);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => res(port)); });
-  });
-}
-
 // Writes a config and starts the supervisor; returns a handle.
 export async function startSupervisor({ podmanSock, state, extra = '', port = 0, env = {}, readyTimeout = '60s', image = IMAGE }) {
   const dir = mkdtempSync('/tmp/vsv-conf-');
@@ -127,10 +111,7 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
       if (token) hd.authorization = `Bearer ${token}`;
       if (userId) hd['x-user-id'] = userId;
       const res = await fetch(`${srv.baseUrl}${path}`, { method, headers: hd, body: method === 'GET' ? undefined : body });
-      const text = await res.text();
-      let json = null;
-      try { json = JSON.parse(text); } catch { /* not JSON */ }
-      return { status: res.status, headers: res.headers, text, json };
+      return replyOf(res);
     },
     async get(path) {
       const res = await fetch(`${srv.baseUrl}${path}`);
@@ -141,9 +122,7 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
       const url = viaPath ? `${srv.baseUrl}/u/${uid}/mcp` : `${srv.baseUrl}/mcp`;
       const headers = { Authorization: `Bearer ${TOKEN}`, ...more };
       if (!viaPath) headers['X-User-ID'] = uid;
-      const c = new Client({ name: 'vivarium-supervisor-test', version: '0.0.0' });
-      await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-      return c;
+      return connectClient(url, { headers, name: 'vivarium-supervisor-test' });
     },
     async stop() {
       if (srv.proc.exitCode === null) {
@@ -160,11 +139,6 @@ export async function startSupervisor({ podmanSock, state, extra = '', port = 0,
     },
   };
   return h;
-}
-
-export async function runPython(client, code, args = {}) {
-  const r = await client.callTool({ name: 'run_python', arguments: { code, ...args } }, undefined, { timeout: 120000 });
-  return { ...r, text: r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n') };
 }
 
 // Two sandboxes cannot reach each other.  Nothing listens on TCP in a
@@ -260,7 +234,7 @@ export function fileSupervisor({ before, after }, users) {
     got.sv = await startSupervisor({ podmanSock, state: stateDir() });
     for (const u of users) {
       const c = await got.sv.client(u);
-      await c.callTool({ name: 'run_python', arguments: { code: 'print(1)' } }, undefined, { timeout: 120000 });
+      await runPython(c, 'print(1)');
       await c.close();
     }
   });

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TAG, user, stateDir, ctlBin, fileSupervisor } from './lib.mjs';
+import { ctlBin } from '../e2e/harness.mjs';
+import { TAG, user, stateDir, fileSupervisor } from './lib.mjs';
 
 const alice = user('alice');
 const bob = user('bob');

@@ -8,13 +8,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
+import { sleep, textOf, Client2026, Transport2026 } from '../e2e/harness.mjs';
 import {
-  TOKEN, user, startPodman, startSupervisor, stateDir, cleanup, imagePresent, IMAGE, TAG, repoRoot, sleep,
+  TOKEN, user, startPodman, startSupervisor, stateDir, cleanup, imagePresent, IMAGE, TAG,
 } from './lib.mjs';
 
-const c2 = join(repoRoot, 'tests/e2e/node_modules/@modelcontextprotocol/client/dist/index.mjs');
-const { Client, StreamableHTTPClientTransport } = await import(c2);
 const V = '2026-07-28';
 
 const podmanSock = `/run/vsv-${TAG}.podman.sock`;
@@ -37,13 +35,12 @@ async function connect2026(uid, { viaPath = false } = {}) {
   const url = viaPath ? `${sv.base}/u/${uid}/mcp` : `${sv.base}/mcp`;
   const headers = { Authorization: `Bearer ${TOKEN}` };
   if (!viaPath) headers['X-User-ID'] = uid;
-  const c = new Client({ name: 'vivarium-supervisor-2026', version: '0.0.0' },
+  const c = new Client2026({ name: 'vivarium-supervisor-2026', version: '0.0.0' },
     { versionNegotiation: { mode: { pin: V } } });
-  await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  await c.connect(new Transport2026(new URL(url), { requestInit: { headers } }));
   return c;
 }
 
-const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 const run = (c, code, opts = {}) =>
   c.callTool({ name: 'run_python', arguments: { code, timeout_seconds: 120 } }, { timeout: 180000, ...opts });
 
@@ -60,17 +57,17 @@ test('2026-07-28 through the supervisor: discover first, header and path routing
     assert.equal(a.getNegotiatedProtocolVersion(), V);
     assert.ok(a.getDiscoverResult().supportedVersions.includes(V));
     let r = await run(a, `who = ${JSON.stringify(u)}`);
-    assert.ok(!r.isError, text(r));
+    assert.ok(!r.isError, textOf(r));
     await a.close();
     const b = await connect2026(u, { viaPath });
     r = await run(b, 'print("I am", who)');
-    assert.match(text(r), new RegExp(`I am ${u}`));
+    assert.match(textOf(r), new RegExp(`I am ${u}`));
     await b.close();
   }
   // The two users' sandboxes are not one.
   const b = await connect2026(user('nv-hdr'));
   const r = await run(b, 'print(who)');
-  assert.match(text(r), /nv-hdr/);
+  assert.match(textOf(r), /nv-hdr/);
   await b.close();
 
   // On the wire: no session id, resultType, and the headers reach the agent.
@@ -107,7 +104,7 @@ time.sleep(300)`;
     const end = Date.now() + 60000;
     for (;;) {
       const l = await c.callTool({ name: 'list_files', arguments: {} });
-      if (/pgid/.test(text(l))) break;
+      if (/pgid/.test(textOf(l))) break;
       assert.ok(Date.now() < end, 'the run did not start');
       await sleep(300);
     }
@@ -126,7 +123,7 @@ except ProcessLookupError:
     print('group gone')`;
     let out = '';
     while (Date.now() - t0 < 30000) {
-      out = text(await run(c, probe));
+      out = textOf(await run(c, probe));
       if (/group gone/.test(out)) break;
       await sleep(500);
     }

@@ -11,8 +11,8 @@ import { createServer as createNetServer } from 'node:net';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startServer } from '../e2e/harness.mjs';
-import { repoRoot, supervisorBin, freePort, TOKEN } from './lib.mjs';
+import { startServer, repoRoot, supervisorBin, freePort } from '../e2e/harness.mjs';
+import { TOKEN } from './lib.mjs';
 
 const tag = randomBytes(3).toString('hex');
 const state = `/tmp/vss-${tag}`;

@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync, rmSync, statSync, readFileSync } from 'node:fs';
 import net from 'node:net';
+import { sleep, runPython, ctlBin } from '../e2e/harness.mjs';
 import {
-  TOKEN, TAG, IMAGE, user, vp, vpTry, sleep, startPodman, stateDir, startSupervisor,
-  runPython, objects, containerState, cleanup, imagePresent, ctlBin, assertIsolated, standInProxy,
+  TOKEN, TAG, IMAGE, user, vp, startPodman, stateDir, startSupervisor, objects, containerState,
+  cleanup, imagePresent, assertIsolated, standInProxy,
 } from './lib.mjs';
 
 const podmanSock = `/run/vsv-${TAG}.podman.sock`;
