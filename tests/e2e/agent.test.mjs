@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync, mkdirSync, symlinkSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
-import { startAgent, textOf } from './harness.mjs';
+import { startAgent, textOf, runPython as run } from './harness.mjs';
 
 const python = process.env.VIVARIUM_PYTHON || 'python3';
 const hasMatplotlib = (() => {
@@ -30,9 +30,6 @@ function alive(pid) {
     return !/\) Z /.test(st); // a zombie is dead, just not reaped yet
   } catch { return false; }
 }
-
-const run = (client, code, extra = {}) =>
-  client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, { timeout: 120000 });
 
 for (const transport of ['tcp', 'unix']) {
   describe(`vivarium-agent over ${transport}`, () => {

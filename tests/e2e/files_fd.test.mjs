@@ -11,9 +11,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync, symlinkSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startAgent } from './harness.mjs';
+import { startAgent, sleep } from './harness.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const python = process.env.VIVARIUM_PYTHON || 'python3';
 const client = join(import.meta.dirname, 'fdclient.py');
 

@@ -20,6 +20,8 @@ const PER_RESULT = 102400;
 // LibreChat refuses a response over 16 MiB; ours stays under 8 MiB.
 const RESULT_MAX = 8 * 1024 * 1024;
 
+// The raw result, not the core's runPython (which adds .text): a test
+// measures it whole.
 const run = (client, code, extra = {}) =>
   client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, { timeout: 120000 });
 

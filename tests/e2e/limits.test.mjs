@@ -12,11 +12,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startAgent, agentBin } from './harness.mjs';
+import { startAgent, agentBin, connectClient, sleep } from './harness.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const ping = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
 const SLOTS = 256;		// the agent's connection limit (http.c)
 const DEADLINE = 30;		// REQUEST_DEADLINE_S (http.c)
@@ -198,9 +195,8 @@ describe('VIVARIUM_AGENT_TOKEN', () => {
   });
 
   test('with it: the SDK client works; /health and link pages need none', async () => {
-    const client = new Client({ name: 'vivarium-e2e-limits', version: '0.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(agent.mcpUrl),
-      { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    const client = await connectClient(agent.mcpUrl,
+      { headers: { Authorization: `Bearer ${token}` }, name: 'vivarium-e2e-limits' });
     try {
       const r = await client.callTool({ name: 'upload_link', arguments: {} });
       assert.equal(r.isError, false);

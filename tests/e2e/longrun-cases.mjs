@@ -10,12 +10,7 @@
 //     label,     // prefix for the test names
 //   });
 import assert from 'node:assert/strict';
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-export function textOf(result) {
-  return result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-}
+import { sleep, textOf } from './harness.mjs';
 
 // A child process's pid is written to child.pid; is it gone (or a zombie)?
 const CHILD_GONE = `import os

@@ -3,7 +3,7 @@
 // tests/supervisor/longrun.test.mjs runs them through the supervisor.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startAgent, makeFetch } from './harness.mjs';
+import { startAgent, makeFetch, replyOf } from './harness.mjs';
 import { defineLongRunTests } from './longrun-cases.mjs';
 
 let agent;
@@ -30,10 +30,7 @@ defineLongRunTests(test, {
         method: 'POST', signal, body: JSON.stringify(msg),
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       });
-      const text = await res.text();
-      let json = null;
-      try { json = JSON.parse(text); } catch { /* not JSON */ }
-      return { status: res.status, text, json };
+      return replyOf(res);
     } finally {
       f.close().catch(() => {});
     }

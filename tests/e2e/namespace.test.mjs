@@ -3,15 +3,12 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { startAgent, textOf } from './harness.mjs';
+import { startAgent, textOf, runPython as run } from './harness.mjs';
 
 const python = process.env.VIVARIUM_PYTHON || 'python3';
 const hasPandas = (() => {
   try { execFileSync(python, ['-c', 'import pandas'], { stdio: 'ignore' }); return true; } catch { return false; }
 })();
-
-const run = (client, code, extra = {}) =>
-  client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, { timeout: 120000 });
 
 // The footer's line that starts with `key:` (without the key), or null.
 function footerLine(text, key) {

@@ -12,12 +12,8 @@
 //     label,         // prefix for the test names
 //   });
 import assert from 'node:assert/strict';
+import { sleep, textOf } from './harness.mjs';
 
-export function textOf(result) {
-  return result.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const LONG = { timeout: 180000 };
 
 export function defineNotebookTests(test, { connect, connectOther, maxImages = 4, label }) {

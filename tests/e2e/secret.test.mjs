@@ -12,20 +12,13 @@ import { mkdtempSync, writeFileSync, readFileSync, existsSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startAgent, agentBin, textOf, makeFetch } from './harness.mjs';
+import { startAgent, agentBin, textOf, makeFetch, connectClient } from './harness.mjs';
 
 const secret = randomBytes(32).toString('hex'); // what the supervisor makes: 64 hex digits
 
 // An SDK client with these headers on every request (not registered with
 // the agent, so a failing connect leaves nothing behind).
-async function sdkClient(agent, headers) {
-  const client = new Client({ name: 'vivarium-e2e-secret', version: '0.0.0' });
-  const tr = new StreamableHTTPClientTransport(new URL(agent.mcpUrl), { requestInit: { headers } });
-  await client.connect(tr);
-  return client;
-}
+const sdkClient = (agent, headers) => connectClient(agent.mcpUrl, { headers, name: 'vivarium-e2e-secret' });
 
 // One raw HTTP/1.1 exchange, for what fetch will not send (a header twice).
 function rawRequest(port, head) {

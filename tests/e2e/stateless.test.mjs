@@ -9,18 +9,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startAgent, textOf } from './harness.mjs';
+import { startAgent, textOf, until, connect2026 } from './harness.mjs';
 
 const V = '2026-07-28';
 
-export async function connect2026(url, { fetch, headers = {}, capabilities = {} } = {}) {
-  const client = new Client({ name: 'vivarium-e2e-2026', version: '0.0.0' },
-    { versionNegotiation: { mode: { pin: V } }, capabilities });
-  const tr = new StreamableHTTPClientTransport(new URL(url), { fetch, requestInit: { headers } });
-  await client.connect(tr);
-  return client;
-}
+const connect = (agent) => connect2026(agent.mcpUrl, { fetch: agent.fetch, name: 'vivarium-e2e-2026' });
 
 // Process group pgid still has a live member (zombies are dead, only not
 // reaped yet)?
@@ -35,14 +28,7 @@ export function groupAlive(pgid) {
   return false;
 }
 
-export async function waitFor(cond, ms = 15000, what = 'condition') {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
+const waitFor = (cond, ms, what) => until(cond, { ms, what, step: 100 });
 
 // The code of a run that writes its process group to a file and then sleeps
 // (in a child too, so that the whole group has to go).
@@ -61,7 +47,7 @@ const env26 = (caps = {}) => ({
 test('2026-07-28: discover, tools and a namespace across stateless calls', async () => {
   const agent = await startAgent();
   try {
-    const client = await connect2026(agent.mcpUrl, { fetch: agent.fetch });
+    const client = await connect(agent);
     assert.equal(client.getNegotiatedProtocolVersion(), V);
     const d = client.getDiscoverResult();
     assert.ok(d.supportedVersions.includes(V));
@@ -74,7 +60,7 @@ test('2026-07-28: discover, tools and a namespace across stateless calls', async
     let r = await client.callTool({ name: 'run_python', arguments: { code: 'x = 41\nimport math' } });
     assert.ok(!r.isError, textOf(r));
     // A second client, a second connection: nothing but the workspace links them.
-    const other = await connect2026(agent.mcpUrl, { fetch: agent.fetch });
+    const other = await connect(agent);
     r = await other.callTool({ name: 'run_python', arguments: { code: 'print(x + 1, math.pi > 3)' } });
     assert.match(textOf(r), /42 True/);
     await other.close();
@@ -146,7 +132,7 @@ for (const progress of [false, true]) {
   test(`2026-07-28: closing the stream kills the run (${progress ? 'SSE' : 'JSON'} answer)`, async () => {
     const agent = await startAgent();
     try {
-      const client = await connect2026(agent.mcpUrl, { fetch: agent.fetch });
+      const client = await connect(agent);
       const name = `pgid-${progress ? 'sse' : 'json'}`;
       const file = join(agent.workspace, name);
       const ac = new AbortController();

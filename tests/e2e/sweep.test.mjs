@@ -11,9 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, chownSync, chmodSync, rmSync, readFileSync, cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServer, agentBin, repoRoot, textOf } from './harness.mjs';
+import { startServer, agentBin, repoRoot, textOf, connectClient, runPython as run } from './harness.mjs';
 
 const NOBODY = 65534;
 const CATATONIT = ['/usr/bin/catatonit', '/usr/libexec/podman/catatonit']
@@ -54,8 +52,7 @@ async function startIsolated({ env = {}, asInit = false } = {}) {
   return {
     srv, ws,
     async connect(headers = {}) {
-      const c = new Client({ name: 'vivarium-sweep', version: '0' });
-      await c.connect(new StreamableHTTPClientTransport(new URL(`${srv.baseUrl}/mcp`), { requestInit: { headers } }));
+      const c = await connectClient(`${srv.baseUrl}/mcp`, { headers, name: 'vivarium-sweep' });
       clients.push(c);
       return c;
     },
@@ -69,9 +66,6 @@ async function startIsolated({ env = {}, asInit = false } = {}) {
     },
   };
 }
-
-const run = (client, code, extra = {}) =>
-  client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, { timeout: 120000 });
 
 // Leaves `n` setsid'd sleepers behind (stdio closed, so the run ends at
 // once) and records their pids in sleepers.txt.

@@ -9,10 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAgent, textOf } from './harness.mjs';
-
-const run = (client, code, extra = {}) =>
-  client.callTool({ name: 'run_python', arguments: { code, ...extra } }, undefined, { timeout: 120000 });
+import { startAgent, textOf, runPython as run } from './harness.mjs';
 
 async function stdoutOf(client, code) {
   const r = await run(client, code);

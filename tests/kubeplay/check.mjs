@@ -8,14 +8,9 @@
 // Prints TAP-ish "ok"/"not ok" lines; exits 1 when any failed.
 // Environment: KP_UID (the Pod's runAsUser), KP_TOKEN (what the first
 // phase leaves), KP_PODMAN (the Podman version, for what it ignores).
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import { connectClient, runPython as run, textOf } from '../e2e/harness.mjs';
 
 const [url, secret, phase] = process.argv.slice(2);
-const req = createRequire(new URL('../e2e/package.json', import.meta.url));
-const load = async (m) => import(pathToFileURL(req.resolve(m)).href);
-const { Client } = await load('@modelcontextprotocol/sdk/client/index.js');
-const { StreamableHTTPClientTransport } = await load('@modelcontextprotocol/sdk/client/streamableHttp.js');
 
 const uid = Number(process.env.KP_UID);
 const token = process.env.KP_TOKEN;
@@ -24,7 +19,6 @@ const ok = (cond, what, detail = '') => {
   if (cond) console.log(`ok - ${what}`);
   else { fails++; console.log(`not ok - ${what}${detail ? `\n#   ${String(detail).replace(/\n/g, '\n#   ')}` : ''}`); }
 };
-const textOf = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 const stdoutOf = (r) => (/--- stdout ---\n([\s\S]*?)(?:\n--- |\n?$)/.exec(textOf(r)) || [])[1] || '';
 
 async function post(headers) {
@@ -36,13 +30,7 @@ async function post(headers) {
   return { status: res.status, auth: res.headers.get('www-authenticate'), text: await res.text() };
 }
 
-async function connect() {
-  const client = new Client({ name: 'vivarium-kubeplay', version: '0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`),
-    { requestInit: { headers: { Authorization: `Bearer ${secret}` } } }));
-  return client;
-}
-const run = (client, code) => client.callTool({ name: 'run_python', arguments: { code } }, undefined, { timeout: 120000 });
+const connect = () => connectClient(`${url}/mcp`, { headers: { Authorization: `Bearer ${secret}` }, name: 'vivarium-kubeplay' });
 
 // What the Pod's securityContext asks for, seen from inside (one line each).
 const INSIDE = `import os, errno

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TOKEN, user, fileSupervisor } from './lib.mjs';
-import { makeFetch } from '../e2e/harness.mjs';
+import { makeFetch, replyOf } from '../e2e/harness.mjs';
 import { defineLongRunTests } from '../e2e/longrun-cases.mjs';
 
 const uid = user('longrun');
@@ -26,10 +26,7 @@ defineLongRunTests(test, {
           authorization: `Bearer ${TOKEN}`, 'x-user-id': uid,
         },
       });
-      const text = await res.text();
-      let json = null;
-      try { json = JSON.parse(text); } catch { /* not JSON */ }
-      return { status: res.status, text, json };
+      return replyOf(res);
     } finally {
       f.close().catch(() => {});
     }
