@@ -13,6 +13,8 @@
 //                             memory readings, the agent and supervisor targets
 //   tests/k8s/lib.mjs         the fake Kubernetes API and what a test checks
 //                             of it
+//   tests/lib/fakeserver.mjs  the fake API servers' HTTP plumbing (node's
+//                             built-ins only: it loads without node_modules)
 //
 // The bare imports below resolve from tests/e2e/node_modules, beside this
 // file; modules elsewhere take the SDK and undici from here, not by path.
