@@ -983,6 +983,8 @@ run_warm_wait(const struct run_limits *lim, double seconds)
 	int		 rc = -1;
 
 	memset(&zenv, 0, sizeof(zenv));
+	if (lim->warm_workspace != NULL)
+		warm_hint(lim->warm_workspace);
 	if (env_base(&zenv, lim, 1) == 0)
 		rc = warm_ready(lim->python != NULL && *lim->python ?
 		    lim->python : "python3", zenv.v, seconds);

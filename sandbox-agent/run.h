@@ -24,6 +24,8 @@ struct run_limits {
 	int		 warm;			/* VIVARIUM_WARM: fork runs from a
 						 * warm interpreter (warm.h) */
 	const char	*warm_imports;		/* VIVARIUM_WARM_IMPORTS, or NULL */
+	const char	*warm_workspace;	/* where the first run will be, for
+						 * run_warm_wait's zygote; or NULL */
 };
 
 struct run_request {

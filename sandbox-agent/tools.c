@@ -740,6 +740,8 @@ run_limits_of(const struct agent_config *cfg, struct run_limits *lim)
 	lim->state_summary = cfg->state_summary;
 	lim->warm = cfg->warm;
 	lim->warm_imports = cfg->warm_imports;
+	/* One shared workspace: where the first run will be. */
+	lim->warm_workspace = cfg->user_header == NULL ? cfg->workdir : NULL;
 }
 
 void

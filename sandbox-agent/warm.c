@@ -14,6 +14,10 @@
  * then does the code run.  When it ends the waiter answers "s<raw wait
  * status>" and keeps the zombie (so its process group id stays reserved)
  * until the agent closes the status socket.  A run's end asks for the next spare.
+ * A spare is told first ("w...") the workspace of the last run (or the one
+ * warm_hint named), whose namespace it restores while it waits
+ * (_runner.prepare); a run elsewhere, or after the store changed, restores
+ * its own.
  */
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -64,7 +68,9 @@ static struct {
 	 * sockets, -1 when none.  Its pid is read when it is taken. */
 	int		 spare_req;
 	int		 spare_st;
-} wz = { -1, -1, 0, 0, 0, 0, 0, 0, -1, -1 };
+	/* The workspace the next run is likely in: the last run's. */
+	char		 hint[4096];
+} wz = { -1, -1, 0, 0, 0, 0, 0, 0, -1, -1, "" };
 
 /* A hash of the interpreter and the environment it was started with,
  * each string with its NUL. */
@@ -97,6 +103,28 @@ spare_drop(void)
 	close_fd(&wz.spare_st);
 }
 
+static int	send_bytes(int, char, const char *, size_t);
+
+/* With wz_lock held; a path too long for the hint leaves none. */
+static void
+warm_hint_locked(const char *workspace)
+{
+	size_t	 n = workspace != NULL ? strlen(workspace) : 0;
+
+	if (n == 0 || n >= sizeof(wz.hint))
+		n = 0;
+	memcpy(wz.hint, workspace != NULL ? workspace : "", n);
+	wz.hint[n] = '\0';
+}
+
+void
+warm_hint(const char *workspace)
+{
+	pthread_mutex_lock(&wz_lock);
+	warm_hint_locked(workspace);
+	pthread_mutex_unlock(&wz_lock);
+}
+
 /*
  * With wz_lock held: asks the zygote for a spare unless there is one.  A
  * zygote still importing takes the request when it is ready.  Never blocks:
@@ -120,6 +148,9 @@ spare_request(void)
 		goto fail;
 	close(req[1]);
 	close(st[1]);
+	/* Queued for the spare: it reads it once born.  Only a hint. */
+	if (wz.hint[0] != '\0')
+		(void)send_bytes(req[0], 'w', wz.hint, strlen(wz.hint));
 	wz.spare_req = req[0];
 	wz.spare_st = st[0];
 	return 0;
@@ -550,6 +581,7 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	/* A spare killed while it waited costs one more, made now. */
 	for (tries = 0; tries < 2; tries++) {
 		pthread_mutex_lock(&wz_lock);
+		warm_hint_locked(sp->cwd);
 		w->gen = wz.gen;
 		fresh = wz.spare_req == -1;
 		if (wz.ctl == -1 || !wz.ready)

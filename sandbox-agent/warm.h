@@ -40,6 +40,9 @@ extern const struct spawn_starter warm_starter;
  * while a new zygote imports, they run cold rather than wait.
  */
 int	warm_ready(const char *python, char *const *envp, double wait);
+/* The workspace the first run is likely in (one shared workspace): its
+ * spare restores that namespace ahead.  Each run's cwd replaces it. */
+void	warm_hint(const char *workspace);
 /* A start failed through the zygote: stop it (unless another has replaced
  * it meanwhile); the next run starts another. */
 void	warm_broken(const struct warm_run *, const char *why);

@@ -15,6 +15,7 @@ import builtins
 import os
 import sys
 import types
+import warnings
 
 from vivarium import _figures
 
@@ -350,11 +351,7 @@ def _restore(cfg, ns, st):
     _store = _import("vivarium._store")
     before = set(ns)
     try:
-        # Nothing the store names may come from the workspace: an uploaded
-        # pandas.py must not run in place of pandas, and a workspace module
-        # (helpers.py) is the code's to import again.
-        with _WorkspaceOffPath():
-            res = _store.load(path, ns, _import, _workspace_module)
+        res = _load(path, ns, _workspace_module)
     except Exception as e:
         for k in list(ns):
             if k not in before:
@@ -364,6 +361,19 @@ def _restore(cfg, ns, st):
         st.first = "namespace: the store was unreadable (%s: %s);%s starting empty" \
             % (type(e).__name__, _store._short(e, 80), where)
         return
+    _restored(cfg, st, res, path)
+
+
+def _load(path, ns, workspace_module):
+    # Nothing the store names may come from the workspace: an uploaded
+    # pandas.py must not run in place of pandas, and a workspace module
+    # (helpers.py) is the code's to import again.
+    with _WorkspaceOffPath():
+        return _import("vivarium._store").load(path, ns, _import, workspace_module)
+
+
+def _restored(cfg, st, res, path):
+    _store = _import("vivarium._store")
     st.first = "namespace: restored %d name(s)" % len(res.restored)
     st.not_restored = res.failed
     if res.failed:
@@ -630,6 +640,72 @@ def _write_report(run_dir, exit_code, footer, error=None, figures=()):
     os.replace(tmp, os.path.join(run_dir, "report.json"))
 
 
+# ------------------------------------------------------------------ ahead
+
+# A warm spare restores the namespace while it waits for its run
+# (_zygote.py), so that the run starts with it.  Not for a store over this:
+# the idle spare would hold the values, and the run waits while it loads.
+PREPARE_MAX_BYTES = 8 << 20
+
+
+class Prepared:
+    """A namespace restored ahead of its run: what main() would restore, as
+    long as the run is in the same workspace and the store is the same file,
+    unchanged (identity)."""
+
+    def __init__(self, workspace, identity, main_mod, st):
+        self.workspace = workspace
+        self.identity = identity
+        self.main_mod = main_mod
+        self.st = st
+
+
+_unused = []
+
+
+def _identity(path):
+    try:
+        s = os.stat(path)
+    except OSError:
+        return None
+    return (s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns)
+
+
+def prepare(workspace):
+    """Restores the namespace a run in workspace would start with.  None
+    when there is nothing to restore, or when the run must restore for
+    itself to see what a restore says: an unreadable store (the run moves it
+    aside and says so), a warning, a module from the workspace (its file may
+    change before the run), or a store over PREPARE_MAX_BYTES.  The caller
+    checks the restore printed nothing (the run would have shown it)."""
+    os.chdir(workspace)
+    cfg = Config({})
+    path = os.path.join(cfg.state_dir, STORE_NAME)
+    ident = _identity(path)
+    if ident is None or ident[2] > PREPARE_MAX_BYTES:
+        return None
+    _workspace[0] = cfg.workspace
+    main_mod = types.ModuleType("__main__")
+    ns = main_mod.__dict__
+    ns["__builtins__"] = builtins
+    local = []
+
+    def workspace_module(name):
+        local.append(name)
+        return _workspace_module(name)
+
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            res = _load(path, ns, workspace_module)
+        except Exception:
+            return None
+    if caught or local or _identity(path) != ident:
+        return None
+    st = State()
+    _restored(cfg, st, res, path)
+    return Prepared(cfg.workspace, ident, main_mod, st)
+
+
 # --------------------------------------------------------------------- main
 
 def _unbuffered_stdio():
@@ -654,7 +730,7 @@ def _unbuffered_stdio():
         setattr(sys, "__%s__" % name, new)
 
 
-def main(env=None):
+def main(env=None, prepared=None):
     _unbuffered_stdio()
     env = os.environ if env is None else env
     cfg = Config(env)
@@ -680,8 +756,20 @@ def main(env=None):
 
     st = State()
     _figures.start(cfg.workspace)
+    if cfg.persist and prepared is not None and not cfg.fresh and \
+            prepared.workspace == cfg.workspace and prepared.identity == \
+            _identity(os.path.join(cfg.state_dir, STORE_NAME)):
+        main_mod, st = prepared.main_mod, prepared.st
+        ns = main_mod.__dict__
+        sys.modules["__main__"] = main_mod
+    else:
+        if prepared is not None:
+            # Never released: its values' __del__ would speak in this run,
+            # which never restored them.  os._exit ends it with the rest.
+            _unused.append(prepared)
+        if cfg.persist:
+            _restore(cfg, ns, st)
     if cfg.persist:
-        _restore(cfg, ns, st)
         ns["__builtins__"] = builtins
         ns["__name__"] = "__main__"
     # The workspace last on sys.path, so `import helpers` finds helpers.py

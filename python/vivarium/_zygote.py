@@ -135,7 +135,9 @@ def _request(req):
             return cwd, env, fds
         for fd in fds:
             os.close(fd)
-        if t == b"c":
+        if t == b"w" and cwd is None:
+            _prepare(body)
+        elif t == b"c":
             cwd = body
         elif t in (b"E", b"e"):     # all of it, NUL-separated; or one
             for item in body.split(b"\0") if t == b"E" else (body,):
@@ -233,23 +235,17 @@ def _rehearse():
     main = sys.modules.get("__main__")
     tempdir = tempfile.tempdir  # mkdtemp caches it; the run's TMPDIR decides
     tmp = None
-    keep = []
     try:
         tmp = tempfile.mkdtemp(prefix="vivarium-rehearsal-")
         ws = os.path.join(tmp, "ws")
         os.mkdir(ws)
-        keep = [os.dup(1), os.dup(2)]
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        os.close(null)
         os.chdir(ws)
         # Warnings ignored, and the registries forgotten on the way out:
         # one shown "once" here would never be shown to the run.
         env = {"VIVARIUM_RUN_DIR": tmp,
                "VIVARIUM_STATE_DIR": os.path.join(ws, ".vivarium")}
         runs = REHEARSAL_PANDAS if "pandas" in sys.modules else REHEARSAL
-        with warnings.catch_warnings():
+        with _Quiet(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for code in runs:
                 with open(os.path.join(tmp, "code.py"), "w") as f:
@@ -258,9 +254,6 @@ def _rehearse():
     except BaseException:
         pass                # the run works as well without it
     finally:
-        for fd, saved in zip((1, 2), keep):
-            os.dup2(saved, fd)
-            os.close(saved)
         try:
             os.chdir("/")
         except OSError:
@@ -272,6 +265,85 @@ def _rehearse():
         sys.argv[:] = argv
         if main is not None:
             sys.modules["__main__"] = main
+
+
+class _Quiet:
+    """Descriptors 1 and 2 onto an unnamed file while the spare works ahead
+    of its run, put back on the way out; wrote() says whether anything was
+    written there (what a run would have shown)."""
+
+    def __enter__(self):
+        self.keep = []
+        self.fd = None
+        self._flush()
+        try:
+            fd = os.open(os.environ.get("TMPDIR") or "/tmp",
+                         os.O_TMPFILE | os.O_RDWR, 0o600)
+            self.known = True
+        except OSError:     # no O_TMPFILE there: whether it wrote is unknown
+            fd = os.open(os.devnull, os.O_WRONLY)
+            self.known = False
+        try:
+            self.keep = [os.dup(1), os.dup(2)]
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+        except OSError:
+            os.close(fd)
+            self.__exit__()
+            raise
+        self.fd = fd
+        return self
+
+    @staticmethod
+    def _flush():
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except BaseException:
+                pass
+
+    def wrote(self):
+        self._flush()
+        return not self.known or os.fstat(self.fd).st_size > 0
+
+    def __exit__(self, *exc):
+        self._flush()
+        for fd, saved in zip((1, 2), self.keep):
+            os.dup2(saved, fd)
+            os.close(saved)
+        self.keep = []
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+_prepared = [None]
+
+
+def _prepare(workspace):
+    """In the spare, told the workspace of the last run ("w"): restores
+    its namespace now, so that the run, most likely in the same workspace,
+    starts with it (_runner.prepare says when it may not).  Anything the
+    restore prints, it would have printed in the run: then the run restores
+    for itself."""
+    from vivarium import _runner
+    _prepared[0] = None
+    if os.environ.get("VIVARIUM_WARM_PRERESTORE", "1") == "0":
+        return
+    path = list(sys.path)
+    try:
+        with _Quiet() as q:
+            p = _runner.prepare(os.fsdecode(workspace))
+            if p is not None and not q.wrote():
+                _prepared[0] = p
+    except BaseException:
+        pass
+    finally:
+        sys.path[:] = path
+        try:
+            os.chdir("/")
+        except OSError:
+            pass
 
 
 def _waiter(reqfd, stfd, saved):
@@ -410,7 +482,10 @@ def main(argv=None):
     if serve(fd) is None:
         return 0
     from vivarium import _runner
-    _exit(_runner.main())
+    # No reference kept here: once the run is over, what it restored must
+    # be the run's __main__'s alone, for _exit to release it as a cold
+    # interpreter's shutdown would (their __del__ run then).
+    _exit(_runner.main(prepared=_prepared.pop()))
 
 
 # ------------------------------------------------------------------ client
@@ -489,11 +564,12 @@ class Zygote:
             raise OSError("the zygote did not get ready")
         self.ctl.settimeout(None)
 
-    def start(self, cwd, env, fds, stdout=None, stderr=None):
+    def start(self, cwd, env, fds, stdout=None, stderr=None, hint=None):
         """fds: the run's stdin, stdout, stderr descriptors (the caller
         closes its copies); stdout/stderr: file objects for communicate().
         Asks for a spare and runs in it at once (the agent keeps one ready
-        ahead of time instead)."""
+        ahead of time instead); hint: the workspace whose namespace the
+        spare restores before it takes the run, as the agent's spares do."""
         req, req_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         st, st_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         socket.send_fds(self.ctl, [b"spare"], [req_theirs.fileno(), st_theirs.fileno()])
@@ -504,6 +580,8 @@ class Zygote:
             req.close()
             st.close()
             raise OSError("warm start failed: %r" % m)
+        if hint is not None:
+            req.send(b"w" + os.fsencode(hint))
         req.send(b"c" + os.fsencode(cwd))
         for k, v in env.items():
             req.send(b"e" + os.fsencode(k) + b"=" + os.fsencode(v))

@@ -187,3 +187,88 @@ print(tempfile.gettempdir(), __main__.__dict__ is globals(), sys.argv)`);
     }
   });
 });
+
+// A spare restores the namespace of the last run's workspace while it
+// waits (_runner.prepare).  A value whose unpickling reads the run's own
+// variable VIVARIUM_RUN_DIR shows where it was restored: in the spare,
+// before its run, the variable is not there (None); restored by the run,
+// it is.
+const PROBE = `import os
+class Probe:
+    def __reduce__(self):
+        return (os.getenv, ('VIVARIUM_RUN_DIR',))
+e = Probe()
+print('stored')`;
+
+describe('a spare restores the namespace ahead', () => {
+  test('the next run in the same workspace starts with it', async () => {
+    const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1' } });
+    try {
+      const client = await agent.connect();
+      await waitWarm(agent, client);
+      await stdoutOf(client, PROBE);
+      assert.equal(await stdoutOf(client, 'print(e is None)'), 'True');
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test('off with VIVARIUM_WARM_PRERESTORE=0: the run restores it', async () => {
+    const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1', VIVARIUM_WARM_PRERESTORE: '0' } });
+    try {
+      const client = await agent.connect();
+      await waitWarm(agent, client);
+      await stdoutOf(client, PROBE);
+      assert.equal(await stdoutOf(client, 'print(e is None, isinstance(e, str))'), 'False True');
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test("another user's spare: each run has its own namespace", async () => {
+    const agent = await startAgent({
+      transport: 'unix', env: { VIVARIUM_WARM: '1', VIVARIUM_USER_HEADER: 'X-User-ID' },
+    });
+    try {
+      const alice = await agent.connect({ headers: { 'X-User-ID': 'alice' } });
+      const bob = await agent.connect({ headers: { 'X-User-ID': 'bob' } });
+      await waitWarm(agent, alice);
+      await stdoutOf(alice, `${PROBE}\nwho = 'alice'`);
+      await stdoutOf(bob, `${PROBE}\nwho = 'bob'`);
+      // Bob's last: alice's spare was told bob's workspace, so alice's
+      // run restores her own; then bob's spare was told alice's.  (A
+      // restored probe is stored again as what it became: a string.)
+      assert.equal(await stdoutOf(alice, 'print(who, e is None)'), 'alice False');
+      assert.equal(await stdoutOf(bob, 'print(who, e is None)'), 'bob False');
+      // Bob twice in a row: the second is restored ahead.
+      await stdoutOf(bob, PROBE);
+      assert.equal(await stdoutOf(bob, 'print(who, e is None)'), 'bob True');
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test('the first call after a start: the shared workspace is restored ahead', async () => {
+    const ws = mkdtempSync(join(tmpdir(), 'vivarium-ws-'));
+    try {
+      let agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1' }, workspace: ws });
+      try {
+        await stdoutOf(await agent.connect(), `${PROBE}\nx = 7`);
+      } finally {
+        await agent.stop();
+      }
+      agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1' }, workspace: ws });
+      try {
+        const client = await agent.connect();
+        await spareReady(agent);
+        const out = (await stdoutOf(client, `${LINEAGE}\nprint(x, e is None)`)).split('\n');
+        assert.notEqual(Number(out[0].split(' ')[1]), agent.proc.pid, 'the first run was cold');
+        assert.equal(out[1], '7 True');
+      } finally {
+        await agent.stop();
+      }
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
+});

@@ -21,8 +21,10 @@ WARM = os.environ.get("VIVARIUM_WARM", "0") == "1"
 _zygote = [None]
 
 
-def warm_start(cwd, env):
-    """Starts a run through the shared zygote; a Popen-like WarmProcess."""
+def warm_start(cwd, env, hint=True):
+    """Starts a run through the shared zygote; a Popen-like WarmProcess.
+    hint: the workspace the spare restores ahead (True: cwd, as the
+    agent's spares are told the last run's; None: none)."""
     if _zygote[0] is None:
         sys.path.insert(0, PYTHON_DIR)
         from vivarium._zygote import Zygote
@@ -34,7 +36,8 @@ def warm_start(cwd, env):
     dn = os.open(os.devnull, os.O_RDWR)
     try:
         return _zygote[0].start(cwd, env, (dn, o_w, e_w),
-                                os.fdopen(o_r, "rb"), os.fdopen(e_r, "rb"))
+                                os.fdopen(o_r, "rb"), os.fdopen(e_r, "rb"),
+                                hint=cwd if hint is True else hint)
     finally:
         for fd in (dn, o_w, e_w):
             os.close(fd)
@@ -104,15 +107,16 @@ class Workspace(unittest.TestCase):
         env.update({k: str(v) for k, v in over.items()})
         return env
 
-    def start(self, code, **over):
-        """Starts a run; returns (Popen, run dir)."""
+    def start(self, code, warm=WARM, hint=True, **over):
+        """Starts a run (warm: through the zygote, its spare told hint);
+        returns (Popen, run dir)."""
         run_dir = tempfile.mkdtemp(prefix="run-", dir=self.tmp)
         os.chmod(run_dir, 0o700)
         with open(os.path.join(run_dir, "code.py"), "w", encoding="utf-8") as f:
             f.write(code)
         env = self.env(VIVARIUM_RUN_DIR=run_dir, **over)
-        if WARM:
-            return warm_start(self.ws, env), run_dir
+        if warm:
+            return warm_start(self.ws, env, hint), run_dir
         p = subprocess.Popen([PYTHON, "-P", "-m", "vivarium._runner"], cwd=self.ws,
                              env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
