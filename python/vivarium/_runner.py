@@ -659,6 +659,12 @@ class Prepared:
         self.main_mod = main_mod
         self.st = st
 
+    def serves(self, cfg):
+        """Whether it is what this run would restore."""
+        return cfg.persist and not cfg.fresh and \
+            self.workspace == cfg.workspace and self.identity == \
+            _identity(os.path.join(cfg.state_dir, STORE_NAME))
+
 
 _unused = []
 
@@ -756,9 +762,7 @@ def main(env=None, prepared=None):
 
     st = State()
     _figures.start(cfg.workspace)
-    if cfg.persist and prepared is not None and not cfg.fresh and \
-            prepared.workspace == cfg.workspace and prepared.identity == \
-            _identity(os.path.join(cfg.state_dir, STORE_NAME)):
+    if prepared is not None and prepared.serves(cfg):
         main_mod, st = prepared.main_mod, prepared.st
         ns = main_mod.__dict__
         sys.modules["__main__"] = main_mod

@@ -275,7 +275,7 @@ class _Quiet:
     def __enter__(self):
         self.keep = []
         self.fd = None
-        self._flush()
+        _flush_std()
         try:
             fd = os.open(os.environ.get("TMPDIR") or "/tmp",
                          os.O_TMPFILE | os.O_RDWR, 0o600)
@@ -294,20 +294,12 @@ class _Quiet:
         self.fd = fd
         return self
 
-    @staticmethod
-    def _flush():
-        for f in (sys.stdout, sys.stderr):
-            try:
-                f.flush()
-            except BaseException:
-                pass
-
     def wrote(self):
-        self._flush()
+        _flush_std()
         return not self.known or os.fstat(self.fd).st_size > 0
 
     def __exit__(self, *exc):
-        self._flush()
+        _flush_std()
         for fd, saved in zip((1, 2), self.keep):
             os.dup2(saved, fd)
             os.close(saved)
