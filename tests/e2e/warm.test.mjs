@@ -201,29 +201,24 @@ e = Probe()
 print('stored')`;
 
 describe('a spare restores the namespace ahead', () => {
-  test('the next run in the same workspace starts with it', async () => {
-    const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1' } });
-    try {
-      const client = await agent.connect();
-      await waitWarm(agent, client);
-      await stdoutOf(client, PROBE);
-      assert.equal(await stdoutOf(client, 'print(e is None)'), 'True');
-    } finally {
-      await agent.stop();
-    }
-  });
-
-  test('off with VIVARIUM_WARM_PRERESTORE=0: the run restores it', async () => {
-    const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1', VIVARIUM_WARM_PRERESTORE: '0' } });
-    try {
-      const client = await agent.connect();
-      await waitWarm(agent, client);
-      await stdoutOf(client, PROBE);
-      assert.equal(await stdoutOf(client, 'print(e is None, isinstance(e, str))'), 'False True');
-    } finally {
-      await agent.stop();
-    }
-  });
+  // Restored in the spare the probe is None; off, the run restores it.
+  for (const [what, env, code, want] of [
+    ['the next run in the same workspace starts with it', {}, 'print(e is None)', 'True'],
+    ['off with VIVARIUM_WARM_PRERESTORE=0: the run restores it', { VIVARIUM_WARM_PRERESTORE: '0' },
+      'print(e is None, isinstance(e, str))', 'False True'],
+  ]) {
+    test(what, async () => {
+      const agent = await startAgent({ transport: 'unix', env: { VIVARIUM_WARM: '1', ...env } });
+      try {
+        const client = await agent.connect();
+        await waitWarm(agent, client);
+        await stdoutOf(client, PROBE);
+        assert.equal(await stdoutOf(client, code), want);
+      } finally {
+        await agent.stop();
+      }
+    });
+  }
 
   test("another user's spare: each run has its own namespace", async () => {
     const agent = await startAgent({
