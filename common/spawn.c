@@ -394,10 +394,11 @@ exec_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	return 0;
 }
 
-static int
-exec_watch(void *arg)
+static void
+exec_watch(void *arg, int fds[2])
 {
-	return ((struct exec_state *)arg)->pidfd;
+	fds[0] = ((struct exec_state *)arg)->pidfd;
+	fds[1] = -1;
 }
 
 /* Has the child exited (without reaping it, so its pgid stays reserved)? */
@@ -508,13 +509,13 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 	struct exec_state xs = { -1 };
 	void		*arg = sp->starter_arg;
 	int		 outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	int		 devnull = -1, stdio[3], wfd;
+	int		 devnull = -1, stdio[3], wfd[2];
 	int		 rc = -1, gone = 0;
-	struct pollfd	 pfd[4];
+	struct pollfd	 pfd[5];
 	unsigned char	*chunk = NULL;
 	double		 start, deadline = 0, left, end;
 	size_t		 t1 = 0, t2 = 0;
-	int		 ms;
+	int		 ms, i;
 
 	spawn_reset_out(sp);
 	if (how == NULL) {
@@ -552,7 +553,7 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 		snprintf(errbuf, errlen, "spawn: %s", strerror(errno));
 		goto fail;
 	}
-	wfd = how->watch(arg);
+	how->watch(arg, wfd);
 	if (sp->timeout > 0)
 		deadline = start + sp->timeout;
 
@@ -569,17 +570,19 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 			}
 			ms = left * 1000 > INT_MAX - 1 ? INT_MAX : (int)(left * 1000) + 1;
 		}
-		if (wfd == -1 && (ms == -1 || ms > SPAWN_POLL_SLICE))
+		if (wfd[0] == -1 && wfd[1] == -1 &&
+		    (ms == -1 || ms > SPAWN_POLL_SLICE))
 			ms = SPAWN_POLL_SLICE;
 		pfd[0].fd = outp[0];
 		pfd[1].fd = errp[0];
-		pfd[2].fd = wfd;
+		pfd[2].fd = wfd[0];
 		pfd[3].fd = sp->stop_fd;
-		pfd[0].events = pfd[1].events = pfd[2].events = POLLIN;
-		pfd[3].events = POLLIN;
-		pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
-		pfd[3].revents = 0;
-		if (poll(pfd, 4, ms) == -1 && errno != EINTR) {
+		pfd[4].fd = wfd[1];
+		for (i = 0; i < 5; i++) {
+			pfd[i].events = POLLIN;
+			pfd[i].revents = 0;
+		}
+		if (poll(pfd, 5, ms) == -1 && errno != EINTR) {
 			/* Cannot wait properly: stop the child rather than hang. */
 			kill(-sp->pid, SIGKILL);
 			break;
@@ -588,8 +591,11 @@ spawn_run(struct spawn *sp, char *errbuf, size_t errlen)
 			read_some(&outp[0], &sp->out, chunk);
 		if (pfd[1].revents != 0)
 			read_some(&errp[0], &sp->err, chunk);
-		if (wfd == -1 || pfd[2].revents != 0)
+		if ((wfd[0] == -1 && wfd[1] == -1) || pfd[2].revents != 0 ||
+		    pfd[4].revents != 0) {
 			gone = how->gone(arg, sp);
+			how->watch(arg, wfd);	/* may have closed one */
+		}
 		if (!gone && pfd[3].revents != 0) {
 			/* Asked to stop: the same kill as the deadline's. */
 			kill(-sp->pid, SIGKILL);

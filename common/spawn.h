@@ -64,11 +64,13 @@ struct spawn_starter {
 	 */
 	int	(*start)(void *arg, struct spawn *sp, const int stdio[3],
 		    char *errbuf, size_t errlen);
-	/* A descriptor that polls readable when the process may have
-	 * ended; -1 makes spawn_run look every 10 ms. */
-	int	(*watch)(void *arg);
-	/* 1 when the process has ended; its pid (and so its process group
-	 * id) must stay reserved until reap. */
+	/* Up to two descriptors (-1: none) that poll readable when the
+	 * process may have ended; with none spawn_run looks every 10 ms. */
+	void	(*watch)(void *arg, int fds[2]);
+	/* 1 when the process has ended, or has said that it ends now with
+	 * its output all written and its ends of the pipes closed (the
+	 * kernel's teardown of a large process takes milliseconds); its pid
+	 * (and so its process group id) must stay reserved until reap. */
 	int	(*gone)(void *arg, struct spawn *sp);
 	/* Waits for the end and returns the raw wait status; frees what
 	 * start took.  Called once for every successful start. */

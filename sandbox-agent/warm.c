@@ -11,8 +11,10 @@
  * the spare the cwd ("c..."), the environment ("E...", see send_env) and
  * "r" with the run's stdin, stdout and stderr; the spare answers "k" (or
  * "f<errno>" when the cwd cannot be entered), the agent says "g" and only
- * then does the code run.  When it ends the waiter answers "s<raw wait
- * status>" and keeps the zombie (so its process group id stays reserved)
+ * then does the code run.  Its last act is "x<exit code>" on the request
+ * socket, once its output is all written: the agent answers then, while the
+ * kernel still tears the process down.  When it has ended the waiter
+ * answers "s<raw wait status>" and keeps the zombie (so its process group id stays reserved)
  * until the agent closes the status socket.  A run's end asks for the next spare.
  * A spare is told first ("w...") the workspace of the last run (or the one
  * warm_hint named), whose namespace it restores while it waits
@@ -576,8 +578,8 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	enum spare_end	 end = SPARE_BROKEN;
 	int		 req = -1, tries, fresh;
 
-	w->sock = -1;
-	w->have_status = w->lost = w->failed = 0;
+	w->sock = w->req = -1;
+	w->have_status = w->early = w->lost = w->failed = 0;
 	/* A spare killed while it waited costs one more, made now. */
 	for (tries = 0; tries < 2; tries++) {
 		pthread_mutex_lock(&wz_lock);
@@ -599,10 +601,12 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 		pthread_mutex_unlock(&wz_lock);
 
 		end = spare_use(w, req, sp, stdio, errbuf, errlen);
+		if (end == SPARE_OK) {
+			w->req = req;	/* where the run says its end */
+			break;
+		}
 		/* Closing makes a spare that never got "g" exit unused. */
 		close_fd(&req);
-		if (end == SPARE_OK)
-			break;
 		close_fd(&w->sock);
 		if (end != SPARE_DEAD || fresh)
 			break;
@@ -620,10 +624,48 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	return -1;
 }
 
-static int
-warm_watch(void *arg)
+static void
+warm_watch(void *arg, int fds[2])
 {
-	return ((struct warm_run *)arg)->sock;
+	fds[0] = ((struct warm_run *)arg)->sock;
+	fds[1] = ((struct warm_run *)arg)->req;
+}
+
+/*
+ * Reads what the run said on its request socket: 1 when it said its end,
+ * "x<exit code>", after writing all its output and closing its stdout and
+ * stderr (_zygote._exit).  Its group is killed then, and the run answered
+ * while the kernel still tears the process down.  Anything else is
+ * ignored; EOF (its code closed the socket) leaves the waiter's status.
+ */
+static int
+read_end(struct warm_run *w)
+{
+	char	 msg[32];
+	ssize_t	 n;
+	long	 v;
+	int	 i;
+
+	for (i = 0; i < 8 && w->req != -1; i++) {
+		n = recv(w->req, msg, sizeof(msg), MSG_DONTWAIT);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0) {
+			close_fd(&w->req);
+			return 0;
+		}
+		if (n > 1 && msg[0] == 'x' &&
+		    parse_num(msg + 1, (size_t)n - 1, &v) == 0 &&
+		    v >= 0 && v <= 255) {
+			w->status = (int)v << 8;	/* as exit(v) */
+			w->have_status = w->early = 1;
+			close_fd(&w->req);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* Reads the status message if there is one: 1 when the run is over. */
@@ -654,7 +696,7 @@ read_status(struct warm_run *w, int flags)
 static int
 warm_gone(void *arg, struct spawn *sp)
 {
-	return read_status(arg, MSG_DONTWAIT);
+	return read_end(arg) || read_status(arg, MSG_DONTWAIT);
 }
 
 static int
@@ -678,8 +720,10 @@ warm_reap(void *arg, struct spawn *sp)
 			break;
 		}
 	}
-	/* Lets the waiter reap it: its pid may be reused from now on. */
+	/* Lets the waiter reap it: its pid may be reused from now on (the
+	 * group was killed before reap). */
 	close_fd(&w->sock);
+	close_fd(&w->req);
 	spare_next(w);
 	if (w->have_status)
 		return w->status;

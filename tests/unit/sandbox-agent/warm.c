@@ -185,8 +185,14 @@ test_fresh_process(void **state)
 	    " signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,"
 	    " signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
 	    " signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN,"
-	    " os.getpgid(0) == os.getpid(), len(os.listdir('/proc/self/fd')))");
-	assert_string_equal(a, "True True True True True True 4\n");
+	    " os.getpgid(0) == os.getpid())\n"
+	    /* stdio and the socket where it says its end, not inherited */
+	    "fds = sorted(int(f) for f in os.listdir('/proc/self/fd'))\n"
+	    "fds = [f for f in fds if os.path.exists('/proc/self/fd/%d' % f)]\n"
+	    "print(sorted(fds)[:3], len(fds),"
+	    " [os.get_inheritable(f) for f in fds[3:]])");
+	assert_string_equal(a, "True True True True True True\n"
+	    "[0, 1, 2] 4 [False]\n");
 	free(a);
 }
 
@@ -525,6 +531,52 @@ test_exit_and_crash_as_cold(void **state)
 	assert_int_equal(code, 0);
 }
 
+/* Code that finds its end socket: the one descriptor past stdio. */
+#define END_SOCKET \
+	"import os, socket, time\n" \
+	"fd = [f for f in map(int, os.listdir('/proc/self/fd'))\n" \
+	"      if f > 2 and os.path.exists('/proc/self/fd/%d' % f)][0]\n" \
+	"s = socket.socket(fileno=fd)\n"
+
+/*
+ * A run says its end on its request socket once its output is out
+ * (_zygote._say_end), and the agent answers then with that exit code and
+ * kills the group, without waiting for the kernel to tear the process
+ * down.  Here the code says it itself and then sleeps: the answer comes
+ * with its code and its output, not at the deadline.  Garbage on the
+ * socket, or the socket closed, leaves the ordinary end.
+ */
+static void
+test_end_said(void **state)
+{
+	struct run_limits lim;
+	struct run_result res;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	run(&lim, END_SOCKET "print('said', flush=True)\n"
+	    "s.send(b'x7')\ntime.sleep(60)", 20, &res);
+	assert_false(res.timed_out);
+	assert_false(res.signaled);
+	assert_int_equal(res.exit_code, 7);
+	assert_string_equal(res.out, "said\n");
+	run_result_release(&res);
+
+	run(&lim, END_SOCKET "for m in (b'hello', b'x999', b'x', b'x-1', b'y2'):\n"
+	    "    s.send(m)\nprint('on')", 20, &res);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.report, RUN_REPORT_OK);
+	assert_string_equal(res.out, "on\n");
+	run_result_release(&res);
+
+	run(&lim, END_SOCKET "s.close()\nprint('closed')\nraise SystemExit(5)",
+	    20, &res);
+	assert_int_equal(res.exit_code, 5);
+	assert_string_equal(res.out, "closed\n");
+	run_result_release(&res);
+	free(ok(&lim, "print(1)"));
+}
+
 static void
 test_workspace_gone(void **state)
 {
@@ -661,6 +713,7 @@ main(void)
 		    ws_del),
 		cmocka_unit_test_setup_teardown(test_exit_and_crash_as_cold,
 		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_end_said, ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_workspace_gone, ws_new,
 		    ws_del),
 		cmocka_unit_test_setup_teardown(test_zygote_misbehaves, ws_new,
