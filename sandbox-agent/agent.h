@@ -54,6 +54,7 @@ struct agent_config {
 	int		 warm;			/* VIVARIUM_WARM */
 	const char	*warm_imports;		/* borrowed; VIVARIUM_WARM_IMPORTS */
 	int		 sweep;			/* VIVARIUM_SWEEP */
+	const char	*pycheck_cache;		/* VIVARIUM_PYCHECK_CACHE */
 	/* File links (files.c, docs/agent.md "Files in and out"). */
 	const char	*public_url;		/* borrowed; NULL: from the listener */
 	int		 links;			/* 1: a key to sign links with */
@@ -419,7 +420,8 @@ int	sse_serve(struct MHD_Connection *, const struct agent_ctx *,
  * lacks; everywhere it keeps a line for the instructions saying which of
  * the usual libraries import and which do not.
  */
-void	pycheck(const struct agent_config *);
+/* 0: all there, 1: the runner or the data stack lacking, -1: no answer. */
+int	pycheck(const struct agent_config *);
 /* "Installed: ...\nNot installed: ...", or "" when the check failed. */
 const char *pycheck_modules(void);
 

@@ -353,6 +353,11 @@ load_python(struct agent_config *cfg, struct confdiag *d)
 		confdiag_add(d, 0, "VIVARIUM_PYTHON=\"%s\": no such executable%s",
 		    cfg->python, strchr(cfg->python, '/') ? "" : " on PATH");
 
+	cfg->pycheck_cache = config_env_str("VIVARIUM_PYCHECK_CACHE", NULL);
+	if (cfg->pycheck_cache != NULL && cfg->pycheck_cache[0] != '/')
+		confdiag_add(d, 0, "VIVARIUM_PYCHECK_CACHE=\"%s\": not an "
+		    "absolute path", cfg->pycheck_cache);
+
 	v = config_env_str("VIVARIUM_PYTHONPATH", NULL);
 	if (v == NULL) {
 		cfg->pythonpath = default_pythonpath();

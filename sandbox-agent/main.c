@@ -19,6 +19,7 @@
 
 static const struct option long_options[] = {
 	{ "help", no_argument, NULL, 'h' },
+	{ "pycheck", no_argument, NULL, 'P' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -27,7 +28,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: vivarium-agent [-hnvV]\n"
+"usage: vivarium-agent [-hnvV] [--pycheck]\n"
 "\n"
 "An MCP server (streamable HTTP at /mcp, health at /health) with seven tools\n"
 "over one workspace directory: run_python, job_status, list_files,\n"
@@ -35,6 +36,9 @@ usage(FILE *f)
 "\n"
 "Options:\n"
 "  -n             check the configuration, print it and exit\n"
+"  --pycheck      ask the runs' Python which modules it has, print the\n"
+"                 answer, keep it in VIVARIUM_PYCHECK_CACHE when set, and\n"
+"                 exit (1 when the runner or the data stack is missing)\n"
 "  -v             verbose logging\n"
 "  -h, --help     print this text and exit\n"
 "  -V, --version  print the version and exit\n"
@@ -74,6 +78,9 @@ usage(FILE *f)
 "  VIVARIUM_PYTHON             interpreter [python3]\n"
 "  VIVARIUM_PYTHONPATH         where the vivarium runner package is\n"
 "                              [python/ beside the bin/ holding this program]\n"
+"  VIVARIUM_PYCHECK_CACHE      a file keeping the answer of the start-up\n"
+"                              check of VIVARIUM_PYTHON's modules (the\n"
+"                              image's, made at build) [none: ask at start]\n"
 "  VIVARIUM_WARM               fork runs from a warm interpreter [1]\n"
 "  VIVARIUM_WARM_IMPORTS       modules it imports first\n"
 "                              [numpy,pandas,matplotlib,matplotlib.pyplot]\n"
@@ -163,7 +170,7 @@ main(int argc, char **argv)
 	struct confdiag		 diag;
 	sigset_t		 set;
 	pthread_t		 tid;
-	int			 ch, check = 0, verbose = 0, sig;
+	int			 ch, check = 0, verbose = 0, sig, ask = 0;
 
 	while ((ch = getopt_long(argc, argv, "hnvV", long_options, NULL)) != -1) {
 		switch (ch) {
@@ -172,6 +179,9 @@ main(int argc, char **argv)
 			return 0;
 		case 'n':
 			check = 1;
+			break;
+		case 'P':
+			ask = 1;
 			break;
 		case 'v':
 			verbose = 1;
@@ -205,6 +215,16 @@ main(int argc, char **argv)
 		printf("configuration OK\n");
 		agent_config_release(&cfg);
 		return 0;
+	}
+	if (ask) {
+		int r = pycheck(&cfg);
+
+		printf("%s\n", pycheck_modules());
+		if (r == 1)
+			printf("%s lacks the runner or the data stack\n",
+			    cfg.python);
+		agent_config_release(&cfg);
+		return r == 0 ? 0 : 1;
 	}
 	/*
 	 * Holding a user's link key or the agent secret: runs (the same

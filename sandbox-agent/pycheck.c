@@ -17,16 +17,33 @@
  * (a host without openpyxl failed the instructions' own XLSX example).
  * That part runs in the image too; the log lines do not (VIVARIUM_SWEEP:
  * everything the runner needs is there by construction).
+ *
+ * The answer can be kept in a file (VIVARIUM_PYCHECK_CACHE): the image
+ * writes it when it is built (`vivarium-agent --pycheck`), so a sandbox's
+ * start does not wait ~30 ms for a Python start-up before it answers.  The
+ * file says what it answers for (the interpreter's path and file, its
+ * PYTHONPATH, the question); any other key asks the interpreter again.
  */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
+#include "hash.h"
 #include "log.h"
 #include "spawn.h"
 #include "banned.h"
+
+#define CACHE_MAGIC	"vivarium-pycheck 1"
+
+extern char **environ;
 
 /* module, Debian package; the first is the runner itself. */
 static const char *const modules[][2] = {
@@ -125,20 +142,107 @@ modules_say(const char *missing)
 	buf_release(&no);
 }
 
-void
+/*
+ * What a cached answer must match: the interpreter (its path as found in
+ * PATH, and the file's identity and time), PYTHONPATH and the question.
+ * 0, or -1 when the interpreter is not found (then nothing is cached).
+ */
+static int
+cache_key(char *const *argv, char *key, size_t len)
+{
+	char		 path[4096];
+	struct stat	 st;
+	const char	*pp = getenv("PYTHONPATH");
+	uint64_t	 h = HASH_INIT;
+	int64_t		 f[6];
+
+	if (spawn_find(argv[0], environ, NULL, path, sizeof(path)) != 0 ||
+	    stat(path, &st) == -1)
+		return -1;
+	f[0] = (int64_t)st.st_dev;
+	f[1] = (int64_t)st.st_ino;
+	f[2] = (int64_t)st.st_size;
+	f[3] = (int64_t)st.st_mtim.tv_sec;
+	f[4] = (int64_t)st.st_mtim.tv_nsec;
+	f[5] = (int64_t)st.st_ctim.tv_sec;
+	h = hash_bytes(h, path, strlen(path) + 1);
+	h = hash_bytes(h, f, sizeof(f));
+	h = hash_bytes(h, pp != NULL ? pp : "", pp != NULL ? strlen(pp) + 1 : 0);
+	for (; *argv != NULL; argv++)
+		h = hash_bytes(h, *argv, strlen(*argv) + 1);
+	snprintf(key, len, "%s %016" PRIx64, CACHE_MAGIC, h);
+	return 0;
+}
+
+/* The cached answer for key into out (a line), or -1. */
+static int
+cache_read(const char *file, const char *key, char *out, size_t len)
+{
+	char	 buf[4096], *nl;
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((nl = strchr(buf, '\n')) == NULL)
+		return -1;
+	*nl = '\0';
+	if (strcmp(buf, key) != 0 || strchr(nl + 1, '|') == NULL ||
+	    strchr(nl + 1, '\n') == NULL)
+		return -1;
+	snprintf(out, len, "%s", nl + 1);
+	return 0;
+}
+
+/* Keeps answer for key in file, replacing it whole; -1 with errno. */
+static int
+cache_write(const char *file, const char *key, const char *answer)
+{
+	char	 tmp[4200];
+	FILE	*f;
+	int	 fd, ok;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d", file, (int)getpid()) >=
+	    sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) ==
+	    -1)
+		return -1;
+	if ((f = fdopen(fd, "w")) == NULL) {
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	ok = fprintf(f, "%s\n%s", key, answer) > 0;
+	if (fclose(f) != 0 || !ok || rename(tmp, file) == -1) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int
 pycheck(const struct agent_config *cfg)
 {
 	struct spawn	 sp = SPAWN_INIT;
 	struct buf	 mods = BUF_INIT(1024), pkgs = BUF_INIT(1024);
 	char		*argv[NMODULES + NUSUAL + 4], errbuf[256], *end;
 	char		*pp = NULL, version[32], missing[NUSUAL];
+	char		 key[64], answer[1024];
 	const char	*out, *v;
 	size_t		 i, len;
-	int		 runner = 0;
+	int		 runner = 0, keyed, rc = -1;
 
 	/* The runs' PYTHONPATH: ours in front of the caller's. */
 	if ((v = getenv("PYTHONPATH")) != NULL && (pp = strdup(v)) == NULL)
-		return;
+		return -1;
 	if (cfg->pythonpath != NULL) {
 		char pv[4096];
 
@@ -155,6 +259,15 @@ pycheck(const struct agent_config *cfg)
 		argv[3 + NMODULES + i] = (char *)(uintptr_t)usual[i].module;
 	argv[3 + NMODULES + NUSUAL] = NULL;
 	memset(missing, 0, sizeof(missing));
+	keyed = cfg->pycheck_cache != NULL &&
+	    cache_key(argv, key, sizeof(key)) == 0;
+	if (keyed && cache_read(cfg->pycheck_cache, key, answer,
+	    sizeof(answer)) == 0) {
+		out = answer;
+		log_debug("%s: the answer kept in %s", cfg->python,
+		    cfg->pycheck_cache);
+		goto parse;
+	}
 	sp.argv = argv;
 	sp.timeout = 20;
 	sp.out.cap = 4096;
@@ -166,12 +279,17 @@ pycheck(const struct agent_config *cfg)
 		goto done;
 	}
 	out = (const char *)spawn_stream_take(&sp.out, &len);
-	if (!sp.exited || sp.exit_code != 0 || strchr(out, '|') == NULL) {
+	if (!sp.exited || sp.exit_code != 0 || strchr(out, '|') == NULL ||
+	    strchr(out, '\n') == NULL) {
 		log_warnx("%s did not answer the start-up check (%s): runs may "
 		    "fail", cfg->python, (const char *)spawn_stream_take(&sp.err,
 		    &len));
 		goto done;
 	}
+	if (keyed && cache_write(cfg->pycheck_cache, key, out) == -1)
+		log_debug("cannot keep the answer in %s: %s",
+		    cfg->pycheck_cache, strerror(errno));
+parse:
 	snprintf(version, sizeof(version), "%s", strchr(out, '|') + 1);
 	version[strcspn(version, "\r\n")] = '\0';
 	while (*out != '|' && *out != '\0') {
@@ -193,6 +311,7 @@ pycheck(const struct agent_config *cfg)
 		buf_appendf(&pkgs, " %s", modules[k][1]);
 	}
 	modules_say(missing);
+	rc = runner || mods.len > 0;
 	if (cfg->sweep)
 		goto done;	/* the image: what the runner needs is there */
 	if (runner)
@@ -218,4 +337,5 @@ done:
 	buf_release(&mods);
 	buf_release(&pkgs);
 	spawn_release(&sp);
+	return rc;
 }

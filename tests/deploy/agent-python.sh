@@ -5,7 +5,10 @@
 #     dist-packages) is named with each missing module and its package;
 #     plain Python still runs;
 #   - a runner that is not on VIVARIUM_PYTHONPATH is named;
-#   - Debian's python3 with the test packages says nothing.
+#   - Debian's python3 with the test packages says nothing;
+#   - the answer kept in VIVARIUM_PYCHECK_CACHE (as the image does) is
+#     used without starting Python while it answers for that interpreter,
+#     PYTHONPATH and question, and asked again otherwise.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/deploy/lib.sh
@@ -53,5 +56,36 @@ else
 	t_ok "Debian's python3 with the stack: no warning"
 fi
 stop
+
+# A python3 that counts its starts, for the kept answer.
+printf '#!/bin/sh\necho x >>"%s/starts"\nexec /usr/bin/python3 "$@"\n' "$D" \
+    >"$D/bin/counted"
+chmod +x "$D/bin/counted"
+starts() { [ -f "$D/starts" ] && wc -l <"$D/starts" | tr -d ' ' || echo 0; }
+C="$D/pycheck"
+VIVARIUM_WORKDIR="$D/ws" VIVARIUM_PYTHON="$D/bin/counted" \
+    VIVARIUM_PYCHECK_CACHE="$C" "$BIN/vivarium-agent" --pycheck >"$D/ask" 2>&1
+t_eq "--pycheck: exit 0 with the stack there" "$?" 0
+t_grep "... prints the instructions' line" "^Installed: pandas, numpy, matplotlib" "$D/ask"
+t_eq "... asked Python once" "$(starts)" 1
+t_grep "... and kept the answer, with its key" "^vivarium-pycheck 1 [0-9a-f]\{16\}$" "$C"
+agent kept VIVARIUM_PYTHON="$D/bin/counted" VIVARIUM_PYCHECK_CACHE="$C"
+t_eq "a start with the kept answer starts no Python" "$(starts)" 1
+stop
+agent otherpath VIVARIUM_PYTHON="$D/bin/counted" VIVARIUM_PYCHECK_CACHE="$C" \
+    PYTHONPATH="$D/empty"
+t_eq "another PYTHONPATH asks again" "$(starts)" 2
+stop
+printf 'vivarium-pycheck 1 0000000000000000\n|3\n' >"$C"
+agent stale VIVARIUM_PYTHON="$D/bin/counted" VIVARIUM_PYCHECK_CACHE="$C"
+t_eq "another key asks again" "$(starts)" 3
+stop
+t_grep "... and keeps the new answer" "|3\\.[0-9]" "$C"
+agent kept2 VIVARIUM_PYTHON="$D/bin/counted" VIVARIUM_PYCHECK_CACHE="$C"
+t_eq "... used by the next start" "$(starts)" 3
+stop
+VIVARIUM_WORKDIR="$D/ws" VIVARIUM_PYTHON="$D/bin/python3" \
+    "$BIN/vivarium-agent" --pycheck >"$D/ask2" 2>&1
+t_eq "--pycheck: exit 1 without the data stack" "$?" 1
 
 t_done agent-python

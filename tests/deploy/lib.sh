@@ -4,6 +4,7 @@
 #
 #   t_ok NAME / t_fail NAME [DETAIL]   one result
 #   t_check NAME CMD...                t_ok when CMD succeeds, else t_fail
+#   t_eq NAME GOT WANT                 t_ok when the two strings are equal
 #   t_grep NAME PATTERN FILE           t_ok when FILE matches PATTERN
 #   t_port                             a free TCP port on 127.0.0.1
 #   t_wait_for PATTERN FILE SECONDS    wait until FILE matches (0), or fail (1)
@@ -18,6 +19,10 @@ t_fail() {
 t_check() {
 	_n=$1; shift
 	if _out=$("$@" 2>&1); then t_ok "$_n"; else t_fail "$_n" "$_out"; fi
+}
+t_eq() {
+	if [ "$2" = "$3" ]; then t_ok "$1"
+	else t_fail "$1" "got \"$2\", want \"$3\""; fi
 }
 t_grep() {
 	if grep -q -e "$2" "$3"; then t_ok "$1"
