@@ -144,7 +144,7 @@ modules_say(const char *missing)
 
 /*
  * What a cached answer must match: the interpreter (its path as found in
- * PATH, and the file's identity and time), PYTHONPATH and the question.
+ * PATH, the file's size and mtime), PYTHONPATH and the question.
  * 0, or -1 when the interpreter is not found (then nothing is cached).
  */
 static int
@@ -154,17 +154,16 @@ cache_key(char *const *argv, char *key, size_t len)
 	struct stat	 st;
 	const char	*pp = getenv("PYTHONPATH");
 	uint64_t	 h = HASH_INIT;
-	int64_t		 f[6];
+	int64_t		 f[3];
 
 	if (spawn_find(argv[0], environ, NULL, path, sizeof(path)) != 0 ||
 	    stat(path, &st) == -1)
 		return -1;
-	f[0] = (int64_t)st.st_dev;
-	f[1] = (int64_t)st.st_ino;
-	f[2] = (int64_t)st.st_size;
-	f[3] = (int64_t)st.st_mtim.tv_sec;
-	f[4] = (int64_t)st.st_mtim.tv_nsec;
-	f[5] = (int64_t)st.st_ctim.tv_sec;
+	/* Not the device or inode: an image's layers are mounted anew, with
+	 * other numbers, in every container and in the build's own. */
+	f[0] = (int64_t)st.st_size;
+	f[1] = (int64_t)st.st_mtim.tv_sec;
+	f[2] = (int64_t)st.st_mtim.tv_nsec;
 	h = hash_bytes(h, path, strlen(path) + 1);
 	h = hash_bytes(h, f, sizeof(f));
 	h = hash_bytes(h, pp != NULL ? pp : "", pp != NULL ? strlen(pp) + 1 : 0);
