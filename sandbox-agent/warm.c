@@ -165,6 +165,21 @@ fail:
 	return -1;
 }
 
+/*
+ * With wz_lock held: the zygote, still importing, made the spare asked for
+ * at its start (_zygote.py makes it before the data stack): its waiter's
+ * "p" is there to read.  A sandbox's first call then forks, not starts cold.
+ */
+static int
+spare_early(void)
+{
+	char	 c;
+
+	if (wz.ready || wz.ctl == -1 || wz.spare_st == -1)
+		return 0;
+	return recv(wz.spare_st, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
 /* With wz_lock held. */
 static void
 zygote_stop(void)
@@ -308,9 +323,12 @@ warm_ready(const char *python, char *const *envp, double wait)
 			goto out;
 		}
 		if (pfd.revents == 0) {
-			if (clock_mono() >= until)
-				goto out;	/* still importing: run cold */
-			continue;
+			if (clock_mono() < until)
+				continue;
+			/* Still importing: its early spare, else cold. */
+			if (spare_early())
+				rc = 0;
+			goto out;
 		}
 		n = recv(wz.ctl, msg, sizeof(msg), MSG_DONTWAIT);
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
@@ -586,9 +604,10 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 		warm_hint_locked(sp->cwd);
 		w->gen = wz.gen;
 		fresh = wz.spare_req == -1;
-		if (wz.ctl == -1 || !wz.ready)
+		if (wz.ctl == -1 || (!wz.ready && !spare_early()))
 			errno = ENOTCONN;
-		if (wz.ctl == -1 || !wz.ready || spare_request() == -1) {
+		if (wz.ctl == -1 || (!wz.ready && !spare_early()) ||
+		    spare_request() == -1) {
 			pthread_mutex_unlock(&wz_lock);
 			snprintf(errbuf, errlen, "the zygote took no request: %s",
 			    strerror(errno));

@@ -390,44 +390,69 @@ def serve(ctl_fd):
     the zygote when the agent has gone."""
     saved = _signals()
     ctl = socket.socket(fileno=ctl_fd)
-    _warm_imports(os.environ.get("VIVARIUM_WARM_IMPORTS", DEFAULT_IMPORTS))
     for name in RUNNER_MODULES:
         try:
             __import__(name)
         except BaseException as e:
             _log("%s: %s: %s" % (name, type(e).__name__, e))
+    # The spare the agent asks for at the zygote's start is made now, before
+    # the data stack (a second or more in a sandbox): a sandbox's first call,
+    # which comes while that imports, is then forked instead of started
+    # cold.  Its code imports what it uses, as a cold run would.
+    if os.environ.get("VIVARIUM_WARM_EARLY", "1") != "0" and \
+            _serve_one(ctl, saved, block=False):
+        return True
+    _warm_imports(os.environ.get("VIVARIUM_WARM_IMPORTS", DEFAULT_IMPORTS))
     _keep_mpl_tempdir()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # waiters reap themselves
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:    # the early spare's, if done
+            pass
+    except ChildProcessError:
+        pass
     gc.collect()
     gc.freeze()     # forked runs need not touch these objects' pages for gc
     ctl.send(b"ready")
     while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(ctl, 64, 8)
-        except OSError as e:
-            _log("control socket: %s" % e)
-            return None
-        if not msg and not fds:
-            return None             # the agent has gone
-        if msg != b"spare" or len(fds) != 2:
-            _log("bad request %r with %d descriptor(s)" % (msg[:40], len(fds)))
-            for fd in fds:
-                os.close(fd)
-            continue
-        sys.stderr.flush()
-        pid = _fork()
-        if pid == 0:
-            try:
-                ctl.close()
-                _waiter(fds[0], fds[1], saved)
-            except BaseException as e:
-                if os.getpgid(0) == os.getpid():
-                    raise           # the run's process: report as a run would
-                _log("waiter: %s: %s" % (type(e).__name__, e))
-                os._exit(0)
-            return True
+        r = _serve_one(ctl, saved)
+        if r is not False:
+            return r
+
+
+def _serve_one(ctl, saved, block=True):
+    """Takes one request off the control socket: True in the run's process
+    of the spare it made, None when the agent has gone, else False (also
+    when nothing is there and block is false)."""
+    try:
+        msg, fds, _, _ = socket.recv_fds(ctl, 64, 8,
+                                         0 if block else socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
+    except OSError as e:
+        _log("control socket: %s" % e)
+        return None
+    if not msg and not fds:
+        return None                 # the agent has gone
+    if msg != b"spare" or len(fds) != 2:
+        _log("bad request %r with %d descriptor(s)" % (msg[:40], len(fds)))
         for fd in fds:
             os.close(fd)
+        return False
+    sys.stderr.flush()
+    pid = _fork()
+    if pid == 0:
+        try:
+            ctl.close()
+            _waiter(fds[0], fds[1], saved)
+        except BaseException as e:
+            if os.getpgid(0) == os.getpid():
+                raise               # the run's process: report as a run would
+            _log("waiter: %s: %s" % (type(e).__name__, e))
+            os._exit(0)
+        return True
+    for fd in fds:
+        os.close(fd)
+    return False
 
 
 def _exit(status):
