@@ -583,7 +583,9 @@ static void
 spare_next(const struct warm_run *w)
 {
 	pthread_mutex_lock(&wz_lock);
-	if (wz.gen == w->gen && wz.ready)
+	/* After the early spare's run the zygote may still be importing: it
+	 * takes the request once ready. */
+	if (wz.gen == w->gen)
 		spare_request();
 	pthread_mutex_unlock(&wz_lock);
 }
