@@ -47,6 +47,8 @@
 
 /* How long reaping waits for the waiter's status after the kill (s). */
 #define WARM_REAP_WAIT		10.0
+/* How long after the zygote's start a run waits for its early spare (s). */
+#define WARM_EARLY_WAIT		0.2
 #define WARM_ENV_MSG		32768	/* the largest "E" message */
 /* After this many failed starts in a row, try again only this often (s). */
 #define WARM_MAX_FAILS		3
@@ -178,6 +180,32 @@ spare_early(void)
 	if (wz.ready || wz.ctl == -1 || wz.spare_st == -1)
 		return 0;
 	return recv(wz.spare_st, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/*
+ * With wz_lock held: spare_early, waiting for it until WARM_EARLY_WAIT
+ * after the zygote's start.  It comes about 50 ms after (a Python
+ * start-up and the runner's modules); a sandbox's first call comes
+ * sooner, right after initialize, and a cold start costs more (~90 ms).
+ */
+static int
+spare_early_wait(void)
+{
+	struct pollfd	 pfd;
+	const char	*v = getenv("VIVARIUM_WARM_EARLY");
+	double		 left;
+
+	if (wz.ready || wz.ctl == -1 || wz.spare_st == -1 ||
+	    (v != NULL && strcmp(v, "0") == 0))
+		return 0;
+	left = wz.started + WARM_EARLY_WAIT - clock_mono();
+	if (left > 0) {
+		pfd.fd = wz.spare_st;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		(void)poll(&pfd, 1, (int)(left * 1000) + 1);
+	}
+	return spare_early();
 }
 
 /* With wz_lock held. */
@@ -326,7 +354,7 @@ warm_ready(const char *python, char *const *envp, double wait)
 			if (clock_mono() < until)
 				continue;
 			/* Still importing: its early spare, else cold. */
-			if (spare_early())
+			if (spare_early_wait())
 				rc = 0;
 			goto out;
 		}

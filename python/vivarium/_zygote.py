@@ -49,6 +49,8 @@ MSG_MAX = 1 << 20
 
 # In a run's process: its request socket, where _exit says the run's end.
 _end_fd = None
+# In the zygote while it makes its early spare (and so in that spare).
+_early = False
 
 
 def _log(msg):
@@ -215,7 +217,8 @@ def _before_run():
         _figures.patch()
     except Exception:
         pass                # the run's _figures.start() tries again
-    if os.environ.get("VIVARIUM_WARM_REHEARSE", "1") != "0":
+    # Not the early spare: a call may be waiting for it already.
+    if not _early and os.environ.get("VIVARIUM_WARM_REHEARSE", "1") != "0":
         _rehearse()
 
 
@@ -399,9 +402,11 @@ def serve(ctl_fd):
     # the data stack (a second or more in a sandbox): a sandbox's first call,
     # which comes while that imports, is then forked instead of started
     # cold.  Its code imports what it uses, as a cold run would.
-    if os.environ.get("VIVARIUM_WARM_EARLY", "1") != "0" and \
-            _serve_one(ctl, saved, block=False):
+    global _early
+    _early = os.environ.get("VIVARIUM_WARM_EARLY", "1") != "0"
+    if _early and _serve_one(ctl, saved, block=False):
         return True
+    _early = False
     _warm_imports(os.environ.get("VIVARIUM_WARM_IMPORTS", DEFAULT_IMPORTS))
     _keep_mpl_tempdir()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # waiters reap themselves
