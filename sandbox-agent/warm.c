@@ -169,7 +169,7 @@ fail:
 
 /*
  * With wz_lock held: the zygote, still importing, made the spare asked for
- * at its start (_zygote.py makes it before the data stack): its waiter's
+ * at its start (_zygote.py makes it before any import): its waiter's
  * "p" is there to read.  A sandbox's first call then forks, not starts cold.
  */
 static int
@@ -184,18 +184,18 @@ spare_early(void)
 
 /*
  * With wz_lock held: spare_early, waiting for it until WARM_EARLY_WAIT
- * after the zygote's start.  It comes about 50 ms after (a Python
- * start-up and the runner's modules); a sandbox's first call comes
- * sooner, right after initialize, and a cold start costs more (~90 ms).
+ * after the zygote's start.  It comes about 30 ms after (a Python
+ * start-up); a sandbox's first call comes sooner, right after initialize,
+ * and a cold start costs more (~90 ms).
  */
 static int
-spare_early_wait(void)
+spare_early_wait(int wait)
 {
 	struct pollfd	 pfd;
 	const char	*v = getenv("VIVARIUM_WARM_EARLY");
 	double		 left;
 
-	if (wz.ready || wz.ctl == -1 || wz.spare_st == -1 ||
+	if (wz.ready || wz.ctl == -1 || wz.spare_st == -1 || !wait ||
 	    (v != NULL && strcmp(v, "0") == 0))
 		return 0;
 	left = wz.started + WARM_EARLY_WAIT - clock_mono();
@@ -354,7 +354,7 @@ warm_ready(const char *python, char *const *envp, double wait)
 			if (clock_mono() < until)
 				continue;
 			/* Still importing: its early spare, else cold. */
-			if (spare_early_wait())
+			if (spare_early_wait(wait == 0))
 				rc = 0;
 			goto out;
 		}

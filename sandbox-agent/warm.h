@@ -41,7 +41,8 @@ extern const struct spawn_starter warm_starter;
  * its imports.  0: ready, or still importing with its early spare made
  * (the first spare, forked before the data stack's imports); -1: run cold
  * (a failure is logged).  Runs pass 0: while a new zygote imports, they
- * take its early spare or run cold rather than wait.
+ * take its early spare (waiting for it briefly) or run cold rather than
+ * wait; a negative wait (the agent's start) only starts it.
  */
 int	warm_ready(const char *python, char *const *envp, double wait);
 /* The workspace the first run is likely in (one shared workspace): its

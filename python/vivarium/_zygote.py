@@ -393,20 +393,22 @@ def serve(ctl_fd):
     the zygote when the agent has gone."""
     saved = _signals()
     ctl = socket.socket(fileno=ctl_fd)
-    for name in RUNNER_MODULES:
-        try:
-            __import__(name)
-        except BaseException as e:
-            _log("%s: %s: %s" % (name, type(e).__name__, e))
-    # The spare the agent asks for at the zygote's start is made now, before
-    # the data stack (a second or more in a sandbox): a sandbox's first call,
-    # which comes while that imports, is then forked instead of started
-    # cold.  Its code imports what it uses, as a cold run would.
+    # The spare the agent asks for at the zygote's start is made first,
+    # before any import (the data stack takes a second or more in a
+    # sandbox): a sandbox's first call, which comes meanwhile, is then
+    # forked from a started interpreter instead of a new one.  The spare
+    # imports the runner as it waits; the run's code imports what it uses,
+    # as a cold run would.
     global _early
     _early = os.environ.get("VIVARIUM_WARM_EARLY", "1") != "0"
     if _early and _serve_one(ctl, saved, block=False):
         return True
     _early = False
+    for name in RUNNER_MODULES:
+        try:
+            __import__(name)
+        except BaseException as e:
+            _log("%s: %s: %s" % (name, type(e).__name__, e))
     _warm_imports(os.environ.get("VIVARIUM_WARM_IMPORTS", DEFAULT_IMPORTS))
     _keep_mpl_tempdir()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # waiters reap themselves
