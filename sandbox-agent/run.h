@@ -173,9 +173,8 @@ void	run_result_images_text(struct buf *, const struct run_result *,
 
 /*
  * With lim->warm: starts the zygote if needed and waits at most `seconds`
- * until it is ready (runs do not wait: they take its early spare or run
- * cold until then; negative: only start it, as the agent's start does).
- * 0 when ready (or its early spare is there).  For tests and benchmarks.
+ * until it is ready (runs do not wait: they run cold until then).  0 when
+ * ready.  For tests and benchmarks.
  */
 int	run_warm_wait(const struct run_limits *lim, double seconds);
 

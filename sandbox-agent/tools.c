@@ -751,7 +751,7 @@ tools_warm_start(const struct agent_config *cfg)
 
 	run_limits_of(cfg, &lim);
 	if (lim.warm)
-		run_warm_wait(&lim, -1);	/* start it; wait for nothing */
+		run_warm_wait(&lim, 0);
 }
 
 static json_t *

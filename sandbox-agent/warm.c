@@ -47,8 +47,6 @@
 
 /* How long reaping waits for the waiter's status after the kill (s). */
 #define WARM_REAP_WAIT		10.0
-/* How long after the zygote's start a run waits for its early spare (s). */
-#define WARM_EARLY_WAIT		0.2
 #define WARM_ENV_MSG		32768	/* the largest "E" message */
 /* After this many failed starts in a row, try again only this often (s). */
 #define WARM_MAX_FAILS		3
@@ -165,47 +163,6 @@ fail:
 	close_fd(&st[0]);
 	close_fd(&st[1]);
 	return -1;
-}
-
-/*
- * With wz_lock held: the zygote, still importing, made the spare asked for
- * at its start (_zygote.py makes it before any import): its waiter's
- * "p" is there to read.  A sandbox's first call then forks, not starts cold.
- */
-static int
-spare_early(void)
-{
-	char	 c;
-
-	if (wz.ready || wz.ctl == -1 || wz.spare_st == -1)
-		return 0;
-	return recv(wz.spare_st, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
-}
-
-/*
- * With wz_lock held: spare_early, waiting for it until WARM_EARLY_WAIT
- * after the zygote's start.  It comes about 30 ms after (a Python
- * start-up); a sandbox's first call comes sooner, right after initialize,
- * and a cold start costs more (~90 ms).
- */
-static int
-spare_early_wait(int wait)
-{
-	struct pollfd	 pfd;
-	const char	*v = getenv("VIVARIUM_WARM_EARLY");
-	double		 left;
-
-	if (wz.ready || wz.ctl == -1 || wz.spare_st == -1 || !wait ||
-	    (v != NULL && strcmp(v, "0") == 0))
-		return 0;
-	left = wz.started + WARM_EARLY_WAIT - clock_mono();
-	if (left > 0) {
-		pfd.fd = wz.spare_st;
-		pfd.events = POLLIN;
-		pfd.revents = 0;
-		(void)poll(&pfd, 1, (int)(left * 1000) + 1);
-	}
-	return spare_early();
 }
 
 /* With wz_lock held. */
@@ -351,12 +308,9 @@ warm_ready(const char *python, char *const *envp, double wait)
 			goto out;
 		}
 		if (pfd.revents == 0) {
-			if (clock_mono() < until)
-				continue;
-			/* Still importing: its early spare, else cold. */
-			if (spare_early_wait(wait == 0))
-				rc = 0;
-			goto out;
+			if (clock_mono() >= until)
+				goto out;	/* still importing: run cold */
+			continue;
 		}
 		n = recv(wz.ctl, msg, sizeof(msg), MSG_DONTWAIT);
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
@@ -611,9 +565,7 @@ static void
 spare_next(const struct warm_run *w)
 {
 	pthread_mutex_lock(&wz_lock);
-	/* After the early spare's run the zygote may still be importing: it
-	 * takes the request once ready. */
-	if (wz.gen == w->gen)
+	if (wz.gen == w->gen && wz.ready)
 		spare_request();
 	pthread_mutex_unlock(&wz_lock);
 }
@@ -634,10 +586,9 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 		warm_hint_locked(sp->cwd);
 		w->gen = wz.gen;
 		fresh = wz.spare_req == -1;
-		if (wz.ctl == -1 || (!wz.ready && !spare_early()))
+		if (wz.ctl == -1 || !wz.ready)
 			errno = ENOTCONN;
-		if (wz.ctl == -1 || (!wz.ready && !spare_early()) ||
-		    spare_request() == -1) {
+		if (wz.ctl == -1 || !wz.ready || spare_request() == -1) {
 			pthread_mutex_unlock(&wz_lock);
 			snprintf(errbuf, errlen, "the zygote took no request: %s",
 			    strerror(errno));

@@ -38,11 +38,8 @@ extern const struct spawn_starter warm_starter;
  * Makes sure the zygote runs, starting it with `python -P -m
  * vivarium._zygote` and envp when needed (or when it was started with
  * another interpreter or environment), and waits at most `wait` seconds for
- * its imports.  0: ready, or still importing with its early spare made
- * (the first spare, forked before the data stack's imports); -1: run cold
- * (a failure is logged).  Runs pass 0: while a new zygote imports, they
- * take its early spare (waiting for it briefly) or run cold rather than
- * wait; a negative wait (the agent's start) only starts it.
+ * its imports.  0: ready; -1: run cold (a failure is logged).  Runs pass 0:
+ * while a new zygote imports, they run cold rather than wait.
  */
 int	warm_ready(const char *python, char *const *envp, double wait);
 /* The workspace the first run is likely in (one shared workspace): its

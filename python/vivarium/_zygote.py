@@ -49,8 +49,6 @@ MSG_MAX = 1 << 20
 
 # In a run's process: its request socket, where _exit says the run's end.
 _end_fd = None
-# In the zygote while it makes its early spare (and so in that spare).
-_early = False
 
 
 def _log(msg):
@@ -217,8 +215,7 @@ def _before_run():
         _figures.patch()
     except Exception:
         pass                # the run's _figures.start() tries again
-    # Not the early spare: a call may be waiting for it already.
-    if not _early and os.environ.get("VIVARIUM_WARM_REHEARSE", "1") != "0":
+    if os.environ.get("VIVARIUM_WARM_REHEARSE", "1") != "0":
         _rehearse()
 
 
@@ -393,73 +390,44 @@ def serve(ctl_fd):
     the zygote when the agent has gone."""
     saved = _signals()
     ctl = socket.socket(fileno=ctl_fd)
-    # The spare the agent asks for at the zygote's start is made first,
-    # before any import (the data stack takes a second or more in a
-    # sandbox): a sandbox's first call, which comes meanwhile, is then
-    # forked from a started interpreter instead of a new one.  The spare
-    # imports the runner as it waits; the run's code imports what it uses,
-    # as a cold run would.
-    global _early
-    _early = os.environ.get("VIVARIUM_WARM_EARLY", "1") != "0"
-    if _early and _serve_one(ctl, saved, block=False):
-        return True
-    _early = False
+    _warm_imports(os.environ.get("VIVARIUM_WARM_IMPORTS", DEFAULT_IMPORTS))
     for name in RUNNER_MODULES:
         try:
             __import__(name)
         except BaseException as e:
             _log("%s: %s: %s" % (name, type(e).__name__, e))
-    _warm_imports(os.environ.get("VIVARIUM_WARM_IMPORTS", DEFAULT_IMPORTS))
     _keep_mpl_tempdir()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # waiters reap themselves
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:    # the early spare's, if done
-            pass
-    except ChildProcessError:
-        pass
     gc.collect()
     gc.freeze()     # forked runs need not touch these objects' pages for gc
     ctl.send(b"ready")
     while True:
-        r = _serve_one(ctl, saved)
-        if r is not False:
-            return r
-
-
-def _serve_one(ctl, saved, block=True):
-    """Takes one request off the control socket: True in the run's process
-    of the spare it made, None when the agent has gone, else False (also
-    when nothing is there and block is false)."""
-    try:
-        msg, fds, _, _ = socket.recv_fds(ctl, 64, 8,
-                                         0 if block else socket.MSG_DONTWAIT)
-    except BlockingIOError:
-        return False
-    except OSError as e:
-        _log("control socket: %s" % e)
-        return None
-    if not msg and not fds:
-        return None                 # the agent has gone
-    if msg != b"spare" or len(fds) != 2:
-        _log("bad request %r with %d descriptor(s)" % (msg[:40], len(fds)))
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 64, 8)
+        except OSError as e:
+            _log("control socket: %s" % e)
+            return None
+        if not msg and not fds:
+            return None             # the agent has gone
+        if msg != b"spare" or len(fds) != 2:
+            _log("bad request %r with %d descriptor(s)" % (msg[:40], len(fds)))
+            for fd in fds:
+                os.close(fd)
+            continue
+        sys.stderr.flush()
+        pid = _fork()
+        if pid == 0:
+            try:
+                ctl.close()
+                _waiter(fds[0], fds[1], saved)
+            except BaseException as e:
+                if os.getpgid(0) == os.getpid():
+                    raise           # the run's process: report as a run would
+                _log("waiter: %s: %s" % (type(e).__name__, e))
+                os._exit(0)
+            return True
         for fd in fds:
             os.close(fd)
-        return False
-    sys.stderr.flush()
-    pid = _fork()
-    if pid == 0:
-        try:
-            ctl.close()
-            _waiter(fds[0], fds[1], saved)
-        except BaseException as e:
-            if os.getpgid(0) == os.getpid():
-                raise               # the run's process: report as a run would
-            _log("waiter: %s: %s" % (type(e).__name__, e))
-            os._exit(0)
-        return True
-    for fd in fds:
-        os.close(fd)
-    return False
 
 
 def _exit(status):

@@ -21,22 +21,19 @@ async function stdoutOf(client, code) {
 }
 
 // The zygote's pid as the run sees it: its parent is a waiter, whose parent
-// is the zygote.  Also says whether the run was warm at all, and whether
-// its zygote had imported the data stack (its early spare has not).
+// is the zygote.  Also says whether the run was warm at all.
 const LINEAGE = `import os
 w = os.getppid()
 z = open('/proc/%d/stat' % w).read().rsplit(')', 1)[1].split()[1]
-print(os.getpid(), w, z, 'numpy' in __import__('sys').modules)`;
+print(os.getpid(), w, z)`;
 
-// Runs don't wait for a new zygote (they run cold while it imports, but for
-// its early spare): poll until a run comes from it ready.  Returns [pid,
-// waiter, zygote].
+// Runs don't wait for a new zygote (they run cold while it imports): poll
+// until a run comes from it.  Returns [pid, waiter, zygote].
 async function waitWarm(agent, client, ms = 30000) {
   const end = Date.now() + ms;
   for (;;) {
-    const out = (await stdoutOf(client, LINEAGE)).split(' ');
-    const l = out.slice(0, 3).map(Number);
-    if (l[1] !== agent.proc.pid && out[3] === 'True') return l;
+    const l = (await stdoutOf(client, LINEAGE)).split(' ').map(Number);
+    if (l[1] !== agent.proc.pid) return l;
     if (Date.now() > end) throw new Error('runs never came from the zygote');
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -531,57 +531,6 @@ test_exit_and_crash_as_cold(void **state)
 	assert_int_equal(code, 0);
 }
 
-/*
- * While the zygote imports the data stack (here a module that takes 3 s),
- * the spare the agent asked for at its start is made first, before those
- * imports: a sandbox's first call forks from it instead of starting cold.
- * The call after it, still during the imports, goes cold; once the zygote
- * is ready, runs are warm again.
- */
-static void
-test_early_spare(void **state)
-{
-	struct run_limits lim;
-	char		 dir[PATH_MAX], path[PATH_MAX + 64], mine[32], *out, *old;
-	FILE		*f;
-
-	snprintf(dir, sizeof(dir), "%s/slow", ws);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	snprintf(path, sizeof(path), "%s/vivarium_slow_import.py", dir);
-	assert_non_null(f = fopen(path, "w"));
-	fputs("import time\ntime.sleep(3)\n", f);
-	fclose(f);
-	old = getenv("PYTHONPATH") ? strdup(getenv("PYTHONPATH")) : NULL;
-	setenv("PYTHONPATH", dir, 1);
-	limits(&lim, 1);
-	lim.warm_imports = "vivarium_slow_import,numpy";
-	snprintf(mine, sizeof(mine), "%d False\n", (int)getpid());
-
-	/* Started as the agent starts it, waiting only for the early spare
-	 * (0.2 s at most). */
-	(void)run_warm_wait(&lim, 0);
-	assert_true(spare_of(warm_zygote_pid()) > 0);
-	out = ok(&lim, "import os, sys\n"
-	    "print(os.getppid(), 'vivarium_slow_import' in sys.modules)");
-	assert_string_not_equal(out, mine);	/* forked, from the early zygote */
-	assert_non_null(strstr(out, " False\n"));
-	free(out);
-	out = ok(&lim, "import os, sys\n"
-	    "print(os.getppid(), 'vivarium_slow_import' in sys.modules)");
-	assert_string_equal(out, mine);		/* cold: our child */
-	free(out);
-	assert_int_equal(run_warm_wait(&lim, 30), 0);
-	out = ok(&lim, "import os, sys\n"
-	    "print(os.getppid(), 'vivarium_slow_import' in sys.modules)");
-	assert_non_null(strstr(out, " True\n"));	/* the ready zygote's */
-	free(out);
-	if (old != NULL)
-		setenv("PYTHONPATH", old, 1);
-	else
-		unsetenv("PYTHONPATH");
-	free(old);
-}
-
 /* Code that finds its end socket: the one descriptor past stdio. */
 #define END_SOCKET \
 	"import os, socket, time\n" \
@@ -765,7 +714,6 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_exit_and_crash_as_cold,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_end_said, ws_new, ws_del),
-		cmocka_unit_test_setup_teardown(test_early_spare, ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_workspace_gone, ws_new,
 		    ws_del),
 		cmocka_unit_test_setup_teardown(test_zygote_misbehaves, ws_new,
