@@ -14,8 +14,9 @@
  * then does the code run.  Its last act is "x<exit code>" on the request
  * socket, once its output is all written: the agent answers then, while the
  * kernel still tears the process down.  When it has ended the waiter
- * answers "s<raw wait status>" and keeps the zombie (so its process group id stays reserved)
- * until the agent closes the status socket.  A run's end asks for the next spare.
+ * answers "s<raw wait status>" and keeps the zombie (so its process group
+ * id stays reserved) until the agent closes the status socket.  A run's
+ * end asks for the next spare.
  * A spare is told first ("w...") the workspace of the last run (or the one
  * warm_hint named), whose namespace it restores while it waits
  * (_runner.prepare); a run elsewhere, or after the store changed, restores
@@ -579,7 +580,7 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 	int		 req = -1, tries, fresh;
 
 	w->sock = w->req = -1;
-	w->have_status = w->early = w->lost = w->failed = 0;
+	w->have_status = w->lost = w->failed = 0;
 	/* A spare killed while it waited costs one more, made now. */
 	for (tries = 0; tries < 2; tries++) {
 		pthread_mutex_lock(&wz_lock);
@@ -660,7 +661,7 @@ read_end(struct warm_run *w)
 		    parse_num(msg + 1, (size_t)n - 1, &v) == 0 &&
 		    v >= 0 && v <= 255) {
 			w->status = (int)v << 8;	/* as exit(v) */
-			w->have_status = w->early = 1;
+			w->have_status = 1;
 			close_fd(&w->req);
 			return 1;
 		}

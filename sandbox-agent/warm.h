@@ -23,13 +23,12 @@ struct warm_run {
 	int		 req;		/* the run's request socket, or -1 */
 	int		 status;	/* raw wait status, when have_status */
 	int		 have_status;
-	int		 early;		/* the run said its end ("x") */
 	int		 lost;		/* the waiter went away without a status */
 	int		 failed;	/* the start failed through the zygote's fault */
 	unsigned int	 gen;		/* which zygote made the spare */
 };
 
-#define WARM_RUN_INIT	{ -1, -1, 0, 0, 0, 0, 0, 0 }
+#define WARM_RUN_INIT	{ -1, -1, 0, 0, 0, 0, 0 }
 
 /* Starts sp through the zygote (sp->envp and sp->cwd are the run's). */
 extern const struct spawn_starter warm_starter;
