@@ -48,6 +48,15 @@
 
 /* How long reaping waits for the waiter's status after the kill (s). */
 #define WARM_REAP_WAIT		10.0
+/*
+ * How long after a run ends its successor's spare is asked for.  Making
+ * a spare takes a core for 25-35 ms (the zygote's fork, the rehearsal);
+ * at once, it met the run's answer on its way out (the agent, the
+ * supervisor's relay, the client), which then waited for a core at
+ * each hop: a warm print(1) took 12-15 ms instead of 8-9, and the relay
+ * added 1.9 ms instead of 0.6 (make bench-supervisor, (b)).
+ */
+#define WARM_SPARE_DELAY	0.010
 #define WARM_ENV_MSG		32768	/* the largest "E" message */
 /* After this many failed starts in a row, try again only this often (s). */
 #define WARM_MAX_FAILS		3
@@ -73,7 +82,15 @@ static struct {
 	int		 spare_st;
 	/* The workspace the next run is likely in: the last run's. */
 	char		 hint[4096];
-} wz = { -1, -1, 0, 0, 0, 0, 0, 0, -1, -1, "" };
+	/* When spare_timer asks for the next spare (0: not due), and for
+	 * which zygote; the timer thread, from the first run to warm_stop. */
+	double		 spare_due;
+	unsigned int	 spare_due_gen;
+	int		 timer;
+	int		 timer_quit;
+	pthread_t	 timer_th;
+} wz = { .pid = -1, .ctl = -1, .spare_req = -1, .spare_st = -1 };
+static pthread_cond_t	spare_cv = PTHREAD_COND_INITIALIZER;
 
 /* A hash of the interpreter and the environment it was started with,
  * each string with its NUL. */
@@ -347,10 +364,23 @@ warm_broken(const struct warm_run *w, const char *why)
 void
 warm_stop(void)
 {
+	int	 timer;
+
 	pthread_mutex_lock(&wz_lock);
 	zygote_stop();
 	wz.fails = 0;
+	wz.spare_due = 0;
+	if ((timer = wz.timer)) {
+		wz.timer_quit = 1;
+		pthread_cond_signal(&spare_cv);
+	}
 	pthread_mutex_unlock(&wz_lock);
+	if (timer) {
+		pthread_join(wz.timer_th, NULL);
+		pthread_mutex_lock(&wz_lock);
+		wz.timer = wz.timer_quit = 0;
+		pthread_mutex_unlock(&wz_lock);
+	}
 }
 
 void
@@ -571,6 +601,64 @@ spare_next(const struct warm_run *w)
 	pthread_mutex_unlock(&wz_lock);
 }
 
+/* Asks for the spares spare_later scheduled, when they are due. */
+static void *
+spare_timer(void *arg)
+{
+	struct timespec	 ts;
+	double		 left;
+
+	(void)arg;
+	pthread_mutex_lock(&wz_lock);
+	while (!wz.timer_quit) {
+		if (wz.spare_due == 0) {
+			pthread_cond_wait(&spare_cv, &wz_lock);
+			continue;
+		}
+		if ((left = wz.spare_due - clock_mono()) > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (time_t)left;
+			ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			(void)pthread_cond_clockwait(&spare_cv, &wz_lock,
+			    CLOCK_MONOTONIC, &ts);
+			continue;
+		}
+		wz.spare_due = 0;
+		if (wz.gen == wz.spare_due_gen && wz.ready)
+			spare_request();
+	}
+	pthread_mutex_unlock(&wz_lock);
+	return NULL;
+}
+
+/*
+ * The next run's spare, WARM_SPARE_DELAY from now, once this run's answer
+ * is on its way; at once if the timer cannot run.  A run that starts
+ * before then makes its own (warm_start) and cancels this one.
+ */
+static void
+spare_later(const struct warm_run *w)
+{
+	int		 ok;
+
+	pthread_mutex_lock(&wz_lock);
+	if (!wz.timer)
+		wz.timer = pthread_create(&wz.timer_th, NULL, spare_timer,
+		    NULL) == 0;
+	if ((ok = wz.timer)) {
+		wz.spare_due = clock_mono() + WARM_SPARE_DELAY;
+		wz.spare_due_gen = w->gen;
+		pthread_cond_signal(&spare_cv);
+	}
+	pthread_mutex_unlock(&wz_lock);
+	if (!ok)
+		spare_next(w);
+}
+
 static int
 warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
     size_t errlen)
@@ -599,6 +687,7 @@ warm_start(void *arg, struct spawn *sp, const int stdio[3], char *errbuf,
 		req = wz.spare_req;
 		w->sock = wz.spare_st;
 		wz.spare_req = wz.spare_st = -1;
+		wz.spare_due = 0;	/* this run's end asks for the next */
 		pthread_mutex_unlock(&wz_lock);
 
 		end = spare_use(w, req, sp, stdio, errbuf, errlen);
@@ -725,7 +814,7 @@ warm_reap(void *arg, struct spawn *sp)
 	 * group was killed before reap). */
 	close_fd(&w->sock);
 	close_fd(&w->req);
-	spare_next(w);
+	spare_later(w);
 	if (w->have_status)
 		return w->status;
 	log_warnx("warm: run %d: its waiter went away without its status; "

@@ -40,6 +40,14 @@ setup(void **state)
 	return 0;
 }
 
+/* The zygote and the agent's timer go with the tests, as valgrind wants. */
+static int
+teardown(void **state)
+{
+	warm_stop();
+	return 0;
+}
+
 static int
 ws_del(void **state)
 {
@@ -785,5 +793,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_images, ws_new, ws_del),
 	};
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

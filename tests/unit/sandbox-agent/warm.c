@@ -430,6 +430,39 @@ test_spare_sees_last_run(void **state)
 	free(out);
 }
 
+/*
+ * The next spare is asked for a moment after a run ends (its answer is on
+ * its way meanwhile); a run that comes sooner makes its own, and no other
+ * spare is forked while it runs.  Then the next one is made as usual.
+ */
+static void
+test_spare_not_during_next_run(void **state)
+{
+	struct run_limits lim;
+	char		 code[1024], *out;
+	pid_t		 z;
+
+	limits(&lim, 1);
+	assert_warm(&lim);
+	z = warm_zygote_pid();
+	free(ok(&lim, "print(1)"));
+	snprintf(code, sizeof(code), "import os, time\ntime.sleep(0.2)\n"
+	    "def pp(p):\n"
+	    "    try:\n"
+	    "        return int(open('/proc/%%d/stat' %% p).read()"
+	    ".rsplit(')', 1)[1].split()[1])\n"
+	    "    except (OSError, ValueError):\n"
+	    "        return -1\n"
+	    "me = os.getpid()\n"
+	    "print(len([p for p in map(int, filter(str.isdigit, "
+	    "os.listdir('/proc'))) if p != me and pp(pp(p)) == %d]))",
+	    (int)z);
+	out = ok(&lim, code);
+	assert_string_equal(out, "0\n");
+	free(out);
+	assert_true(spare_of(z) > 0);
+}
+
 /* A spare killed while it waited costs no run: another is made and the
  * run is still warm, run once, from the same zygote. */
 static void
@@ -708,6 +741,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_zygote_stopped_falls_back,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_spare_sees_last_run,
+		    ws_new, ws_del),
+		cmocka_unit_test_setup_teardown(test_spare_not_during_next_run,
 		    ws_new, ws_del),
 		cmocka_unit_test_setup_teardown(test_spare_killed, ws_new,
 		    ws_del),
