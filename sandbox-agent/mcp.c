@@ -19,6 +19,7 @@
  * the user answers input_required instead of an error.  The body decides
  * the era (mcp_era); the headers are only checked against it.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,17 +333,41 @@ method_tools_call(const struct agent_ctx *ctx, json_t *id, json_t *params,
 	return mcp_result(id, res);
 }
 
+/*
+ * tools/list: the same for every request of a client kind (with MCP Apps
+ * or without) under one config, so each list is built once and shared,
+ * never changed after (jansson's counts are atomic and json_dumps only
+ * reads).  Copying the nine definitions for every request was two thirds
+ * of the agent's work under load (bench-supervisor (d)).
+ */
 static json_t *
 method_tools_list(const struct agent_ctx *ctx, json_t *id)
 {
-	json_t	*list = tools_list(ctx->cfg);
+	static pthread_mutex_t	 lock = PTHREAD_MUTEX_INITIALIZER;
+	static struct {
+		json_t	*tools;
+		long	 max_timeout;
+	} kept[2];
+	int	 ui = (ctx->client & CLIENT_UI) != 0;
+	long	 mt = ctx->cfg != NULL ? ctx->cfg->max_timeout : 0;
+	json_t	*list, *tools = NULL;
 
-	if (list != NULL && ui_tools_decorate(list,
-	    (ctx->client & CLIENT_UI) != 0) == -1) {
+	pthread_mutex_lock(&lock);
+	if (kept[ui].tools == NULL || kept[ui].max_timeout != mt) {
+		list = tools_list(ctx->cfg);
+		if (list != NULL && ui_tools_decorate(list, ui) == 0) {
+			json_decref(kept[ui].tools);
+			kept[ui].tools = json_incref(json_object_get(list,
+			    "tools"));
+			kept[ui].max_timeout = mt;
+		}
 		json_decref(list);
-		list = NULL;
 	}
-	return mcp_result(id, list);
+	if (kept[ui].tools != NULL && kept[ui].max_timeout == mt)
+		tools = json_incref(kept[ui].tools);
+	pthread_mutex_unlock(&lock);
+	return mcp_result(id, tools != NULL ? json_pack("{s:o}", "tools",
+	    tools) : NULL);
 }
 
 /* resources/read {uri}: the view (ui.c), the one resource there is. */

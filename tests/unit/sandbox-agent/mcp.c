@@ -569,6 +569,29 @@ test_resources_read_bad(void **state)
 }
 
 /* A tool's _meta.ui for everyone; the app-only tool with the extension. */
+/* The list is built once and shared: every reply carries the same tools,
+ * and what is added to one reply's result is in no other's. */
+static void
+test_tools_list_shared(void **state)
+{
+	struct agent_ctx c = ctx;
+	json_t		*a, *b;
+
+	a = ask(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+	    "\"tools/list\"}");
+	assert_true(json_array_size(json_object_get(json_object_get(a,
+	    "result"), "tools")) > 0);
+	json_object_set_new(json_object_get(a, "result"), "ttlMs",
+	    json_integer(0));
+	b = ask(&c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+	    "\"tools/list\"}");
+	assert_null(json_object_get(json_object_get(b, "result"), "ttlMs"));
+	assert_true(json_equal(json_object_get(json_object_get(a, "result"),
+	    "tools"), json_object_get(json_object_get(b, "result"), "tools")));
+	json_decref(a);
+	json_decref(b);
+}
+
 static void
 test_tools_list_ui(void **state)
 {
@@ -1001,6 +1024,7 @@ main(void)
 		cmocka_unit_test(test_resources_list),
 		cmocka_unit_test(test_resources_read),
 		cmocka_unit_test(test_resources_read_bad),
+		cmocka_unit_test(test_tools_list_shared),
 		cmocka_unit_test(test_tools_list_ui),
 		cmocka_unit_test(test_initialize_ui),
 		cmocka_unit_test(test_discover),
