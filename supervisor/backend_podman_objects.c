@@ -687,19 +687,18 @@ image_drop_unnamed(struct podman *p, const char *id)
  * A stopped container made with other settings (sandbox.env or the link
  * settings changed, the proxy's address changed with a new network, or
  * the image was rebuilt) is removed, to be made again on the same volume.
- * 1: current, 0: removed, -1: error.
+ * ins is its inspection, the one sandbox_ensure just made.  1: current,
+ * 0: removed, -1: error.
  */
 static int
 ctr_current(const struct conf *c, struct podman *p, const char *user,
     const struct names *n, const struct sandbox_host *h, const char *ip,
-    struct berr *e)
+    const json_t *ins, struct berr *e)
 {
-	json_t		*ins, *want;
+	json_t		*want;
 	const char	*stale, *image;
 	char		 old[80];
 
-	if (podman_container_inspect(p, n->container, &ins, e) == -1)
-		return -1;
 	if (ins == NULL)
 		return 0;
 	want = sandbox_env(c, user, ip[0] != '\0' ? ip : NULL);
@@ -711,7 +710,6 @@ ctr_current(const struct conf *c, struct podman *p, const char *user,
 		log_info("%s: made with other settings (%s); making it again "
 		    "on the same workspace volume", n->container, stale);
 	json_decref(want);
-	json_decref(ins);
 	if (stale == NULL)
 		return 1;
 	if (podman_container_remove(p, n->container, e) == -1
@@ -868,8 +866,11 @@ again:
 			return -1;
 		goto again;
 	}
-	json_decref(ins);
-	ins = NULL;
+	/* Kept for a stopped one (ctr_current); a resume need not ask twice. */
+	if (st != CTR_STOPPED && st != CTR_OTHER) {
+		json_decref(ins);
+		ins = NULL;
+	}
 	switch (st) {
 	case CTR_RUNNING:
 		return wait_ready(c, p, &n, &h, e);
@@ -905,10 +906,15 @@ again:
 	case CTR_STOPPED:
 	case CTR_OTHER:
 		/* Its network may have gone (podman network rm -f). */
-		if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1)
+		if (network_up(c, p, user, &n, ip, sizeof(ip), e) == -1) {
+			json_decref(ins);
 			return -1;
+		}
 		/* Made with other settings, or removed with its network. */
-		if ((r = ctr_current(c, p, user, &n, &h, ip, e)) == -1)
+		r = ctr_current(c, p, user, &n, &h, ip, ins, e);
+		json_decref(ins);
+		ins = NULL;
+		if (r == -1)
 			return -1;
 		if (r == 0 && redo++ < 3)
 			goto again;
