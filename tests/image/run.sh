@@ -209,6 +209,23 @@ else
 	notok "container settings lack$bad: $got"
 fi
 
+# matplotlib in the sandbox uses the font list made with the image: no
+# scan of the fonts ("generated new fontManager") and no temporary cache
+# directory.  The same import with an empty cache directory and without
+# vivarium does scan: the check can tell.
+mpl='import logging, sys; logging.basicConfig(level=logging.INFO)
+if sys.argv[1] == "seeded": import vivarium
+import matplotlib.pyplot'
+seeded=$(vpodman exec "$name" python3 -c "$mpl" seeded 2>&1)
+control=$(vpodman exec -e MPLCONFIGDIR=/tmp/vivtest-mpl "$name" python3 -c "$mpl" control 2>&1)
+if printf '%s' "$seeded" | grep -q -e 'generated new fontManager' -e 'temporary cache'; then
+	notok "matplotlib in the sandbox scanned the fonts again or used a temporary cache: $seeded"
+elif ! printf '%s' "$control" | grep -q 'generated new fontManager'; then
+	notok "matplotlib: the control import did not scan the fonts, so the check cannot tell: $control"
+else
+	ok "matplotlib: the image's font list, no scan of the fonts, no warning"
+fi
+
 VIVARIUM_SUITE=$SUITE REFERENCE_EXPECT=$tmp/expect.json \
     node tests/image/client.mjs "$sock/agent.sock" "$ws" "$@" || fails=$((fails + 1))
 
