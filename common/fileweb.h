@@ -105,6 +105,15 @@ enum MHD_Result fileweb_access(const struct fileweb *,
  * "upload" when nothing is left.  Unicode letters are kept.
  */
 void	fw_clean_name(const char *in, char *out, size_t outlen);
+/*
+ * Writes a piece of an upload to fd, the temporary file it is saved in,
+ * and counts it in *written: refused past max (413), short writes retried,
+ * a full disk or quota a 507 a user can act on.  Every FW_FLUSH_AHEAD
+ * bytes the kernel is asked to start writing them out (not waited for).
+ */
+#define FW_FLUSH_AHEAD	(8u << 20)
+int	fw_upload_write(int fd, const char *name, const char *data, size_t len,
+	    unsigned long long *written, unsigned long long max, struct berr *e);
 /* The Content-Type for a file name, by its extension. */
 const char *fw_content_type(const char *name);
 /* 1 for the image types shown inline on the workspace page. */

@@ -238,31 +238,9 @@ static int
 ws_put_write(void *h, const char *data, size_t len, struct berr *e)
 {
 	struct put	*p = h;
-	ssize_t		 w;
 
-	if (p->size + len > conf->upload_max) {
-		berr_set(e, 413, "%s is larger than the limit of %llu bytes "
-		    "per upload; it was not saved.", p->name, conf->upload_max);
-		return -1;
-	}
-	while (len > 0) {
-		w = write(p->fd, data, len);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int full = w == 0 || errno == ENOSPC || errno == EDQUOT;
-
-			berr_set(e, full ? 507 : 500, "%s was not saved: %s",
-			    p->name, full ? "the workspace is full. Free some "
-			    "space (remove files you no longer need) and upload "
-			    "it again" : strerror(errno));
-			return -1;
-		}
-		data += w;
-		len -= (size_t)w;
-		p->size += (size_t)w;
-	}
-	return 0;
+	return fw_upload_write(p->fd, p->name, data, len, &p->size,
+	    conf->upload_max, e);
 }
 
 /* "name (2).ext" for the n-th try. */

@@ -442,30 +442,9 @@ static int
 put_write_fd(struct svfile *f, const char *data, size_t len,
     struct berr *e)
 {
-	ssize_t	 w;
-	int	 full;
-
-	if (f->written + len > conf->upload_max) {
-		berr_set(e, 413, "%s is larger than the limit of %llu bytes per "
-		    "upload; it was not saved.", f->name, conf->upload_max);
+	if (fw_upload_write(f->a.passed_fd, f->name, data, len, &f->written,
+	    conf->upload_max, e) == -1)
 		return -1;
-	}
-	while (len > 0) {
-		w = write(f->a.passed_fd, data, len);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			full = w == 0 || errno == ENOSPC || errno == EDQUOT;
-			berr_set(e, full ? 507 : 500, "%s was not saved: %s",
-			    f->name, full ? "the workspace is full. Free some "
-			    "space (remove files you no longer need) and upload "
-			    "it again" : strerror(errno));
-			return -1;
-		}
-		data += w;
-		len -= (size_t)w;
-		f->written += (size_t)w;
-	}
 	if (clock_mono() - f->said_at >= KEEPALIVE_S) {
 		if (agent_stream_write(&f->a, " ", 1) == -1) {
 			berr_set(e, 502, "The sandbox stopped taking the upload "

@@ -103,6 +103,72 @@ test_clean_name(void **state)
 	}
 }
 
+/*
+ * fw_upload_write: a file written in uneven pieces across several flush
+ * points arrives whole; past the cap nothing more is written (413); a full
+ * disk is a 507 that says so; a descriptor the kernel cannot flush ahead
+ * (a character device) still takes the bytes.
+ */
+static void
+test_upload_write(void **state)
+{
+	static char		 piece[1000003];
+	struct berr		 e;
+	struct stat		 st;
+	unsigned long long	 written = 0;
+	char			 path[PATH_MAX], b[3];
+	size_t			 i, total = 2 * FW_FLUSH_AHEAD + 3, n;
+	int			 fd;
+
+	for (i = 0; i < sizeof(piece); i++)
+		piece[i] = (char)(i % 251);
+	snprintf(path, sizeof(path), "%s/up.part", root);
+	assert_true((fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600)) >= 0);
+	for (i = 0; i < total; i += n) {
+		n = total - i < sizeof(piece) ? total - i : sizeof(piece);
+		assert_int_equal(fw_upload_write(fd, "up.bin", piece, n,
+		    &written, total, &e), 0);
+	}
+	assert_int_equal(written, total);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal((size_t)st.st_size, total);
+	/* The last 3 bytes: piece[total % sizeof(piece) - 3 ...]. */
+	assert_int_equal(pread(fd, b, 3, (off_t)total - 3), 3);
+	n = total % sizeof(piece);
+	assert_memory_equal(b, piece + n - 3, 3);
+
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(fw_upload_write(fd, "up.bin", piece, 1, &written,
+	    total, &e), -1);
+	assert_int_equal(e.status, 413);
+	assert_non_null(strstr(e.msg, "up.bin is larger than the limit"));
+	assert_int_equal(written, total);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal((size_t)st.st_size, total);
+	close(fd);
+	unlink(path);
+
+	assert_true((fd = open("/dev/full", O_WRONLY)) >= 0);
+	written = 0;
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(fw_upload_write(fd, "up.bin", piece, 10, &written,
+	    total, &e), -1);
+	assert_int_equal(e.status, 507);
+	assert_non_null(strstr(e.msg, "the workspace is full"));
+	close(fd);
+
+	assert_true((fd = open("/dev/null", O_WRONLY)) >= 0);
+	written = 0;
+	for (i = 0; i < FW_FLUSH_AHEAD + 1; i += n) {
+		n = FW_FLUSH_AHEAD + 1 - i < sizeof(piece) ?
+		    FW_FLUSH_AHEAD + 1 - i : sizeof(piece);
+		assert_int_equal(fw_upload_write(fd, "up.bin", piece, n,
+		    &written, total, &e), 0);
+	}
+	assert_int_equal(written, FW_FLUSH_AHEAD + 1);
+	close(fd);
+}
+
 static void
 test_put_never_overwrites(void **state)
 {
@@ -491,6 +557,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean_name),
+		cmocka_unit_test(test_upload_write),
 		cmocka_unit_test(test_put_never_overwrites),
 		cmocka_unit_test(test_put_abort_and_cap_leave_nothing),
 		cmocka_unit_test(test_list_and_open),
