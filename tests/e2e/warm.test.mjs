@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAgent, textOf, runPython as run } from './harness.mjs';
+import { startAgent, textOf, runPython as run, sleep } from './harness.mjs';
 
 async function stdoutOf(client, code) {
   const r = await run(client, code);
@@ -228,15 +228,24 @@ describe('a spare restores the namespace ahead', () => {
       const alice = await agent.connect({ headers: { 'X-User-ID': 'alice' } });
       const bob = await agent.connect({ headers: { 'X-User-ID': 'bob' } });
       await waitWarm(agent, alice);
+      // Calls spaced as a model's are: the spare for the next run is
+      // asked for 10 ms after a run ends, told that run's workspace (a
+      // run that comes sooner makes its own, told its own workspace).
+      const gap = () => sleep(300);
       await stdoutOf(alice, `${PROBE}\nwho = 'alice'`);
+      await gap();
       await stdoutOf(bob, `${PROBE}\nwho = 'bob'`);
+      await gap();
       // Bob's last: alice's spare was told bob's workspace, so alice's
       // run restores her own; then bob's spare was told alice's.  (A
       // restored probe is stored again as what it became: a string.)
       assert.equal(await stdoutOf(alice, 'print(who, e is None)'), 'alice False');
+      await gap();
       assert.equal(await stdoutOf(bob, 'print(who, e is None)'), 'bob False');
+      await gap();
       // Bob twice in a row: the second is restored ahead.
       await stdoutOf(bob, PROBE);
+      await gap();
       assert.equal(await stdoutOf(bob, 'print(who, e is None)'), 'bob True');
     } finally {
       await agent.stop();
