@@ -39,8 +39,17 @@ export function makeNetwork(sock, spec) {
   if (!/\n20[01]$/.test(out)) throw new Error(`could not create network ${spec.name}: ${out}`);
 }
 
+// Anonymous volumes: Podman makes one for a container of an image with a
+// VOLUME (the sandbox image's /workspace) that mounts nothing there, and
+// `rm` without -v leaves it behind, empty, for ever.  The ones there when
+// this process first started a service, for cleanup() to tell what it left.
+const anonymousVolumes = () => (vpTry('volume', 'ls', '-q') || '').split('\n')
+  .filter((v) => /^[0-9a-f]{64}$/.test(v));
+let anonymousBefore = null;
+
 // A private `podman system service` on sock; returns { stop() }.
 export async function startPodman(sock) {
+  if (anonymousBefore === null) anonymousBefore = new Set(anonymousVolumes());
   rmSync(sock, { force: true });
   // vpodman is a shell function: the shell runs it in a process group of
   // its own, and stop() signals the whole group.
@@ -178,7 +187,7 @@ ${probe(ipA)}`);
 // A stand-in for the egress proxy, a container named name on port 3128:
 // answers every request with one line, "stand-in proxy".
 export function standInProxy(name) {
-  vp('run', '-d', '--name', name, '--user', '1000:1000', '--entrypoint', 'python3', IMAGE, '-c', `import socket
+  vp('run', '-d', '--name', name, '--user', '1000:1000', '--image-volume', 'ignore', '--entrypoint', 'python3', IMAGE, '-c', `import socket
 l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 l.bind(('0.0.0.0', 3128)); l.listen(16)
 while True:
@@ -209,12 +218,16 @@ export function containerState(uid) {
 export function cleanup() {
   const pre = `vivarium-${TAG}-`;
   for (const c of (vpTry('ps', '-a', '--format', '{{.Names}}') || '').split('\n'))
-    if (c.startsWith(pre)) vpTry('rm', '-f', '-t', '0', c);
+    if (c.startsWith(pre)) vpTry('rm', '-f', '-v', '-t', '0', c);
   for (const n of (vpTry('network', 'ls', '--format', '{{.Name}}') || '').split('\n'))
     if (n.startsWith(pre)) vpTry('network', 'rm', '-f', n);
   for (const v of (vpTry('volume', 'ls', '--format', '{{.Name}}') || '').split('\n'))
     if (v.startsWith(pre)) vpTry('volume', 'rm', '-f', v);
   rmSync(`/run/vsv-${TAG}`, { recursive: true, force: true });
+  // In an after hook, a throw fails the file: each leak shows where it is.
+  const left = anonymousBefore ? anonymousVolumes().filter((v) => !anonymousBefore.has(v)) : [];
+  for (const v of left) vpTry('volume', 'rm', '-f', v);
+  if (left.length > 0) throw new Error(`${left.length} anonymous volume(s) left behind (removed now): ${left.join(' ')}`);
 }
 
 export function imagePresent() {
