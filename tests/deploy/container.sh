@@ -28,7 +28,7 @@ users=""
 runpid=""
 cleanup() {
 	[ -z "$runpid" ] || { kill -TERM "$runpid" 2>/dev/null; wait "$runpid" 2>/dev/null; }
-	vpodman rm -f -t 0 "$tag-sv" >/dev/null 2>&1
+	vpodman rm -f -v -t 0 "$tag-sv" >/dev/null 2>&1
 	for u in $users; do
 		VIVARIUM_SUPERVISOR_TOKEN=0123456789abcdef0123 "$BIN/vivariumctl" \
 		    -f "$D/etc/vivarium/supervisor.yaml" remove-user --purge "$u" >/dev/null 2>&1
@@ -138,6 +138,13 @@ until vpodman logs "$tag-sv" 2>&1 | grep -q "listening on" || [ $i -ge 100 ]; do
 done
 vpodman logs "$tag-sv" >"$D/sv.log" 2>&1
 t_grep "... and listens" "listening on http://0.0.0.0:8787/" "$D/sv.log"
+# The image's VOLUME /workspace is the sandboxes': the supervisor's
+# container must not get an anonymous volume there, which outlives it.
+mounts=$(vpodman inspect -f '{{range .Mounts}}{{.Type}}:{{.Destination}} {{end}}' "$tag-sv" 2>&1)
+case " $mounts" in
+*" volume:"*) t_fail "... with no anonymous volume (--image-volume=ignore)" "$mounts" ;;
+*) t_ok "... with no anonymous volume (--image-volume=ignore)" ;;
+esac
 u2=$tag-ctr
 users="$users $u2"
 vpodman network connect "$tag-front" "$(vpodman ps -q -f "name=^$tag-sv\$")" >/dev/null 2>&1 || :
