@@ -347,7 +347,7 @@ test('restarting the supervisor adopts running sandboxes (no twins) and removes 
   // A container that was created but never started, as after a crash.
   vp('volume', 'create', '--label', 'io.vivarium.managed=true', '--label', `io.vivarium.user=${stuck}`, `vivarium-${stuck}-workspace`);
   vp('create', '--name', `vivarium-${stuck}`, '--label', 'io.vivarium.managed=true',
-    '--label', `io.vivarium.user=${stuck}`, IMAGE);
+    '--label', `io.vivarium.user=${stuck}`, '-v', `vivarium-${stuck}-workspace:/workspace`, IMAGE);
   assert.equal(containerState(stuck), 'created');
   const port = Number(new URL(sv.base).port);
   await sv.stop();
