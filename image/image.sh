@@ -96,9 +96,35 @@ esac
 
 say() { echo "image: $*" >&2; }
 
+# hold FD NAME: take the lock NAME of this store on descriptor FD, waiting
+# (and saying so) while another image.sh or tests/host/box.sh holds it; it
+# is let go when this script exits.  make test builds images ahead in the
+# background (scripts/run-suites -b) while its suites ask for the same ones,
+# and two builds of one tag, or two debootstraps of one base, must not race.
+# A child started with FD open holds the lock too (tests close it: 7>&-).
+hold() {
+	case "$STORE" in
+	test)	ldir=$VP_RUN/locks ;;
+	*)	ldir=build/locks ;;	# this tree's: nobody else writes there
+	esac
+	mkdir -p "$ldir"
+	eval "exec $1>\"\$ldir/\$2.lock\""
+	flock -n "$1" && return 0
+	say "waiting for another build of $2"
+	flock "$1"
+}
+
 # ---------------------------------------------------------------- base
 
+# The base's lock is let go once it exists: a build on it need not wait
+# for another one.
 cmd_base() {
+	hold 8 "base-$SUITE"
+	make_base
+	exec 8>&-
+}
+
+make_base() {
 	if P image exists "$BASE"; then
 		return 0
 	fi
@@ -358,10 +384,10 @@ base)	cmd_base ;;
 lock)	cmd_lock ;;
 key)	cmd_key ;;
 inputs)	inputs ;;
-build)	cmd_build ;;
+build)	hold 7 "image-$SUITE"; cmd_build ;;
 prune)	cmd_prune ;;
-ensure)	cmd_ensure ;;
-update)	shift; cmd_update "$@" ;;
+ensure)	hold 7 "image-$SUITE"; cmd_ensure ;;
+update)	shift; hold 7 "image-$SUITE"; cmd_update "$@" ;;
 run)	shift; exec image/run-hardened.sh "$@" ;;
 tag)	echo "$IMAGE:$VERSION" ;;
 *)	echo "usage: image/image.sh base|lock|key|inputs|build|ensure|update [-n]|prune|run|tag" >&2; exit 2 ;;

@@ -23,6 +23,11 @@ BOX=localhost/vivarium-testbox:$SUITE
 say() { echo "box: $*" >&2; }
 
 vp_env
+# One build of a box at a time (make test builds them ahead, in the
+# background, while test-host may ask for them; image/image.sh's locks).
+mkdir -p "$VP_RUN/locks"
+exec 9>"$VP_RUN/locks/box-$SUITE.lock"
+flock -n 9 || { say "waiting for another build of $BOX"; flock 9; }
 VIVARIUM_IMAGE_STORE=test SUITE=$SUITE image/image.sh base
 key=$({ sha256sum <tests/host/Containerfile
 	sha256sum <scripts/deps

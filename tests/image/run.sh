@@ -40,6 +40,33 @@ if [ "$SUITE" = trixie ]; then
 # The private-Podman library every Podman test builds on.
 tests/image/podman-lib.sh || fails=$((fails + 1))
 
+# ---------------------------------------------------------------- one build
+# make test builds images in the background while its suites ask for them:
+# an ensure of an image being built waits for that build (its lock held
+# here), says so, and then finds the image up to date.
+mkdir -p "$VP_RUN/locks"
+exec 6>"$VP_RUN/locks/image-trixie.lock"
+flock 6
+image/image.sh ensure >"$tmp/ensure.out" 2>&1 6>&- &
+epid=$!
+i=0
+until grep -q "waiting for another build of image-trixie" "$tmp/ensure.out" || [ $i -ge 300 ]; do
+	i=$((i + 1)); sleep 0.1
+done
+if ! kill -0 "$epid" 2>/dev/null; then
+	notok "ensure did not wait for the build under way: $(cat "$tmp/ensure.out")"
+elif [ $i -ge 300 ]; then
+	notok "ensure waits without saying why: $(cat "$tmp/ensure.out")"
+else
+	ok "ensure waits for a build of the same image under way, and says so"
+fi
+exec 6>&-
+if wait "$epid" && grep -q "is up to date" "$tmp/ensure.out"; then
+	ok "then it finds that image up to date"
+else
+	notok "ensure after the wait: $(cat "$tmp/ensure.out")"
+fi
+
 # ---------------------------------------------------------------- bad input
 # The run script refuses what would weaken the sandbox, in plain words.
 if out=$(image/run-hardened.sh --no-such-flag 2>&1); then
