@@ -145,12 +145,12 @@ programs: $(PROGS)
 # Every suite `make test` runs, in one list, cheapest first, so that a
 # broken build or unit fails in minutes: the programs alone (unit tests,
 # fuzzing, the agent and the proxy on loopback, the fake Kubernetes);
-# then what needs the tests' Podman and the sandbox image (built once by
-# the first of them, image-for-tests); then the second image flavour
-# (test-image), the benchmarks' short runs, and the whole hosts
+# then what needs the tests' Podman and the sandbox image (built in the
+# background meanwhile: images-ahead, below); then the second image
+# flavour (test-image), the benchmarks' short runs, and the whole hosts
 # (tests/host), the dearest, last.  Each suite is defined next to its
 # code, in a module.mk or tests/*/*.mk.
-TEST_SUITES	:= test-unit test-python test-fuzz-agent test-fuzz-png \
+TEST_SUITES	:= test-unit test-run-suites test-python test-fuzz-agent test-fuzz-png \
 		   test-fuzz-egress test-fuzz-supervisor test-egress \
 		   test-sweep test-warm test-valgrind-agent test-agent \
 		   test-k8s test-deploy-k8s test-netclean \
@@ -164,12 +164,31 @@ TEST_SUITES	:= test-unit test-python test-fuzz-agent test-fuzz-png \
 test-netclean:
 	@tests/lib/netclean-test.sh
 
+# make test's runner (scripts/run-suites), on suites of its own.
+.PHONY: test-run-suites
+test-run-suites:
+	@tests/lib/run-suites-test.sh
+
 # ---------------------------------------------------------------- tests
 
 .PHONY: test deps unit-tests test-unit
 test: deps
+	@scripts/deps podman image
 	@tests/lib/netclean.sh
-	@scripts/run-suites $(MAKE) $(TEST_SUITES)
+	@scripts/run-suites -b '$(MAKE) --no-print-directory images-ahead' \
+		$(MAKE) $(TEST_SUITES)
+
+# What make test builds in the background while its first suites, which
+# need no image, run: the sandbox image, its forky flavour and the host
+# boxes, in the order the suites need them.  Each suite still asks for its
+# own image: the locks of image/image.sh and tests/host/box.sh make it wait
+# for a build under way, or build it itself if this one failed.
+.PHONY: images-ahead
+images-ahead:
+	@$(MAKE) --no-print-directory image-for-tests
+	@$(MAKE) --no-print-directory image-for-tests-forky
+	@tests/host/box.sh trixie >/dev/null
+	@tests/host/box.sh bookworm >/dev/null
 
 deps:
 	@scripts/deps build test
