@@ -12,7 +12,7 @@ import { mkdtempSync, writeFileSync, readFileSync, existsSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
-import { startAgent, agentBin, textOf, makeFetch, connectClient } from './harness.mjs';
+import { startAgent, agentBin, textOf, makeFetch, connectClient, sleep } from './harness.mjs';
 
 const secret = randomBytes(32).toString('hex'); // what the supervisor makes: 64 hex digits
 
@@ -270,7 +270,12 @@ describe('a secret on TCP and the unix socket beside it', () => {
   test('the socket needs no secret (its file mode guards it)', async () => {
     const r = await agent.post(ping);
     assert.equal(r.status, 200, r.text);
-    const tcp = /listening on (http:\/\/[^/\s]+)\//.exec(agent.stderr())[1];
+    // The agent says it listens on TCP after the socket it was waited
+    // for: that line may not have come yet.
+    let m;
+    for (let i = 0; !(m = /listening on (http:\/\/[^/\s]+)\//.exec(agent.stderr())) && i < 200; i++) await sleep(50);
+    assert.ok(m, `no TCP listening line:\n${agent.stderr()}`);
+    const tcp = m[1];
     const f = makeFetch(null);
     try {
       const res = await f(`${tcp}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: ping });
