@@ -103,6 +103,10 @@ endef
 # earlier runs found (build/fuzz/NAME-corpus), crashes kept as
 # build/fuzz/NAME-*.
 FUZZ_TIME	?= 30
+# A suite's drivers run FUZZ_JOBS at a time, each its output in one piece
+# (-O): each for FUZZ_TIME seconds, so two on two cores halve the wait.
+FUZZ_JOBS	?= 2
+FUZZ_MAKE	 = $(MAKE) --no-print-directory -j$(FUZZ_JOBS) -Otarget
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -DVIVARIUM_VERSION='"fuzz"' \
 		   -Icommon -fno-sanitize-recover=all
 FUZZ_COMMON	:= build/fuzz/libcommon.a

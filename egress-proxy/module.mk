@@ -76,7 +76,7 @@ $(eval $(call fuzz_target,egress-labels,tests/fuzz/egress/fuzz_labels.c,\
 
 test-fuzz-egress:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory $(FUZZ_HTTP1:%=fuzz-run-http1-%) \
+	@$(FUZZ_MAKE) $(FUZZ_HTTP1:%=fuzz-run-http1-%) \
 		fuzz-run-egress-policy fuzz-run-egress-labels
 
 # `make fuzz FUZZ_TIME=600` runs as long as you like.

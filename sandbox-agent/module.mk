@@ -79,6 +79,6 @@ $(eval $(call fuzz_target,link,tests/fuzz/link/fuzz_link.c,\
 .PHONY: test-fuzz-agent
 test-fuzz-agent:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory fuzz-run-agent-mcp fuzz-run-link
+	@$(FUZZ_MAKE) fuzz-run-agent-mcp fuzz-run-link
 
 fuzz: test-fuzz-agent

@@ -115,4 +115,4 @@ $(eval $(call fuzz_target,tarown,tests/fuzz/tarown/fuzz_tarown.c \
 .PHONY: test-fuzz-supervisor
 test-fuzz-supervisor:
 	@scripts/deps build test
-	@$(MAKE) --no-print-directory fuzz-run-supervisor-relay fuzz-run-tarown
+	@$(FUZZ_MAKE) fuzz-run-supervisor-relay fuzz-run-tarown
