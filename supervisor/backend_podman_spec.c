@@ -345,6 +345,15 @@ sandbox_container_spec(const struct conf *c, const char *user,
 		return NULL;
 	/* Not the host's proxy variables (containers.conf http_proxy=true). */
 	json_object_set_new(spec, "httpproxy", json_false());
+	/*
+	 * Not a volume for an image's VOLUME (an image an operator derived
+	 * from ours may declare one): Podman would make an anonymous volume
+	 * for each, which no removal of the container takes with it (4.3.1
+	 * ignores v=true on DELETE), so each re-create would leave one
+	 * behind.  The directory stays as the image has it, read-only as the
+	 * rest: /workspace and /tmp are the sandbox's only writable places.
+	 */
+	json_object_set_new(spec, "image_volume_mode", json_string("ignore"));
 	/* What it runs as, for backend_podman_objects.c to see it change. */
 	sandbox_ids_label(c, h, ids, sizeof(ids));
 	json_object_set_new(json_object_get(spec, "labels"), SANDBOX_IDS_LABEL,

@@ -4,12 +4,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync, rmSync, statSync, readFileSync } from 'node:fs';
+import { writeFileSync, rmSync, statSync, readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import net from 'node:net';
 import { sleep, runPython, ctlBin } from '../e2e/harness.mjs';
 import {
   TOKEN, TAG, IMAGE, user, vp, startPodman, stateDir, startSupervisor, objects, containerState,
-  cleanup, imagePresent, assertIsolated, standInProxy,
+  cleanup, imagePresent, assertIsolated, standInProxy, vpTry,
 } from './lib.mjs';
 
 const podmanSock = `/run/vsv-${TAG}.podman.sock`;
@@ -385,9 +387,18 @@ test('Podman stopped gives a clear 503; back again, the supervisor recovers', as
   assert.match(r.text, /vivarium_podman_errors_total [1-9]/);  // the old name, one release
 });
 
-test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', async () => {
+test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', async (t) => {
   const u = user('ctl');
-  const env = { ...process.env, VIVARIUM_PODMAN_SOCKET: podmanSock, VIVARIUM_STATE_DIR: state, VIVARIUM_SANDBOX_IMAGE: IMAGE };
+  // An image an operator derived from ours, with a VOLUME of its own:
+  // Podman would give each container an anonymous volume there, which no
+  // removal takes with it (cleanup's check of anonymous volumes fails).
+  const derived = `localhost/vivarium-test-derived:${TAG}`;
+  const ctx = mkdtempSync(join(tmpdir(), 'vsv-derived-'));
+  writeFileSync(join(ctx, 'Containerfile'), `FROM ${IMAGE}\nVOLUME /scratch\n`);
+  vp('build', '-q', '-t', derived, ctx);
+  rmSync(ctx, { recursive: true, force: true });
+  t.after(() => vpTry('rmi', '-f', derived));
+  const env = { ...process.env, VIVARIUM_PODMAN_SOCKET: podmanSock, VIVARIUM_STATE_DIR: state, VIVARIUM_SANDBOX_IMAGE: derived };
   const ctl = (...args) => {
     try {
       return { code: 0, out: execFileSync(ctlBin, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) };
@@ -412,6 +423,9 @@ test('vivariumctl: add-user, list, status, stop, start, remove-user --purge', as
   assert.match(ctl('list').out, new RegExp(`${u}\\s+-\\s+running`));
   assert.equal(ctl('stop', u).code, 0);
   assert.equal(ctl('status', u).code, 5);
+  const mounts = vp('inspect', '--format', '{{range .Mounts}}{{.Destination}} {{end}}', `vivarium-${u}`);
+  assert.match(mounts, /\/workspace/);
+  assert.doesNotMatch(mounts, /\/scratch/, 'no anonymous volume for the derived image\'s VOLUME');
   assert.equal(ctl('remove-user', u).code, 0);
   assert.ok(objects(u).volume, 'volume kept without --purge');
   assert.equal(objects(u).containers.length, 0);

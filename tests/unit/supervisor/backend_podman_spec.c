@@ -106,6 +106,8 @@ test_container_walls(void **state)
 	assert_null(json_object_get(s, "privileged"));
 	/* Not the host's proxy variables (containers.conf http_proxy=true). */
 	assert_true(json_is_false(json_object_get(s, "httpproxy")));
+	/* No anonymous volume for an image's VOLUME: it would outlive us. */
+	assert_string_equal(str(s, "image_volume_mode"), "ignore");
 	assert_int_equal(json_integer_value(json_object_get(s, "stop_timeout")),
 	    7);
 	assert_string_equal(str(json_object_get(s, "labels"),
