@@ -28,7 +28,7 @@ import { rmSync, mkdtempSync, accessSync, constants } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callTool, freePort } from '../../tests/e2e/harness.mjs';
+import { callTool, freePort, median } from '../../tests/e2e/harness.mjs';
 import { IMAGE } from '../../tests/supervisor/lib.mjs';
 import {
   supervisorTarget, bigFile, freeBytes, fileSha, memWatch, mb, curl, sh, MiB,
@@ -40,11 +40,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS || (SHORT ? 1 : 5));
 const LIMIT = 20 * MiB;
 const now = () => Number(process.hrtime.bigint()) / 1e9;	// s
 const rate = (secs) => SIZE / MiB / secs;	// MiB/s
-
-const median = (xs) => {
-  const v = [...xs].sort((a, b) => a - b), m = v.length >> 1;
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-};
 
 // Where the whole page cache can be dropped (root), a function that does.
 function cacheDropper() {
@@ -144,16 +139,13 @@ async function main() {
     // and their range; the times are each side's median.
     const ratios = (ps) => ps.map(([via, direct]) => direct / via);
     const pct = (x) => `${(x * 100).toFixed(0)}%`;
-    const spread = (ps) => {
-      const r = ratios(ps);
-      return ps.length > 1 ? ` (rounds ${pct(Math.min(...r))}-${pct(Math.max(...r))})` : '';
-    };
     const line = (what, ps) => {
       const via = median(ps.map((p) => p[0])), direct = median(ps.map((p) => p[1]));
-      const ratio = median(ratios(ps));
+      const r = ratios(ps), ratio = median(r);
+      const spread = r.length > 1 ? ` (rounds ${pct(Math.min(...r))}-${pct(Math.max(...r))})` : '';
       return `${what}: via supervisor ${rate(via).toFixed(0)} MiB/s (${via.toFixed(2)} s), ` +
         `direct on the volume ${rate(direct).toFixed(0)} MiB/s (${direct.toFixed(2)} s); ` +
-        `ratio ${pct(ratio)}${spread(ps)}; target 80%: ${ratio >= 0.8 ? 'met' : 'MISSED'}`;
+        `ratio ${pct(ratio)}${spread}; target 80%: ${ratio >= 0.8 ? 'met' : 'MISSED'}`;
     };
     console.log(line(`(a) upload ${SIZE / MiB} MiB`, pairs.up) + (same ? '' : '; UPLOADED FILE DIFFERS'));
     console.log(line(`(b) download ${SIZE / MiB} MiB, from the page cache`, pairs.down));

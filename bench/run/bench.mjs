@@ -16,7 +16,7 @@
 // makes the next run's process between calls, once a run has ended (~25 ms
 // on these machines).  GAP_MS=0 measures calls back to back, where a warm
 // call waits for that process instead.
-import { startAgent } from '../../tests/e2e/harness.mjs';
+import { startAgent, median } from '../../tests/e2e/harness.mjs';
 
 const SHORT = process.env.VIVARIUM_BENCH_SHORT === '1';
 const ROUNDS = Number(process.env.ROUNDS || (SHORT ? 1 : 15));
@@ -36,12 +36,6 @@ async function call(agent, code) {
   if (r.status !== 200 || !res || res.isError) throw new Error(`call failed: ${r.text.slice(0, 500)}`);
   return ms;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 const FRAME = "df = pd.DataFrame({'a': range(10000), 'b': [x * 0.5 for x in range(10000)], 'c': ['x%d' % (x % 97) for x in range(10000)]})";
 const cases = [

@@ -62,6 +62,14 @@ export const egressBin = bin('vivarium-egress', 'VIVARIUM_EGRESS_BIN');
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// The median of a list of numbers (the mean of the middle two for an even
+// count), for the benchmarks.
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
 // Polls fn every step ms until it returns something truthy, and returns
 // that.  Past ms it throws, naming what it waited for; with soft it
 // returns the last (falsy) value instead, for the caller to assert on.
