@@ -4,9 +4,9 @@
 //   tests/e2e/harness.mjs     repoRoot; every program's path (VIVARIUM_*_BIN
 //                             overrides it); the MCP SDK clients (1.x and
 //                             2026's) and undici; makeFetch, connectClient,
-//                             connect2026, replyOf; startServer, startAgent;
-//                             sleep, until, freePort; textOf, callTool,
-//                             runPython
+//                             connect2026, replyOf; startServer, startAgent,
+//                             agentCopies; sleep, until, freePort, median;
+//                             textOf, callTool, runPython
 //   tests/supervisor/lib.mjs  a private Podman (tests/lib/podman.sh) and the
 //                             supervisor on it: TOKEN, IMAGE, TAG, vp, ...
 //   tests/files/lib.mjs       links: the browser, tokens, multipart bodies,
@@ -34,7 +34,7 @@
 // http://HOST:PORT/" or listens on a socket path you give it).
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, existsSync, cpSync, chmodSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
@@ -59,6 +59,18 @@ export const agentBin = bin('vivarium-agent', 'VIVARIUM_AGENT_BIN');
 export const supervisorBin = bin('vivarium-supervisor', 'VIVARIUM_SUPERVISOR_BIN');
 export const ctlBin = bin('vivariumctl', 'VIVARIUM_CTL_BIN');
 export const egressBin = bin('vivarium-egress', 'VIVARIUM_EGRESS_BIN');
+
+// Copies of the agent and the runner in dir (0755), for an agent run as
+// another uid: that uid may not be able to reach the checkout (a clone
+// under a 0700 directory, /root or mktemp -d's, say).  Returns their paths.
+export function agentCopies(dir, pythonpath = process.env.VIVARIUM_PYTHONPATH || join(repoRoot, 'python')) {
+  const agent = join(dir, 'vivarium-agent');
+  cpSync(agentBin, agent);
+  chmodSync(agent, 0o755);
+  const python = join(dir, 'python');
+  cpSync(pythonpath, python, { recursive: true });
+  return { agent, python };
+}
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

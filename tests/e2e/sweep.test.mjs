@@ -8,10 +8,10 @@
 // model is told, and the next run (warm again later) works.  Needs root.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, chownSync, chmodSync, rmSync, readFileSync, cpSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, chownSync, chmodSync, rmSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { startServer, agentBin, repoRoot, textOf, connectClient, runPython as run } from './harness.mjs';
+import { startServer, agentBin, agentCopies, textOf, connectClient, runPython as run } from './harness.mjs';
 
 const NOBODY = 65534;
 const CATATONIT = ['/usr/bin/catatonit', '/usr/libexec/podman/catatonit']
@@ -27,13 +27,8 @@ async function startIsolated({ env = {}, asInit = false } = {}) {
   const ws = join(dir, 'ws');
   mkdirSync(ws);
   chownSync(ws, NOBODY, NOBODY);
-  // nobody may not be able to reach the checkout (a 0700 parent, say): give
-  // it its own copies of the agent and the runner.
-  const bin = join(dir, 'vivarium-agent');
-  cpSync(agentBin, bin);
-  chmodSync(bin, 0o755);
-  const pythonpath = join(dir, 'python');
-  cpSync(process.env.VIVARIUM_PYTHONPATH || join(repoRoot, 'python'), pythonpath, { recursive: true });
+  // nobody may not be able to reach the checkout.
+  const { agent: bin, python: pythonpath } = agentCopies(dir);
   const priv = ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups',
     '--inh-caps=-all', bin];
   // No PID cgroup here: RLIMIT_NPROC bounds a bomb the sweep would miss.

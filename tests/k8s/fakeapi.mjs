@@ -86,6 +86,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { validate } from './validate.mjs';
 import { startFakeServer } from '../lib/fakeserver.mjs';
+import { agentCopies } from '../e2e/harness.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const clone = (o) => structuredClone(o);
@@ -649,6 +650,13 @@ function makeKubelet(api, { modify, remove, store, agentBin, agentEnv, say, read
   const running = new Map();	// pod name -> { proc, ip, tmp, stderr, exited }
   let nextIp = 10;
   const asRoot = process.getuid?.() === 0;
+  // The Pods' uids may not be able to reach the checkout: as root, run
+  // copies of the agent and the runner kept in the API's directory.
+  if (asRoot && agentBin) {
+    const { agent, python } = agentCopies(api.dir, agentEnv.VIVARIUM_PYTHONPATH);
+    agentBin = agent;
+    agentEnv = { ...agentEnv, VIVARIUM_PYTHONPATH: python };
+  }
 
   const k = {
     readyDelayMs,
