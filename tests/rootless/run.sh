@@ -104,13 +104,14 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# as_user CMD...: CMD as the test user, in its home, with only the
-# environment a login would give it (no root's CONTAINERS_* settings).
+# as_user CMD...: CMD as the test user, in its home (it may not be able
+# to reach this checkout), with only the environment a login would give it
+# (no root's CONTAINERS_* settings).
 as_user() {
 	setpriv --reuid="$UIDN" --regid="$GIDN" --init-groups env -i \
 	    HOME="$HOMED" USER="$NAME" LOGNAME="$NAME" \
 	    XDG_RUNTIME_DIR="$RUNU" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
-	    LANG=C.UTF-8 ${AS_USER_ENV:-} "$@"
+	    LANG=C.UTF-8 ${AS_USER_ENV:-} sh -c 'cd "$HOME" && exec "$@"' as_user "$@"
 }
 
 # ---------------------------------------------------------------- the user
@@ -205,12 +206,23 @@ printf 'allow_ports: [80, 443, 8000]\nallow_cidrs: [%s]\nverbose: yes\n' \
     "$(echo "$allow" | sed 's/,/, /g')" >"$HOMED/egress.yaml"
 chmod 0644 "$HOMED/egress.yaml"
 
+# The user may not be able to reach this checkout (a clone under a 0700
+# directory: /root, mktemp -d's): it runs copies, in its home, of the
+# programs and of what the test reads.
+SRC=$HOMED/src
+mkdir -p "$SRC/tests" "$SRC/bin"
+cp Makefile "$SRC/"
+cp -R tests/lib tests/e2e tests/supervisor tests/rootless "$SRC/tests/"
+cp "$SV_BIN" "$SRC/bin/vivarium-supervisor"
+cp "$CTL_BIN" "$SRC/bin/vivariumctl"
+chmod -R a+rX "$SRC"
+
 say "ready in $(( $(date +%s) - t0 )) s; running the client as $NAME"
 AS_USER_ENV="VIVARIUM_PODMAN_SOCKET=$SOCK VIVARIUM_SANDBOX_IMAGE=$IMAGE
-    VIVARIUM_SUPERVISOR_BIN=$SV_BIN VIVARIUM_CTL_BIN=$CTL_BIN
+    VIVARIUM_SUPERVISOR_BIN=$SRC/bin/vivarium-supervisor VIVARIUM_CTL_BIN=$SRC/bin/vivariumctl
     VRL_ORIGIN=$ORIGIN_IP:8000 VRL_EGRESS=vivarium-egress VRL_INTERNET=$internet
     VRL_EGRESS_CONFIG=$HOMED/egress.yaml"
 rc=0
-as_user node --test --test-concurrency=1 "$REPO/tests/rootless/rootless.test.mjs" || rc=$?
+as_user node --test --test-concurrency=1 "$SRC/tests/rootless/rootless.test.mjs" || rc=$?
 AS_USER_ENV=""
 exit $rc
