@@ -166,7 +166,7 @@ say "image copied into $NAME's storage in $(( $(date +%s) - s )) s"
 # ---------------------------------------------------------------- Podman
 SOCK=$RUNU/podman/podman.sock
 as_user mkdir -p "$RUNU/podman"
-as_user sh -c 'cd "$HOME" && exec podman system service --time 0 "unix://$1"' - "$SOCK" \
+as_user podman system service --time 0 "unix://$SOCK" \
     >"$HOMED/service.log" 2>&1 </dev/null &
 svc_pid=$!
 i=0
