@@ -95,10 +95,16 @@ async function main() {
       }
       return a;
     };
+    // Before each timed write: the source in the page cache and what the
+    // step before left (a removed 1 GiB file's discards) written out.  A
+    // round's cache drop (b') otherwise left the next upload reading its
+    // source from the disk while dd, right after it, read it from memory.
+    const settle = async () => check(await sh(`cat '${src.path}' >/dev/null && sync`), 'settle');
     let saved = null;
     for (let round = 0; round < ROUNDS; round++) {
       // (a) upload, then the direct write of the same bytes.
       rmSync(join(ws, 'bench.bin'), { force: true });
+      await settle();
       let w = memWatch(pids);
       let ans;
       const sUp = await timed(async () => {
@@ -107,6 +113,7 @@ async function main() {
       mem.up = worst(mem.up, w.stop());
       saved = JSON.parse(ans.stdout).files[0].path;
       rmSync(join(ws, 'direct.bin'), { force: true });
+      await settle();
       // fsync'd, as an upload is before it is renamed into place.
       pairs.up.push([sUp, await timed(async () => check(await sh(
         `dd if='${src.path}' of='${join(ws, 'direct.bin')}' bs=1M conv=fsync status=none`), 'direct write'))]);
