@@ -15,6 +15,9 @@
 //   (d) the loopback ceiling: the same file from a plain sendfile server
 //       (python3 -m http.server) to the same curl, what any server here
 //       could reach over loopback TCP.
+//   (e) the upload ceiling: the same curl -F into a bare receiver
+//       (bench/files/receiver.c: recv, write, fsync; no form parsing), what
+//       any server here could reach taking an upload onto the volume.
 // Targets: (a) and (b) at least 80% of the direct throughput; (c) flat,
 // under 20 MB.  Each round measures the link and the direct side one
 // right after the other, and the figure is the median of the rounds'
@@ -51,6 +54,22 @@ function cacheDropper() {
   return async () => check(await sh('sync && echo 3 > /proc/sys/vm/drop_caches'), 'drop the page cache');
 }
 
+// bench/files/receiver.c, listening on a port it prints.
+async function startReceiver(ws) {
+  const bin = process.env.VIVARIUM_BENCH_RECEIVER;
+  if (!bin) throw new Error('VIVARIUM_BENCH_RECEIVER is not set (make bench-files sets it)');
+  const proc = spawn(bin, [ws], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('\n')) resolve(Number(out.trim()));
+    });
+    proc.on('exit', (code) => reject(new Error(`${bin}: exit ${code} before it listened`)));
+  });
+  return { proc, port };
+}
+
 async function timed(fn) {
   const t0 = now();
   await fn();
@@ -65,6 +84,7 @@ function check(r, what) {
 async function main() {
   const t = await supervisorTarget();
   const dir = mkdtempSync(join(tmpdir(), 'vivarium-bench-files-'));
+  const helpers = [];	// the plain server and the receiver, killed at the end
   try {
     const u = t.users[0];
     const c = await t.client(u);
@@ -80,11 +100,14 @@ async function main() {
     const up = (await callTool(c, 'upload_link', {})).structuredContent.url;
 
     // Each a list of [via, direct] seconds, one pair per round.
-    const pairs = { up: [], down: [], cold: [], ceiling: [] };
+    const pairs = { up: [], down: [], cold: [], ceiling: [], upCeiling: [] };
     const drop = SHORT ? null : cacheDropper();
     const plainPort = await freePort();
     const plain = spawn('python3', ['-m', 'http.server', String(plainPort), '--bind', '127.0.0.1', '--directory', ws],
       { stdio: 'ignore' });
+    helpers.push(plain);
+    const receiver = await startReceiver(ws);
+    helpers.push(receiver.proc);
     await new Promise((r) => setTimeout(r, 1000));
     const mem = { up: null, down: null };
     const worst = (a, b) => {
@@ -117,6 +140,11 @@ async function main() {
       // fsync'd, as an upload is before it is renamed into place.
       pairs.up.push([sUp, await timed(async () => check(await sh(
         `dd if='${src.path}' of='${join(ws, 'direct.bin')}' bs=1M conv=fsync status=none`), 'direct write'))]);
+      rmSync(join(ws, 'direct.bin'), { force: true });
+      await settle();
+      pairs.upCeiling.push([sUp, await timed(async () => check(await curl(['--fail', '-o', '/dev/null',
+        '-F', `file=@${src.path}`, `http://127.0.0.1:${receiver.port}/`]), 'bare receiver'))]);
+      rmSync(join(ws, 'receiver.bin'), { force: true });
 
       // (b) download, then the direct read of the same file.
       const link = (await callTool(c, 'share_file', { path: saved })).structuredContent.url;
@@ -139,7 +167,7 @@ async function main() {
           `dd if='${join(ws, saved)}' of=/dev/null bs=1M status=none`), 'cold direct read'))]);
       }
     }
-    plain.kill();
+    for (const p of helpers.splice(0)) p.kill();
     const same = (await fileSha(join(ws, saved))) === src.sha256;
 
     // Throughput ratios (time ratios inverted), the median of the rounds'
@@ -163,6 +191,11 @@ async function main() {
     const ceiling = median(pairs.ceiling.map((p) => p[1]));
     console.log(`(d) loopback ceiling: the same file from python3 -m http.server (sendfile) ${rate(ceiling).toFixed(0)} MiB/s ` +
       `(${ceiling.toFixed(2)} s); the download via the supervisor is ${pct(median(ratios(pairs.ceiling)))} of it`);
+    const upCeiling = median(pairs.upCeiling.map((p) => p[1]));
+    const recvVsDd = median(pairs.up.map((p, i) => p[1] / pairs.upCeiling[i][1]));
+    console.log(`(e) upload ceiling: the same curl -F into a bare receiver (recv, write, fsync) ${rate(upCeiling).toFixed(0)} MiB/s ` +
+      `(${upCeiling.toFixed(2)} s), ${pct(recvVsDd)} of the direct write; the upload via the supervisor is ` +
+      `${pct(median(ratios(pairs.upCeiling)))} of it`);
     let flat = true;
     for (const [what, m] of Object.entries(mem)) {
       const parts = Object.entries(m).map(([k, v]) => {
@@ -174,6 +207,7 @@ async function main() {
     console.log(`    target under ${mb(LIMIT)}: ${flat ? 'met' : 'MISSED'}`);
     for (const n of ['direct.bin', saved]) rmSync(join(ws, n), { force: true });
   } finally {
+    for (const p of helpers) p.kill();
     rmSync(dir, { recursive: true, force: true });
     await t.stop();
   }

@@ -54,6 +54,8 @@ EOF
 	bench-files) cat <<'EOF'
 ^\(a\) upload .* ratio [0-9]+%; target
 ^\(b\) download .* ratio [0-9]+%; target
+^\(d\) loopback ceiling: .* [0-9]+ MiB/s .*supervisor is [0-9]+% of it$
+^\(e\) upload ceiling: .* [0-9]+ MiB/s .* [0-9]+% of the direct write; .*supervisor is [0-9]+% of it$
 ^\(c\) memory during the upload: .*peak
 ^\(c\) memory during the download: .*peak
 EOF

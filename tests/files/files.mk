@@ -21,9 +21,17 @@ test-apps:
 	@$(MAKE) --no-print-directory $(BIN)/vivarium-agent
 	@$(FILES_ENV) VIVARIUM_FILES_TESTS=tests/files/apps.test.mjs tests/files/run.sh
 
+# The upload ceiling's bare receiver (bench/files/receiver.c).
+BENCH_RECEIVER := build/bench/receiver
+$(BENCH_RECEIVER): bench/files/receiver.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ bench/files/receiver.c $(ALL_LDFLAGS)
+
 bench-files:
 	@scripts/deps build test podman browser
-	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor image-for-tests
+	@$(MAKE) --no-print-directory $(BIN)/vivarium-supervisor $(BENCH_RECEIVER) \
+	    image-for-tests
 	@for d in tests/e2e tests/files; do [ -d $$d/node_modules ] || \
 	    (cd $$d && npm ci --no-audit --no-fund --loglevel=error); done
-	@$(FILES_ENV) node bench/files/bench.mjs
+	@$(FILES_ENV) VIVARIUM_BENCH_RECEIVER=$(abspath $(BENCH_RECEIVER)) \
+	    node bench/files/bench.mjs
