@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,24 +26,6 @@
 #define HEADMAX	(64u * 1024)
 
 static char	buf[BUFSZ];
-
-static int
-send_all(int c, const char *s)
-{
-	size_t	 len = strlen(s);
-	ssize_t	 n;
-
-	while (len > 0) {
-		if ((n = send(c, s, len, MSG_NOSIGNAL)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		s += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 static int
 write_all(int fd, const char *p, size_t len)
@@ -59,6 +42,12 @@ write_all(int fd, const char *p, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+static int
+say(int c, const char *s)
+{
+	return write_all(c, s, strlen(s));
 }
 
 /* One request: 0 when its body was written and synced, -1 otherwise. */
@@ -85,7 +74,7 @@ serve(int c, const char *path)
 		if (strncasecmp(h + 2, "content-length:", 15) == 0)
 			len = strtoll(h + 17, NULL, 10);
 		else if (strncasecmp(h + 2, "expect: 100-continue", 20) == 0 &&
-		    send_all(c, "HTTP/1.1 100 Continue\r\n\r\n") == -1)
+		    say(c, "HTTP/1.1 100 Continue\r\n\r\n") == -1)
 			return -1;
 	}
 	if (len < 0)
@@ -127,6 +116,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "receiver: %s: path too long\n", argv[1]);
 		return 2;
 	}
+	signal(SIGPIPE, SIG_IGN);	/* a client gone: write fails, EPIPE */
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -147,10 +137,10 @@ main(int argc, char **argv)
 			return 1;
 		}
 		if (serve(c, path) == 0)
-			(void)send_all(c, "HTTP/1.1 204 No Content\r\n"
+			(void)say(c, "HTTP/1.1 204 No Content\r\n"
 			    "Connection: close\r\n\r\n");
 		else
-			(void)send_all(c, "HTTP/1.1 500 Internal Server Error\r\n"
+			(void)say(c, "HTTP/1.1 500 Internal Server Error\r\n"
 			    "Content-Length: 0\r\nConnection: close\r\n\r\n");
 		close(c);
 	}
