@@ -114,13 +114,6 @@ void	fw_clean_name(const char *in, char *out, size_t outlen);
 #define FW_FLUSH_AHEAD	(8u << 20)
 int	fw_upload_write(int fd, const char *name, const char *data, size_t len,
 	    unsigned long long *written, unsigned long long max, struct berr *e);
-/*
- * MHD_OPTION_CONNECTION_MEMORY_LIMIT for a daemon serving file links: an
- * upload's body arrives in pieces of about half of it (245 KiB reads at
- * 512 KiB, 98 KiB at 192 KiB), and larger pieces cost fewer calls.  A
- * connection touches only what its requests fill.
- */
-#define FW_POOL_BYTES	(512u * 1024)
 /* The Content-Type for a file name, by its extension. */
 const char *fw_content_type(const char *name);
 /* 1 for the image types shown inline on the workspace page. */

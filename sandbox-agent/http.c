@@ -579,7 +579,7 @@ daemon_start(int fd, int is_unix)
 	    MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
 	    /* Uploads and downloads move in pieces of what the pool holds. */
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)FW_POOL_BYTES,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(192 * 1024),
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)FIRST_REQUEST_S,
 	    MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, guard,
 	    MHD_OPTION_NOTIFY_COMPLETED, agent_completed, NULL,

@@ -20,7 +20,6 @@
 #include <microhttpd.h>
 
 #include "buf.h"
-#include "fileweb.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mhd.h"
@@ -337,10 +336,9 @@ front_start(const struct conf *c, char *err, size_t errlen)
 	    (unsigned)(conf->max_per_address < conf->max_connections ?
 	    conf->max_per_address : conf->max_connections),
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conf->auth_timeout,
-	    /* Room for 128 KiB sends of a relayed file and large pieces of
-	     * an upload (the default pool of 32 KiB holds the head and little
-	     * more). */
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)FW_POOL_BYTES,
+	    /* Room for 128 KiB sends of a relayed file (the default pool of
+	     * 32 KiB holds the head and little more). */
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(192 * 1024),
 	    MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, guard,
 	    MHD_OPTION_NOTIFY_COMPLETED, http_request_completed, NULL,
 	    MHD_OPTION_END);
