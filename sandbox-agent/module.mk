@@ -61,8 +61,9 @@ test-agent: $(BIN)/vivarium-agent $(E2E_NODE_MODULES)
 include sandbox-agent/sweep.mk
 
 # ---------------------------------------------------------------- fuzz
-# Request handling (the driver includes mcp.c and tools.c), and link tokens
-# and upload names, what a browser sends first; under libFuzzer.
+# Request handling (the driver includes mcp.c and tools.c), link tokens
+# and upload names, what a browser sends first, and the upload form's
+# reader; under libFuzzer.
 AGENT_FUZZ_LIBS	:= -Isandbox-agent -lmicrohttpd -ljansson -lm -lpthread
 $(eval $(call fuzz_target,agent-mcp,tests/fuzz/agent/fuzz_mcp.c \
 	sandbox-agent/result.c sandbox-agent/workspace.c sandbox-agent/files.c \
@@ -75,10 +76,13 @@ $(eval $(call fuzz_target,agent-mcp,tests/fuzz/agent/fuzz_mcp.c \
 $(eval $(call fuzz_target,link,tests/fuzz/link/fuzz_link.c,\
 	-lmicrohttpd -ljansson -lm -lpthread,tests/fuzz/link/corpus,\
 	-max_len=8192))
+$(eval $(call fuzz_target,multipart,tests/fuzz/multipart/fuzz_multipart.c,\
+	-lmicrohttpd -ljansson -lm -lpthread,tests/fuzz/multipart/corpus,\
+	-max_len=8192))
 
 .PHONY: test-fuzz-agent
 test-fuzz-agent:
 	@scripts/deps build test
-	@$(FUZZ_MAKE) fuzz-run-agent-mcp fuzz-run-link
+	@$(FUZZ_MAKE) fuzz-run-agent-mcp fuzz-run-link fuzz-run-multipart
 
 fuzz: test-fuzz-agent
