@@ -23,13 +23,13 @@
 #include "fileweb.h"
 #include "mhd.h"
 #include "log.h"
+#include "multipart.h"
 #include "text.h"
 #include "base64.h"
 #include "banned.h"
 
 #define PAGE_MAX	(4u << 20)
 #define LIST_SHOWN	2000
-#define PP_BUFFER	(64 * 1024)
 
 enum route_kind {
 	RK_NONE,
@@ -727,7 +727,7 @@ workspace_page(const struct fileweb *fw, struct MHD_Connection *conn,
 struct upload {
 	const struct fileweb	*fw;
 	struct link		 link;
-	struct MHD_PostProcessor *pp;
+	struct multipart	 mp;
 	void			*cur;		/* the file being received */
 	char			 cur_name[256];
 	json_t			*done;		/* [{name, path, size, renamed}] */
@@ -769,38 +769,51 @@ upload_abort_current(struct upload *u)
 	u->cur = NULL;
 }
 
-static enum MHD_Result
-upload_iter(void *cls, enum MHD_ValueKind kind, const char *key,
-    const char *filename, const char *content_type,
-    const char *transfer_encoding, const char *data, uint64_t off,
-    size_t size)
+/*
+ * The form's parts as the reader finds them: a part of the field "file"
+ * with a file chosen goes to the backend; every other part is ignored (a
+ * file input left empty sends filename="" and no data).
+ */
+static int
+upload_part_begin(void *arg, const char *name, const char *filename)
 {
-	struct upload	*u = cls;
+	struct upload	*u = arg;
 
-	if (u->failed)
-		return MHD_NO;
-	if (key == NULL || strcmp(key, "file") != 0 || filename == NULL)
-		return MHD_YES;		/* other fields are ignored */
-	if (off == 0) {
-		/* A new file: the one before it arrived whole. */
-		upload_end_current(u);
-		if (u->failed)
-			return MHD_NO;
-		fw_clean_name(filename, u->cur_name, sizeof(u->cur_name));
-		u->cur = u->fw->be->put_begin(u->fw->be->arg, u->link.user,
-		    u->cur_name, &u->err);
-		if (u->cur == NULL) {
-			u->failed = 1;
-			return MHD_NO;
-		}
+	if (name == NULL || strcmp(name, "file") != 0 || filename == NULL ||
+	    *filename == '\0')
+		return 0;
+	fw_clean_name(filename, u->cur_name, sizeof(u->cur_name));
+	u->cur = u->fw->be->put_begin(u->fw->be->arg, u->link.user,
+	    u->cur_name, &u->err);
+	if (u->cur == NULL) {
+		u->failed = 1;
+		return -1;
 	}
-	if (size > 0 && u->cur != NULL &&
+	return 0;
+}
+
+static int
+upload_part_data(void *arg, const char *data, size_t size)
+{
+	struct upload	*u = arg;
+
+	if (u->cur != NULL &&
 	    u->fw->be->put_write(u->cur, data, size, &u->err) == -1) {
 		upload_abort_current(u);
 		u->failed = 1;
-		return MHD_NO;
+		return -1;
 	}
-	return MHD_YES;
+	return 0;
+}
+
+/* The part is whole: its file goes into place now. */
+static int
+upload_part_end(void *arg)
+{
+	struct upload	*u = arg;
+
+	upload_end_current(u);
+	return u->failed ? -1 : 0;
 }
 
 static void
@@ -808,8 +821,6 @@ upload_release(void *state, enum MHD_RequestTerminationCode why)
 {
 	struct upload *u = state;
 
-	if (u->pp != NULL)
-		MHD_destroy_post_processor(u->pp);
 	if (u->cur != NULL) {
 		log_warnx("file link: an upload for user %s broke off; %s was "
 		    "not saved", u->link.user, u->cur_name);
@@ -903,13 +914,12 @@ upload_start(const struct fileweb *fw, struct MHD_Connection *conn,
 	u->link = *l;
 	acc = http_header(conn, MHD_HTTP_HEADER_ACCEPT);
 	u->want_json = acc != NULL && strstr(acc, "application/json") != NULL;
-	if ((u->pp = MHD_create_post_processor(conn, PP_BUFFER, upload_iter,
-	    u)) == NULL) {
+	if (mp_init(&u->mp, ct) == -1) {
+		snprintf(msg, sizeof(msg), "The form could not be read: %s.",
+		    u->mp.error);
 		json_decref(u->done);
 		free(u);
-		return page_message(conn, 400, "Not an upload", "The form could "
-		    "not be read (a multipart/form-data body needs a "
-		    "boundary).");
+		return page_message(conn, 400, "Not an upload", msg);
 	}
 	if ((req = http_request_attach(con_cls, u, upload_release)) == NULL) {
 		upload_release(u, MHD_REQUEST_TERMINATED_WITH_ERROR);
@@ -927,14 +937,16 @@ static enum MHD_Result
 upload_more(struct MHD_Connection *conn, struct upload *u,
     const char *data, size_t *size)
 {
-	int complete;
+	const struct mp_handler h = { upload_part_begin, upload_part_data,
+	    upload_part_end, u };
 
 	if (*size > 0) {
-		if (!u->failed && MHD_post_process(u->pp, data, *size) == MHD_NO
-		    && !u->failed) {
+		if (!u->failed && mp_feed(&u->mp, data, *size, &h) == -1 &&
+		    !u->failed) {
 			u->failed = 1;
-			berr_set(&u->err, 400, "The form could not be read: "
-			    "it is not valid multipart/form-data.");
+			berr_set(&u->err, 400, "The form could not be read: %s.",
+			    u->mp.error ? u->mp.error : "it is not valid "
+			    "multipart/form-data");
 		}
 		*size = 0;
 		return MHD_YES;
@@ -943,19 +955,19 @@ upload_more(struct MHD_Connection *conn, struct upload *u,
 	 * is left is the sandbox's work (putting the file in place), not
 	 * the client's pace. */
 	http_guard_trust(conn, u->fw->work_timeout);
-	complete = MHD_destroy_post_processor(u->pp) == MHD_YES;
-	u->pp = NULL;
-	if (!complete || u->failed) {
-		upload_abort_current(u);
-		if (!u->failed) {
-			u->failed = 1;
+	if (!mp_complete(&u->mp) || u->failed) {
+		if (!u->failed && u->cur != NULL)
 			berr_set(&u->err, 400, "The upload ended before its "
 			    "last file was complete; that file was not saved.");
-		}
+		else if (!u->failed)
+			berr_set(&u->err, 400, "The upload ended without the "
+			    "form's closing boundary; only the files listed "
+			    "arrived whole.");
+		upload_abort_current(u);
+		u->failed = 1;
 		return upload_answer(conn, u);
 	}
-	upload_end_current(u);
-	if (!u->failed && json_array_size(u->done) == 0) {
+	if (json_array_size(u->done) == 0) {
 		u->failed = 1;
 		berr_set(&u->err, 400, "No file arrived: the form must have "
 		    "its files in the field \"file\" (choose one or more and "

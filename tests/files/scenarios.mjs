@@ -559,6 +559,58 @@ os.makedirs('adir', exist_ok=True)`);
     assert.equal(r.status, 200, r.text);
   });
 
+  test('uploads: a malformed form gets a 400 that says why; only files whole before the fault are kept', async () => {
+    const { t, u } = env();
+    const { u: up } = await setup();
+    const ws = t.ws(u);
+    const tag = randomBytes(3).toString('hex');
+    const B = `----vivarium${tag}`;
+    const head = (name, field = 'file') => `--${B}\r\nContent-Disposition: form-data; name="${field}"; filename="${name}"\r\n\r\n`;
+    const post = async (body, contentType = `multipart/form-data; boundary=${B}`) => {
+      const res = await fetch(up.url, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json' }, body: Buffer.from(body) });
+      const text = await res.text();
+      let json = null;
+      try { json = JSON.parse(text); } catch { /* an HTML page */ }
+      return { status: res.status, text: json ? json.error || '' : text.replace(/<[^>]*>/g, ' '), json };
+    };
+    const before = listTree(ws);
+    const cases = [
+      ['no boundary', 'x', 'multipart/form-data', /no boundary/],
+      ['a boundary with a character RFC 2046 does not allow', 'x', 'multipart/form-data; boundary=a{b', /boundary/],
+      ['garbage after a delimiter', `${head(`g-${tag}.txt`)}data\r\n--${B}!!\r\n`, undefined, /delimiter is not followed/],
+      ['a part\'s headers past 8 KiB', `--${B}\r\nX-Pad: ${'a'.repeat(9000)}\r\n\r\nx\r\n--${B}--\r\n`, undefined, /headers are longer/],
+      ['no file field', `${head(`n-${tag}.txt`, 'note')}hello\r\n--${B}--\r\n`, undefined, /No file arrived/],
+      ['a file input left empty', `${head('')}\r\n--${B}--\r\n`, undefined, /No file arrived/],
+      ['cut off inside a file', `${head(`m-${tag}.txt`)}data\r\n--${B.slice(0, 5)}`, undefined, /ended before its last file/],
+    ];
+    for (const [what, body, ct, re] of cases) {
+      const r = await post(body, ct);
+      assert.equal(r.status, 400, `${what}: ${r.status} ${r.text.slice(0, 300)}`);
+      assert.match(r.text, re, `${what}: ${r.text.slice(0, 300)}`);
+      assert.deepEqual(listTree(ws), before, `${what}: something was saved`);
+    }
+    // Two files, the second broken: the first is whole and kept.
+    const one = `one-${tag}.txt`;
+    const r = await post(`${head(one)}first\r\n--${B}\r\n${head(`two-${tag}.txt`).slice(B.length + 4)}second\r\n--${B}x`);
+    assert.equal(r.status, 400, r.text);
+    assert.deepEqual(r.json.files.map((f) => f.path), [one]);
+    assert.equal(readFileSync(join(ws, one), 'utf8'), 'first');
+    assert.ok(!existsSync(join(ws, `two-${tag}.txt`)));
+    // A whole file, then the body ends without the closing delimiter:
+    // the file is kept, and the answer says the form did not end.
+    const three = `three-${tag}.txt`;
+    const r3 = await post(`${head(three)}third\r\n--${B}\r\n`);
+    assert.equal(r3.status, 400, r3.text);
+    assert.match(r3.text, /closing boundary/);
+    assert.deepEqual(r3.json.files.map((f) => f.path), [three]);
+    assert.equal(readFileSync(join(ws, three), 'utf8'), 'third');
+    // Data that starts a delimiter and does not finish it is data.
+    const tricky = Buffer.from(`\r\r\n\r\n-\r\n--\r\n--${B.slice(0, -1)}\r\n-${B}\n--${B}\r--${B}--${B}\r`);
+    const ok = await post(multipart([{ name: `tricky-${tag}.bin`, data: tricky }], B).body);
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(readFileSync(join(ws, ok.json.files[0].path)), tricky);
+  });
+
   test('downloads: HTML and SVG come as attachments with nosniff and a CSP', async () => {
     const { t, u } = env();
     const c = await t.client(u);
