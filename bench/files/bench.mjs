@@ -18,6 +18,9 @@
 //   (e) the upload ceiling: the same curl -F into a bare receiver
 //       (bench/files/receiver.c: recv, write, fsync; no form parsing), what
 //       any server here could reach taking an upload onto the volume.
+//   (f) the CPU time the supervisor and the agent spend on each transfer
+//       (user + system, /proc/<pid>/stat): what the link path costs, a
+//       figure the disk's swings do not move.
 // Targets: (a) and (b) at least 80% of the direct throughput; (c) flat,
 // under 20 MB.  Each round measures the link and the direct side one
 // right after the other, and the figure is the median of the rounds'
@@ -27,8 +30,8 @@
 // (default 1024), BENCH_ROUNDS the rounds (default 5).
 // VIVARIUM_BENCH_SHORT=1 (the short mode make test runs): one round of
 // 8 MiB.
-import { rmSync, mkdtempSync, accessSync, constants } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { rmSync, mkdtempSync, accessSync, constants, readFileSync } from 'node:fs';
+import { spawn, execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callTool, freePort, median } from '../../tests/e2e/harness.mjs';
@@ -43,6 +46,21 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS || (SHORT ? 1 : 5));
 const LIMIT = 20 * MiB;
 const now = () => Number(process.hrtime.bigint()) / 1e9;	// s
 const rate = (secs) => SIZE / MiB / secs;	// MiB/s
+
+// The CPU seconds each of pids has used so far (user + system).
+const TICK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+function cpuOf(pids) {
+  const out = {};
+  for (const [k, p] of Object.entries(pids)) {
+    const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
+    out[k] = (Number(f[11]) + Number(f[12])) / TICK;
+  }
+  return out;
+}
+const cpuSince = (pids, before) => {
+  const now_ = cpuOf(pids);
+  return Object.fromEntries(Object.keys(now_).map((k) => [k, now_[k] - before[k]]));
+};
 
 // Where the whole page cache can be dropped (root), a function that does.
 function cacheDropper() {
@@ -110,6 +128,7 @@ async function main() {
     helpers.push(receiver.proc);
     await new Promise((r) => setTimeout(r, 1000));
     const mem = { up: null, down: null };
+    const cpu = { up: [], down: [] };
     const worst = (a, b) => {
       if (!a) return b;
       for (const k of Object.keys(b)) {
@@ -129,10 +148,11 @@ async function main() {
       rmSync(join(ws, 'bench.bin'), { force: true });
       await settle();
       let w = memWatch(pids);
-      let ans;
+      let ans, c0 = cpuOf(pids);
       const sUp = await timed(async () => {
         ans = check(await curl(['--fail', '-H', 'Accept: application/json', '-F', `file=@${src.path};filename=bench.bin`, up]), 'upload');
       });
+      cpu.up.push(cpuSince(pids, c0));
       mem.up = worst(mem.up, w.stop());
       saved = JSON.parse(ans.stdout).files[0].path;
       rmSync(join(ws, 'direct.bin'), { force: true });
@@ -149,7 +169,9 @@ async function main() {
       // (b) download, then the direct read of the same file.
       const link = (await callTool(c, 'share_file', { path: saved })).structuredContent.url;
       w = memWatch(pids);
+      c0 = cpuOf(pids);
       const sDown = await timed(async () => check(await curl(['--fail', '-o', '/dev/null', link]), 'download'));
+      cpu.down.push(cpuSince(pids, c0));
       mem.down = worst(mem.down, w.stop());
       pairs.down.push([sDown, await timed(async () => check(await sh(
         `dd if='${join(ws, saved)}' of=/dev/null bs=1M status=none`), 'direct read'))]);
@@ -196,6 +218,9 @@ async function main() {
     console.log(`(e) upload ceiling: the same curl -F into a bare receiver (recv, write, fsync) ${rate(upCeiling).toFixed(0)} MiB/s ` +
       `(${upCeiling.toFixed(2)} s), ${pct(recvVsDd)} of the direct write; the upload via the supervisor is ` +
       `${pct(median(ratios(pairs.upCeiling)))} of it`);
+    const cpuLine = (what) => Object.keys(cpu[what][0]).map((k) =>
+      `${k} ${median(cpu[what].map((x) => x[k])).toFixed(2)} s`).join(', ');
+    console.log(`(f) CPU time per transfer (medians): upload ${cpuLine('up')}; download ${cpuLine('down')}`);
     let flat = true;
     for (const [what, m] of Object.entries(mem)) {
       const parts = Object.entries(m).map(([k, v]) => {

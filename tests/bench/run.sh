@@ -58,6 +58,7 @@ EOF
 ^\(e\) upload ceiling: .* [0-9]+ MiB/s .* [0-9]+% of the direct write; .*supervisor is [0-9]+% of it$
 ^\(c\) memory during the upload: .*peak
 ^\(c\) memory during the download: .*peak
+^\(f\) CPU time per transfer \(medians\): upload supervisor [0-9.]+ s, agent [0-9.]+ s; download supervisor [0-9.]+ s, agent [0-9.]+ s$
 EOF
 	;;
 	bench-gvisor) cat <<'EOF'
