@@ -43,6 +43,16 @@ function play(deployment, configMaps) {
         for (const m of c.volumeMounts || []) if (m.name === old) m.name = v.name;
     }
   }
+  // The image declares VOLUME /workspace, and Podman gives a container
+  // that mounts nothing there an anonymous volume (a kubelet makes none);
+  // kube down leaves an init container's behind, one per run.  An emptyDir
+  // of this run's name takes its place and goes with the others.
+  const wsVol = `${tag}-image-volume`;
+  for (const c of [...(ps.initContainers || []), ...ps.containers]) {
+    if ((c.volumeMounts || []).some((m) => m.mountPath === '/workspace')) continue;
+    (c.volumeMounts ||= []).push({ name: wsVol, mountPath: '/workspace' });
+    if (!(ps.volumes ||= []).some((v) => v.name === wsVol)) ps.volumes.push({ name: wsVol, emptyDir: {} });
+  }
   return ps;
 }
 

@@ -25,6 +25,11 @@ chmod 0755 "$D"
 tag=$(vp_name kp)
 TOKEN=$(openssl rand -hex 16)
 KEY=$(openssl rand -hex 32)
+# Unnamed volumes (64 hex digits), to see that the run leaves none.
+anon_volumes() {
+	vpodman volume ls -q 2>/dev/null | grep -E '^[0-9a-f]{64}$' | sort
+}
+anon_before=$(anon_volumes)
 cleanup() {
 	for f in egress supervisor; do
 		[ -f "$D/$f.yaml" ] && vpodman kube down "$D/$f.yaml" >/dev/null 2>&1
@@ -35,8 +40,9 @@ cleanup() {
 	done
 	[ -z "${keySecret-}" ] || vpodman secret rm "$keySecret" "$tokenSecret" >/dev/null 2>&1
 	rm -rf "$D"
+	D=
 }
-trap cleanup EXIT
+trap '[ -z "$D" ] || cleanup' EXIT
 
 if ! node tests/deploy/k8s-kubeplay.mjs "$tag" "$IMAGE" "$D" 2>"$D/err"; then
 	t_fail "the Deployments adapted for kube play" "$(cat "$D/err")"
@@ -138,4 +144,9 @@ if [ $rc = 4 ] && grep -q 'not reachable' "$D/ctl"; then
 else
 	t_fail "vivariumctl in the supervisor's container reads its configuration (exit 4: no API server)" "exit $rc: $(cat "$D/ctl")"
 fi
+# Taken down here rather than at exit, to check what it leaves.
+cleanup
+left=$(anon_volumes | grep -vxF -e "$anon_before" -e '' || true)
+if [ -z "$left" ]; then t_ok "kube down and the cleanup leave no unnamed volume behind"
+else t_fail "kube down and the cleanup leave no unnamed volume behind" "$left"; fi
 t_done k8s-kubeplay
