@@ -587,6 +587,10 @@ os.makedirs('adir', exist_ok=True)`);
       const r = await post(body, ct);
       assert.equal(r.status, 400, `${what}: ${r.status} ${r.text.slice(0, 300)}`);
       assert.match(r.text, re, `${what}: ${r.text.slice(0, 300)}`);
+      // Through the supervisor the part is dropped by closing its stream to
+      // the agent, which then removes its temporary file: soon, not before
+      // the answer.
+      await poll(() => JSON.stringify(listTree(ws)) === JSON.stringify(before), 5000);
       assert.deepEqual(listTree(ws), before, `${what}: something was saved`);
     }
     // Two files, the second broken: the first is whole and kept.
@@ -609,6 +613,10 @@ os.makedirs('adir', exist_ok=True)`);
     const ok = await post(multipart([{ name: `tricky-${tag}.bin`, data: tricky }], B).body);
     assert.equal(ok.status, 200, ok.text);
     assert.deepEqual(readFileSync(join(ws, ok.json.files[0].path)), tricky);
+    // No temporary file of a broken part stays behind.
+    const parts = () => listTree(ws).filter((x) => x.startsWith('.vivarium/uploading/') && x !== '.vivarium/uploading/');
+    await poll(() => parts().length === 0, 5000);
+    assert.deepEqual(parts(), [], 'temporary files left in .vivarium/uploading');
   });
 
   test('downloads: HTML and SVG come as attachments with nosniff and a CSP', async () => {
