@@ -19,6 +19,10 @@ import {
 
 // Polls fn for up to ms; the caller asserts on what comes back.
 const poll = (fn, ms = 10000) => until(fn, { ms, soft: true });
+// Waits up to 5 s for the workspace's listing to be before again (a
+// dropped upload's temporary file goes once the agent sees the close).
+const listingBack = (ws, before) =>
+  poll(() => JSON.stringify(listTree(ws)) === JSON.stringify(before), 5000);
 
 // Links made by the tools, each checked for the shape the tools promise.
 export async function shareFile(c, path, args = {}) {
@@ -548,10 +552,7 @@ os.makedirs('adir', exist_ok=True)`);
     });
     // Once the server has seen the close, nothing of it is left: not the
     // file, and no temporary file in the workspace or in .vivarium.
-    const clean = await poll(() => {
-      const now_ = listTree(ws);
-      return JSON.stringify(now_) === JSON.stringify(before);
-    }, 5000);
+    const clean = await listingBack(ws, before);
     assert.ok(clean, `left behind: ${listTree(ws).filter((x) => !before.includes(x)).join(', ')}`);
     assert.ok(!existsSync(join(ws, name)));
     // And the server still serves.
@@ -590,7 +591,7 @@ os.makedirs('adir', exist_ok=True)`);
       // Through the supervisor the part is dropped by closing its stream to
       // the agent, which then removes its temporary file: soon, not before
       // the answer.
-      await poll(() => JSON.stringify(listTree(ws)) === JSON.stringify(before), 5000);
+      await listingBack(ws, before);
       assert.deepEqual(listTree(ws), before, `${what}: something was saved`);
     }
     // Two files, the second broken: the first is whole and kept.
